@@ -1,0 +1,128 @@
+// Host allocation and the CUDA caching allocator (see allocator.h for why caching).
+//
+// The cache is a map from rounded block size to a stack of free device pointers. allocate()
+// reuses a free block of exactly the rounded size, else calls cudaMalloc; if that fails it
+// empties the cache and tries once more before reporting out-of-memory with the size asked for.
+// Blocks are never split, which keeps the allocator easy to read; rounding bounds the waste.
+#include "engine/allocator.h"
+
+#include <cstdlib>
+#include <map>
+#include <mutex>
+#include <vector>
+
+#include "kernels/common/check.h"
+#include "kernels/common/cuda_runtime.h"
+
+namespace engine {
+
+namespace {
+
+constexpr std::size_t kHostAlignment = 64;
+constexpr std::size_t kSmallRound = 512;
+constexpr std::size_t kLargeRound = 2u << 20;  // 2 MiB
+constexpr std::size_t kLargeThreshold = 1u << 20;
+
+std::size_t round_up(std::size_t bytes, std::size_t multiple) {
+  return (bytes + multiple - 1) / multiple * multiple;
+}
+
+std::size_t cuda_block_size(std::size_t bytes) {
+  if (bytes == 0) bytes = 1;
+  return bytes < kLargeThreshold ? round_up(bytes, kSmallRound) : round_up(bytes, kLargeRound);
+}
+
+struct State {
+  std::mutex mutex;
+  AllocatorStats host;
+  AllocatorStats cuda;
+  std::map<std::size_t, std::vector<void*>> cuda_free_blocks;
+};
+
+State& state() {
+  static State* s = new State();  // never destroyed: tensors may outlive static destruction
+  return *s;
+}
+
+void note_alloc(AllocatorStats& stats, std::size_t bytes) {
+  stats.allocations += 1;
+  stats.bytes_requested += static_cast<int64_t>(bytes);
+  stats.bytes_in_use += static_cast<int64_t>(bytes);
+  if (stats.bytes_in_use > stats.peak_bytes_in_use) stats.peak_bytes_in_use = stats.bytes_in_use;
+}
+
+void release_cuda_cache_locked(State& s) {
+  for (auto& [size, blocks] : s.cuda_free_blocks) {
+    for (void* ptr : blocks) kernels::cuda_free(ptr);
+    s.cuda.bytes_cached -= static_cast<int64_t>(size * blocks.size());
+  }
+  s.cuda_free_blocks.clear();
+}
+
+}  // namespace
+
+void* allocate(std::size_t bytes, Device device) {
+  State& s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  if (device.is_cpu()) {
+    std::size_t rounded = round_up(bytes == 0 ? 1 : bytes, kHostAlignment);
+    void* ptr = std::aligned_alloc(kHostAlignment, rounded);
+    ENGINE_CHECK(ptr != nullptr, "host out of memory: asked for ", bytes, " bytes (",
+                 bytes / (1024.0 * 1024.0), " MiB)");
+    note_alloc(s.host, rounded);
+    return ptr;
+  }
+  std::size_t block = cuda_block_size(bytes);
+  auto it = s.cuda_free_blocks.find(block);
+  void* ptr = nullptr;
+  if (it != s.cuda_free_blocks.end() && !it->second.empty()) {
+    ptr = it->second.back();
+    it->second.pop_back();
+    s.cuda.bytes_cached -= static_cast<int64_t>(block);
+  } else {
+    try {
+      ptr = kernels::cuda_malloc(block);
+    } catch (const Error&) {
+      release_cuda_cache_locked(s);  // free cached blocks and retry once
+      ptr = kernels::cuda_malloc(block);
+    }
+  }
+  note_alloc(s.cuda, block);
+  return ptr;
+}
+
+void deallocate(void* ptr, std::size_t bytes, Device device) {
+  if (ptr == nullptr) return;
+  State& s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  if (device.is_cpu()) {
+    std::free(ptr);
+    s.host.bytes_in_use -= static_cast<int64_t>(round_up(bytes == 0 ? 1 : bytes, kHostAlignment));
+    return;
+  }
+  std::size_t block = cuda_block_size(bytes);
+  s.cuda_free_blocks[block].push_back(ptr);
+  s.cuda.bytes_in_use -= static_cast<int64_t>(block);
+  s.cuda.bytes_cached += static_cast<int64_t>(block);
+}
+
+AllocatorStats allocator_stats(Device device) {
+  State& s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  return device.is_cpu() ? s.host : s.cuda;
+}
+
+void reset_peak_bytes(Device device) {
+  State& s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  AllocatorStats& stats = device.is_cpu() ? s.host : s.cuda;
+  stats.peak_bytes_in_use = stats.bytes_in_use;
+}
+
+void empty_cuda_cache() {
+  State& s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  release_cuda_cache_locked(s);
+}
+
+}  // namespace engine

@@ -1,0 +1,281 @@
+// The tape walk behind backward() and grad().
+//
+// 1. Collect the nodes reachable from the outputs (iterative DFS over Node::next).
+// 2. Mark which nodes lead to a target: for backward(), any leaf that requires grad; for grad(),
+//    the listed inputs (leaves by impl, non-leaves by their producing node).
+// 3. Visit the marked nodes in reverse topological order (every consumer before its producer),
+//    summing incoming gradients per node, and call each node's backward with `needs[i]` true only
+//    for inputs on a path to a target.
+#include "engine/autograd.h"
+
+#include <algorithm>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "engine/ops.h"
+
+namespace engine {
+
+namespace {
+thread_local bool grad_mode = true;
+thread_local GradTrace* active_trace = nullptr;
+}  // namespace
+
+bool grad_mode_enabled() { return grad_mode; }
+
+NoGradGuard::NoGradGuard() : previous_(grad_mode) { grad_mode = false; }
+NoGradGuard::~NoGradGuard() { grad_mode = previous_; }
+
+GradTrace::GradTrace() : previous_(active_trace) { active_trace = this; }
+GradTrace::~GradTrace() { active_trace = previous_; }
+bool GradTrace::contains(const std::string& entry) const {
+  return std::find(computed_.begin(), computed_.end(), entry) != computed_.end();
+}
+void trace_gradient(const std::string& entry) {
+  if (active_trace != nullptr) active_trace->computed_.push_back(entry);
+}
+
+bool needs_tape(const std::vector<Tensor>& inputs) {
+  if (!grad_mode) return false;
+  for (const Tensor& t : inputs) {
+    if (t.defined() && t.requires_grad()) return true;
+  }
+  return false;
+}
+
+Tensor record(const std::string& op, const std::vector<Tensor>& inputs, Tensor output,
+              BackwardFn backward_fn) {
+  auto node = std::make_shared<Node>();
+  node->op = op;
+  node->backward = std::move(backward_fn);
+  node->output_shape = output.shape();
+  node->output_dtype = output.dtype();
+  node->output_device = output.device();
+  for (const Tensor& input : inputs) {
+    Edge edge;
+    if (input.defined() && input.requires_grad()) {
+      if (input.is_leaf()) {
+        edge.leaf = input.impl_ptr();
+      } else {
+        edge.node = input.grad_fn();
+      }
+    }
+    node->next.push_back(std::move(edge));
+  }
+  // Always a fresh impl, so an op that hands back one of its inputs never turns that input into
+  // a non-leaf.
+  Tensor result = output.detach();
+  result.impl()->requires_grad = true;
+  result.impl()->grad_fn = std::move(node);
+  return result;
+}
+
+namespace {
+
+// What we are differentiating towards.
+struct Targets {
+  bool all_leaves = false;  // backward(): every leaf that requires grad
+  std::unordered_set<const TensorImpl*> leaves;
+  std::unordered_set<const Node*> nodes;
+
+  bool is_target_leaf(const TensorImpl* leaf) const {
+    return all_leaves ? leaf != nullptr : leaves.count(leaf) > 0;
+  }
+};
+
+// Nodes reachable from the roots, in an order where every node comes after all its consumers.
+std::vector<Node*> reverse_topological(const std::vector<Node*>& roots) {
+  std::vector<Node*> post_order;
+  std::unordered_set<Node*> visited;
+  std::vector<std::pair<Node*, size_t>> stack;
+  for (Node* root : roots) {
+    if (root == nullptr || !visited.insert(root).second) continue;
+    stack.emplace_back(root, 0);
+    while (!stack.empty()) {
+      auto& [node, next_index] = stack.back();
+      if (next_index < node->next.size()) {
+        Node* child = node->next[next_index++].node.get();
+        if (child != nullptr && visited.insert(child).second) stack.emplace_back(child, 0);
+      } else {
+        post_order.push_back(node);
+        stack.pop_back();
+      }
+    }
+  }
+  std::reverse(post_order.begin(), post_order.end());
+  return post_order;
+}
+
+void accumulate(std::unordered_map<const void*, Tensor>& sums, const void* key, const Tensor& g) {
+  auto it = sums.find(key);
+  if (it == sums.end()) {
+    sums.emplace(key, g);
+  } else {
+    it->second = add(it->second, g);
+  }
+}
+
+Tensor ones_like_output(const Tensor& output) {
+  return Tensor::ones(output.shape(), output.dtype(), output.device());
+}
+
+// Runs the marked part of the graph. Returns the gradient sums keyed by Node* (for non-leaf
+// targets) and TensorImpl* (for leaves).
+std::unordered_map<const void*, Tensor> run_backward(const std::vector<Tensor>& outputs,
+                                                     const std::vector<Tensor>& grad_outputs,
+                                                     const Targets& targets, bool retain_graph) {
+  NoGradGuard no_grad;  // backward functions compose ops; nothing of it is recorded
+  std::unordered_map<const void*, Tensor> sums;
+  std::vector<Node*> roots;
+  for (size_t k = 0; k < outputs.size(); ++k) {
+    const Tensor& out = outputs[k];
+    ENGINE_CHECK(out.defined(), "backward: output ", k, " is undefined");
+    Tensor g = grad_outputs.size() > k && grad_outputs[k].defined() ? grad_outputs[k]
+                                                                    : ones_like_output(out);
+    ENGINE_CHECK(g.shape() == out.shape(), "backward: gradient for output ", k, " has shape ",
+                 shape_str(g.shape()), " but the output has shape ", shape_str(out.shape()));
+    if (!out.requires_grad()) continue;
+    if (out.is_leaf()) {
+      if (targets.is_target_leaf(out.impl())) accumulate(sums, out.impl(), g);
+      continue;
+    }
+    roots.push_back(out.grad_fn().get());
+    accumulate(sums, out.grad_fn().get(), g);
+  }
+
+  std::vector<Node*> order = reverse_topological(roots);
+  // leads[node]: some path from node reaches a target. Producers come later in `order`, so walk
+  // it backwards to see every producer before its consumers.
+  std::unordered_map<const Node*, bool> leads;
+  for (auto it = order.rbegin(); it != order.rend(); ++it) {
+    Node* node = *it;
+    bool any = false;
+    for (const Edge& e : node->next) {
+      if (e.leaf && targets.is_target_leaf(e.leaf.get())) any = true;
+      if (e.node && (targets.nodes.count(e.node.get()) || leads[e.node.get()])) any = true;
+    }
+    leads[node] = any;
+  }
+
+  for (Node* node : order) {
+    if (!leads[node]) continue;
+    auto found = sums.find(node);
+    if (found == sums.end()) continue;  // no gradient flows into this node
+    ENGINE_CHECK(!node->released,
+                 "backward through a graph that has already been freed (node '", node->op,
+                 "'); pass retain_graph = true to the first backward/grad call if you need to "
+                 "differentiate twice");
+    std::vector<bool> needs(node->next.size(), false);
+    for (size_t i = 0; i < node->next.size(); ++i) {
+      const Edge& e = node->next[i];
+      needs[i] = (e.leaf && targets.is_target_leaf(e.leaf.get())) ||
+                 (e.node && (targets.nodes.count(e.node.get()) || leads[e.node.get()]));
+    }
+    Tensor grad_output = found->second;
+    if (!targets.nodes.count(node)) sums.erase(found);  // free memory as we go
+    std::vector<Tensor> input_grads = node->backward(grad_output, needs);
+    ENGINE_CHECK(input_grads.size() == node->next.size(), "internal: backward of '", node->op,
+                 "' returned ", input_grads.size(), " gradients for ", node->next.size(),
+                 " inputs");
+    for (size_t i = 0; i < input_grads.size(); ++i) {
+      const Tensor& g = input_grads[i];
+      if (!needs[i]) {
+        ENGINE_CHECK(!g.defined(), "internal: backward of '", node->op,
+                     "' computed an unrequested gradient for input ", i);
+        continue;
+      }
+      ENGINE_CHECK(g.defined(), "internal: backward of '", node->op,
+                   "' did not compute the gradient for input ", i);
+      trace_gradient(node->op + ":" + std::to_string(i));
+      const Edge& e = node->next[i];
+      if (e.leaf) {
+        ENGINE_CHECK(g.shape() == e.leaf->shape, "internal: backward of '", node->op,
+                     "' gave a gradient of shape ", shape_str(g.shape()), " for input ", i,
+                     " of shape ", shape_str(e.leaf->shape));
+        accumulate(sums, e.leaf.get(), g);
+      } else {
+        ENGINE_CHECK(g.shape() == e.node->output_shape, "internal: backward of '", node->op,
+                     "' gave a gradient of shape ", shape_str(g.shape()), " for input ", i,
+                     " of shape ", shape_str(e.node->output_shape));
+        accumulate(sums, e.node.get(), g);
+      }
+    }
+    if (!retain_graph) {
+      node->backward = nullptr;
+      node->released = true;
+    }
+  }
+  return sums;
+}
+
+}  // namespace
+
+void backward(const Tensor& loss, const Tensor& grad_output, bool retain_graph) {
+  ENGINE_CHECK(loss.defined(), "backward() of an undefined tensor");
+  ENGINE_CHECK(loss.requires_grad(),
+               "backward() of a tensor that does not require grad (was it computed under "
+               "NoGradGuard, or from inputs that do not require grad?)");
+  ENGINE_CHECK(grad_output.defined() || loss.numel() == 1,
+               "backward() of a non-scalar tensor of shape ", shape_str(loss.shape()),
+               " needs an explicit grad_output");
+  Targets targets;
+  targets.all_leaves = true;
+  std::unordered_map<const void*, Tensor> sums =
+      run_backward({loss}, {grad_output}, targets, retain_graph);
+  // Deliver the leaf sums into .grad: the leaves are found through the edges of the graph.
+  std::vector<Node*> order;
+  if (!loss.is_leaf()) order = reverse_topological({loss.grad_fn().get()});
+  std::unordered_set<const TensorImpl*> done;
+  auto deliver = [&](const std::shared_ptr<TensorImpl>& leaf) {
+    if (!leaf || done.count(leaf.get())) return;
+    auto it = sums.find(leaf.get());
+    if (it == sums.end()) return;
+    done.insert(leaf.get());
+    NoGradGuard no_grad;
+    // A fresh contiguous buffer: backward functions may hand the same tensor to several inputs
+    // (add) or return broadcast views (sum), and a leaf's .grad must own its memory.
+    Tensor g = leaf->grad ? add(Tensor(leaf->grad), it->second) : it->second.detach().clone();
+    leaf->grad = g.contiguous().impl_ptr();
+  };
+  if (loss.is_leaf()) deliver(loss.impl_ptr());
+  for (Node* node : order) {
+    for (const Edge& e : node->next) deliver(e.leaf);
+  }
+}
+
+std::vector<Tensor> grad(const std::vector<Tensor>& outputs, const std::vector<Tensor>& inputs,
+                         const std::vector<Tensor>& grad_outputs, bool retain_graph) {
+  ENGINE_CHECK(!outputs.empty(), "grad(): no outputs given");
+  for (size_t k = 0; k < outputs.size(); ++k) {
+    const Tensor& out = outputs[k];
+    ENGINE_CHECK(out.defined(), "grad(): output ", k, " is undefined");
+    ENGINE_CHECK((grad_outputs.size() > k && grad_outputs[k].defined()) || out.numel() == 1,
+                 "grad(): output ", k, " of shape ", shape_str(out.shape()),
+                 " is not a scalar; pass grad_outputs");
+  }
+  Targets targets;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const Tensor& x = inputs[i];
+    ENGINE_CHECK(x.defined(), "grad(): input ", i, " is undefined");
+    ENGINE_CHECK(x.requires_grad(), "grad(): input ", i, " (", x.str(),
+                 ") does not require grad; call set_requires_grad(true) before using it");
+    if (x.is_leaf()) {
+      targets.leaves.insert(x.impl());
+    } else {
+      targets.nodes.insert(x.grad_fn().get());
+    }
+  }
+  std::unordered_map<const void*, Tensor> sums =
+      run_backward(outputs, grad_outputs, targets, retain_graph);
+  std::vector<Tensor> result;
+  for (const Tensor& x : inputs) {
+    const void* key = x.is_leaf() ? static_cast<const void*>(x.impl())
+                                  : static_cast<const void*>(x.grad_fn().get());
+    auto it = sums.find(key);
+    result.push_back(it != sums.end() ? it->second.detach()
+                                      : Tensor::zeros(x.shape(), x.dtype(), x.device()));
+  }
+  return result;
+}
+
+}  // namespace engine

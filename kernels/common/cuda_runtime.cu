@@ -1,0 +1,73 @@
+// Thin, checked wrappers over the CUDA runtime (see cuda_runtime.h for the contract).
+#include <cuda_runtime.h>
+
+#include "kernels/common/cuda_check.cuh"
+#include "kernels/common/cuda_runtime.h"
+
+namespace engine::kernels {
+
+namespace {
+thread_local cudaStream_t current = nullptr;  // nullptr = the legacy default stream
+constexpr double kMiB = 1024.0 * 1024.0;
+}  // namespace
+
+int cuda_device_count() {
+  int count = 0;
+  cudaError_t status = cudaGetDeviceCount(&count);
+  if (status != cudaSuccess) {
+    cudaGetLastError();  // clear the error: "no GPU" is a normal answer, not a failure
+    return 0;
+  }
+  return count;
+}
+
+const char* cuda_device_name(int device) {
+  static thread_local cudaDeviceProp prop;
+  CUDA_CHECK(cudaGetDeviceProperties(&prop, device), "cuda_device_name(", device, ")");
+  return prop.name;
+}
+
+void* cuda_malloc(std::size_t bytes) {
+  void* ptr = nullptr;
+  cudaError_t status = cudaMalloc(&ptr, bytes);
+  if (status != cudaSuccess) {
+    cudaGetLastError();
+    std::size_t free_bytes = 0, total_bytes = 0;
+    if (cudaMemGetInfo(&free_bytes, &total_bytes) != cudaSuccess) cudaGetLastError();
+    fail("CUDA out of memory: asked for ", bytes, " bytes (", bytes / kMiB, " MiB) with ",
+         free_bytes / kMiB, " MiB free of ", total_bytes / kMiB,
+         " MiB: ", cudaGetErrorString(status));
+  }
+  return ptr;
+}
+
+void cuda_free(void* ptr) { CUDA_CHECK(cudaFree(ptr), "cuda_free"); }
+
+void cuda_memcpy_host_to_device(void* dst, const void* src, std::size_t bytes) {
+  // From pageable memory this returns once the source has been staged, so `src` may be reused.
+  CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, current),
+             "copy host->device of ", bytes, " bytes");
+}
+
+void cuda_memcpy_device_to_host(void* dst, const void* src, std::size_t bytes) {
+  CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, current),
+             "copy device->host of ", bytes, " bytes");
+  CUDA_CHECK(cudaStreamSynchronize(current), "copy device->host of ", bytes, " bytes");
+}
+
+void cuda_memcpy_device_to_device(void* dst, const void* src, std::size_t bytes) {
+  CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, current),
+             "copy device->device of ", bytes, " bytes");
+}
+
+void cuda_memset_zero(void* ptr, std::size_t bytes) {
+  CUDA_CHECK(cudaMemsetAsync(ptr, 0, bytes, current), "memset of ", bytes, " bytes");
+}
+
+void* cuda_current_stream() { return current; }
+
+void cuda_set_current_stream(void* stream) { current = static_cast<cudaStream_t>(stream); }
+
+void cuda_synchronize() { CUDA_CHECK(cudaStreamSynchronize(current), "cuda_synchronize"); }
+
+}  // namespace engine::kernels

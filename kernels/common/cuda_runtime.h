@@ -1,0 +1,30 @@
+// The CUDA runtime as the rest of the project sees it: plain C++ declarations, no CUDA headers.
+// Implemented in cuda_runtime.cu; without CUDA, kernels/cuda_stubs.cpp provides versions where
+// cuda_device_count() is 0 and everything else throws "built without CUDA".
+//
+// Device discovery is lazy (never at static-initialization time) and total: any CUDA error while
+// asking (no driver, driver too old, no device) means zero devices, and the error is cleared.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace engine::kernels {
+
+int cuda_device_count();
+const char* cuda_device_name(int device);  // e.g. "NVIDIA H100 80GB HBM3"
+
+void* cuda_malloc(std::size_t bytes);  // throws engine::Error naming the size on failure (OOM)
+void cuda_free(void* ptr);
+void cuda_memcpy_host_to_device(void* dst, const void* src, std::size_t bytes);
+void cuda_memcpy_device_to_host(void* dst, const void* src, std::size_t bytes);
+void cuda_memcpy_device_to_device(void* dst, const void* src, std::size_t bytes);
+void cuda_memset_zero(void* ptr, std::size_t bytes);
+
+// All kernels launch on the current stream (one per host thread, the default stream unless set).
+// Copies to the host synchronize that stream; nothing else does.
+void* cuda_current_stream();
+void cuda_set_current_stream(void* stream);
+void cuda_synchronize();
+
+}  // namespace engine::kernels

@@ -1,0 +1,57 @@
+// copy_strided and convert, CPU reference.
+#include "kernels/copy/copy.h"
+
+namespace engine::kernels {
+
+template <typename T>
+void copy_strided_cpu(const T* src, StridedLayout layout, T* dst) {
+  int64_t total = 1;
+  for (int d = 0; d < layout.ndim; ++d) total *= layout.shape[d];
+  int64_t index[kMaxDims] = {};
+  for (int64_t flat = 0; flat < total; ++flat) {
+    int64_t src_offset = 0;
+    for (int d = 0; d < layout.ndim; ++d) src_offset += index[d] * layout.strides[d];
+    dst[flat] = src[src_offset];
+    // Advance the multi-index in row-major order (last dimension fastest).
+    for (int d = layout.ndim - 1; d >= 0; --d) {
+      if (++index[d] < layout.shape[d]) break;
+      index[d] = 0;
+    }
+  }
+}
+
+template <typename T>
+void copy_into_strided_cpu(const T* src, T* dst, StridedLayout layout) {
+  int64_t total = 1;
+  for (int d = 0; d < layout.ndim; ++d) total *= layout.shape[d];
+  int64_t index[kMaxDims] = {};
+  for (int64_t flat = 0; flat < total; ++flat) {
+    int64_t dst_offset = 0;
+    for (int d = 0; d < layout.ndim; ++d) dst_offset += index[d] * layout.strides[d];
+    dst[dst_offset] = src[flat];
+    for (int d = layout.ndim - 1; d >= 0; --d) {
+      if (++index[d] < layout.shape[d]) break;
+      index[d] = 0;
+    }
+  }
+}
+
+template <typename From, typename To>
+void convert_cpu(const From* src, int64_t n, To* dst) {
+  for (int64_t i = 0; i < n; ++i) dst[i] = static_cast<To>(src[i]);
+}
+
+template void copy_strided_cpu<float>(const float*, StridedLayout, float*);
+template void copy_strided_cpu<double>(const double*, StridedLayout, double*);
+template void copy_strided_cpu<int64_t>(const int64_t*, StridedLayout, int64_t*);
+template void copy_into_strided_cpu<float>(const float*, float*, StridedLayout);
+template void copy_into_strided_cpu<double>(const double*, double*, StridedLayout);
+template void copy_into_strided_cpu<int64_t>(const int64_t*, int64_t*, StridedLayout);
+template void convert_cpu<float, double>(const float*, int64_t, double*);
+template void convert_cpu<double, float>(const double*, int64_t, float*);
+template void convert_cpu<int64_t, double>(const int64_t*, int64_t, double*);
+template void convert_cpu<int64_t, float>(const int64_t*, int64_t, float*);
+template void convert_cpu<double, int64_t>(const double*, int64_t, int64_t*);
+template void convert_cpu<float, int64_t>(const float*, int64_t, int64_t*);
+
+}  // namespace engine::kernels

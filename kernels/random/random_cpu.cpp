@@ -1,0 +1,47 @@
+// Random tensors, CPU reference: element by element from the Philox stream (see philox.h).
+#include <cmath>
+
+#include "kernels/random/philox.h"
+#include "kernels/random/random.h"
+
+namespace engine::kernels {
+
+template <typename T>
+void random_uniform_cpu(T* out, int64_t n, uint64_t seed, uint64_t offset, T low, T high) {
+  for (int64_t i = 0; i < n; ++i) {
+    PhiloxBlock block = philox4x32_10(offset + uint64_t(i) / 4, 0, seed);
+    T u = static_cast<T>(philox_uniform01(block.word[i % 4]));
+    out[i] = low + (high - low) * u;
+  }
+}
+
+template <typename T>
+void random_normal_cpu(T* out, int64_t n, uint64_t seed, uint64_t offset, T mean, T stddev) {
+  const double two_pi = 6.283185307179586476925286766559;
+  for (int64_t i = 0; i < n; ++i) {
+    PhiloxBlock block = philox4x32_10(offset + uint64_t(i) / 2, 0, seed);
+    // Box-Muller in float, as the CUDA kernel does, so both devices give the same numbers.
+    float u1 = philox_uniform01_open_low(block.word[0]);
+    float u2 = philox_uniform01(block.word[1]);
+    float radius = std::sqrt(-2.0f * std::log(u1));
+    float angle = static_cast<float>(two_pi) * u2;
+    float z = (i % 2 == 0) ? radius * std::cos(angle) : radius * std::sin(angle);
+    out[i] = mean + stddev * static_cast<T>(z);
+  }
+}
+
+void random_randint_cpu(int64_t* out, int64_t n, uint64_t seed, uint64_t offset, int64_t low,
+                        int64_t high) {
+  uint64_t range = static_cast<uint64_t>(high - low);
+  for (int64_t i = 0; i < n; ++i) {
+    PhiloxBlock block = philox4x32_10(offset + uint64_t(i) / 4, 0, seed);
+    out[i] = low + static_cast<int64_t>((uint64_t(block.word[i % 4]) * range) >> 32);
+  }
+}
+
+template void random_uniform_cpu<float>(float*, int64_t, uint64_t, uint64_t, float, float);
+template void random_uniform_cpu<double>(double*, int64_t, uint64_t, uint64_t, double, double);
+template void random_normal_cpu<float>(float*, int64_t, uint64_t, uint64_t, float, float);
+template void random_normal_cpu<double>(double*, int64_t, uint64_t, uint64_t, double, double);
+
+}  // namespace engine::kernels

@@ -1,0 +1,2 @@
+// Placeholder until the nn helper lands the MLP demo.
+int main() { return 0; }
