@@ -1,0 +1,123 @@
+// conv2d (declaration in engine/ops.h; math and kernels in kernels/conv2d/conv2d.h).
+//
+// Forward runs the im2col + GEMM path (conv2d_fprop_fast_cpu); the naive loops are the oracle
+// the tests hold it to. Backward computes exactly the gradients asked for: dgrad only when the
+// input's gradient is needed, wgrad only for the weight, db only for the bias — an attack's
+// grad(loss, {x}) never pays for a weight gradient.
+#include <utility>
+#include <vector>
+
+#include "engine/ops.h"
+#include "engine/ops/op_utils.h"
+#include "kernels/conv2d/conv2d.h"
+
+namespace engine {
+
+namespace {
+
+// Validates x [N, C, H, W], weight [K, C, R, S], bias [K] or undefined and the options; returns
+// the kernel geometry. Every message names conv2d and the shapes involved.
+kernels::Conv2dShape conv2d_shape(const Tensor& x, const Tensor& weight, const Tensor& bias,
+                                  const Conv2dOptions& options) {
+  detail::check_floating(x, "conv2d", "x");
+  detail::check_floating(weight, "conv2d", "weight");
+  ENGINE_CHECK(x.dim() == 4, "conv2d: x must be 4-D [N, C, H, W], got shape ",
+               shape_str(x.shape()));
+  ENGINE_CHECK(weight.dim() == 4, "conv2d: weight must be 4-D [K, C, R, S], got shape ",
+               shape_str(weight.shape()));
+  detail::check_same_kind(x, weight, "conv2d", "weight");
+  ENGINE_CHECK(x.size(1) == weight.size(1), "conv2d: x ", shape_str(x.shape()), " has ", x.size(1),
+               " channels but weight ", shape_str(weight.shape()), " expects ", weight.size(1));
+  ENGINE_CHECK(weight.numel() > 0, "conv2d: weight ", shape_str(weight.shape()),
+               " has a zero-sized dimension");
+  if (bias.defined()) {
+    detail::check_same_kind(x, bias, "conv2d", "bias");
+    ENGINE_CHECK(bias.dim() == 1 && bias.size(0) == weight.size(0), "conv2d: bias must be [",
+                 weight.size(0), "] for weight ", shape_str(weight.shape()), ", got ",
+                 shape_str(bias.shape()));
+  }
+  ENGINE_CHECK(options.stride_h >= 1 && options.stride_w >= 1, "conv2d: stride must be >= 1, got ",
+               options.stride_h, "x", options.stride_w);
+  ENGINE_CHECK(options.pad_h >= 0 && options.pad_w >= 0, "conv2d: padding must be >= 0, got ",
+               options.pad_h, "x", options.pad_w);
+  ENGINE_CHECK(options.dilation_h >= 1 && options.dilation_w >= 1,
+               "conv2d: dilation must be >= 1, got ", options.dilation_h, "x", options.dilation_w);
+
+  kernels::Conv2dShape shape;
+  shape.N = x.size(0);
+  shape.C = x.size(1);
+  shape.H = x.size(2);
+  shape.W = x.size(3);
+  shape.K = weight.size(0);
+  shape.R = weight.size(2);
+  shape.S = weight.size(3);
+  shape.stride_h = options.stride_h;
+  shape.stride_w = options.stride_w;
+  shape.pad_h = options.pad_h;
+  shape.pad_w = options.pad_w;
+  shape.dilation_h = options.dilation_h;
+  shape.dilation_w = options.dilation_w;
+
+  // The dilated kernel must fit in the padded input at least once (P, Q >= 1).
+  const int64_t span_h = shape.dilation_h * (shape.R - 1) + 1;
+  const int64_t span_w = shape.dilation_w * (shape.S - 1) + 1;
+  const int64_t padded_h = shape.H + 2 * shape.pad_h, padded_w = shape.W + 2 * shape.pad_w;
+  ENGINE_CHECK(span_h <= padded_h && span_w <= padded_w, "conv2d: kernel ", shape.R, "x", shape.S,
+               " (", span_h, "x", span_w, " with dilation ", shape.dilation_h, "x",
+               shape.dilation_w, ") is larger than the padded input ", padded_h, "x", padded_w,
+               " (x ", shape_str(x.shape()), ", weight ", shape_str(weight.shape()), ", padding ",
+               shape.pad_h, "x", shape.pad_w, ")");
+  return shape;
+}
+
+}  // namespace
+
+Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias,
+              const Conv2dOptions& options) {
+  const kernels::Conv2dShape shape = conv2d_shape(x, weight, bias, options);
+  const Tensor xc = x.contiguous();
+  const Tensor wc = weight.contiguous();
+  const Tensor bc = bias.defined() ? bias.contiguous() : Tensor();
+  Tensor y = Tensor::empty({shape.N, shape.K, shape.out_h(), shape.out_w()}, x.dtype(), x.device());
+  if (x.device().is_cuda()) detail::check_cpu_only(x, "conv2d");
+  detail::dispatch_floating(x.dtype(), "conv2d", [&](auto zero) {
+    using T = decltype(zero);
+    kernels::conv2d_fprop_fast_cpu<T>(shape, xc.data<T>(), wc.data<T>(),
+                                      bc.defined() ? bc.data<T>() : nullptr, y.data<T>());
+  });
+  if (!needs_tape({x, weight, bias})) return y;
+
+  // dgrad needs the weight, wgrad the input; both are saved detached (no reference cycle).
+  BackwardFn backward = [shape, x_saved = xc.detach(), w_saved = wc.detach(),
+                         has_bias = bias.defined()](const Tensor& grad_output,
+                                                    const std::vector<bool>& needs) {
+    std::vector<Tensor> grads(3);
+    const bool want_dx = needs[0];
+    const bool want_dw = needs[1];
+    const bool want_db = has_bias && needs[2];
+    if (!want_dx && !want_dw && !want_db) return grads;
+    const Tensor dy = grad_output.contiguous();
+    if (dy.device().is_cuda()) detail::check_cpu_only(dy, "conv2d backward");
+    const DType dtype = x_saved.dtype();
+    const Device device = x_saved.device();
+    if (want_dx) grads[0] = Tensor::empty(x_saved.shape(), dtype, device);
+    if (want_dw) grads[1] = Tensor::empty(w_saved.shape(), dtype, device);
+    if (want_db) grads[2] = Tensor::empty({shape.K}, dtype, device);
+    detail::dispatch_floating(dtype, "conv2d backward", [&](auto zero) {
+      using T = decltype(zero);
+      if (want_dx) {
+        kernels::conv2d_dgrad_fast_cpu<T>(shape, dy.data<T>(), w_saved.data<T>(),
+                                          grads[0].data<T>());
+      }
+      if (want_dw || want_db) {
+        kernels::conv2d_wgrad_fast_cpu<T>(shape, dy.data<T>(), x_saved.data<T>(),
+                                          want_dw ? grads[1].data<T>() : nullptr,
+                                          want_db ? grads[2].data<T>() : nullptr);
+      }
+    });
+    return grads;
+  };
+  return record("conv2d", {x, weight, bias}, y, std::move(backward));
+}
+
+}  // namespace engine

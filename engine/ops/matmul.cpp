@@ -1,0 +1,116 @@
+// matmul and linear: validation, dispatch to kernels/matmul, and their backward.
+//
+//   matmul  C = A B            dA = dC B^T          dB = A^T dC
+//   linear  y = x W^T + b      dx = dy W            dW = dy^T x          db = column sums of dy
+//
+// Transposed operands are never materialized: the GEMM kernel reads a row-major buffer as its
+// transpose in place (trans_a / trans_b).
+#include <vector>
+
+#include "engine/autograd.h"
+#include "engine/ops.h"
+#include "engine/ops/op_utils.h"
+#include "engine/tensor.h"
+#include "kernels/matmul/matmul.h"
+
+namespace engine {
+namespace {
+
+// A contiguous copy (or the tensor itself) without autograd history: the op records its own node
+// on the original inputs, so the copy must not record a second one.
+Tensor dense(const Tensor& t) { return t.detach().contiguous(); }
+
+// op(a) op(b) for contiguous 2-D CPU tensors, where op(t) is t or t^T as stored.
+Tensor gemm(const Tensor& a, bool trans_a, const Tensor& b, bool trans_b, const char* op) {
+  int64_t m = trans_a ? a.size(1) : a.size(0);
+  int64_t k = trans_a ? a.size(0) : a.size(1);
+  int64_t n = trans_b ? b.size(0) : b.size(1);
+  Tensor c = Tensor::empty({m, n}, a.dtype(), a.device());
+  detail::dispatch_floating(a.dtype(), op, [&](auto zero) {
+    using T = decltype(zero);
+    kernels::matmul_fast_cpu<T>(m, n, k, a.data<T>(), b.data<T>(), trans_a, trans_b, c.data<T>(),
+                                /*accumulate=*/false);
+  });
+  return c;
+}
+
+// db[j] = sum_i dy[i, j] for a contiguous dy [m, n].
+Tensor column_sums(const Tensor& dy) {
+  Tensor db = Tensor::empty({dy.size(1)}, dy.dtype(), dy.device());
+  detail::dispatch_floating(dy.dtype(), "linear", [&](auto zero) {
+    using T = decltype(zero);
+    kernels::column_sums_cpu<T>(dy.size(0), dy.size(1), dy.data<T>(), db.data<T>());
+  });
+  return db;
+}
+
+}  // namespace
+
+Tensor matmul(const Tensor& a, const Tensor& b) {
+  detail::check_defined(a, "matmul", "a");
+  detail::check_defined(b, "matmul", "b");
+  detail::check_floating(a, "matmul", "a");
+  detail::check_dim(a, 2, "matmul", "a");
+  detail::check_dim(b, 2, "matmul", "b");
+  detail::check_same_kind(a, b, "matmul", "b");
+  ENGINE_CHECK(a.size(1) == b.size(0), "matmul: inner dimensions differ: a is ",
+               shape_str(a.shape()), " and b is ", shape_str(b.shape()),
+               " (expected a [M, K] and b [K, N])");
+  detail::check_cpu_only(a, "matmul");
+
+  Tensor a_dense = dense(a);
+  Tensor b_dense = dense(b);
+  Tensor c = gemm(a_dense, false, b_dense, false, "matmul");
+  if (!needs_tape({a, b})) return c;
+  return record("matmul", {a, b}, c,
+                [a_dense, b_dense](const Tensor& grad, const std::vector<bool>& needs) {
+                  std::vector<Tensor> grads(2);
+                  Tensor dc = grad.contiguous();
+                  if (needs[0]) grads[0] = gemm(dc, false, b_dense, true, "matmul");  // dC B^T
+                  if (needs[1]) grads[1] = gemm(a_dense, true, dc, false, "matmul");  // A^T dC
+                  return grads;
+                });
+}
+
+Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
+  detail::check_defined(x, "linear", "x");
+  detail::check_defined(weight, "linear", "weight");
+  detail::check_floating(x, "linear", "x");
+  detail::check_dim(x, 2, "linear", "x");
+  detail::check_dim(weight, 2, "linear", "weight");
+  detail::check_same_kind(x, weight, "linear", "weight");
+  ENGINE_CHECK(x.size(1) == weight.size(1), "linear: x is ", shape_str(x.shape()),
+               " but weight is ", shape_str(weight.shape()), " (expected weight [out, ", x.size(1),
+               "])");
+  if (bias.defined()) {
+    detail::check_dim(bias, 1, "linear", "bias");
+    detail::check_same_kind(x, bias, "linear", "bias");
+    ENGINE_CHECK(bias.size(0) == weight.size(0), "linear: bias is ", shape_str(bias.shape()),
+                 " but weight is ", shape_str(weight.shape()), " (expected bias [", weight.size(0),
+                 "])");
+  }
+  detail::check_cpu_only(x, "linear");
+
+  Tensor x_dense = dense(x);
+  Tensor w_dense = dense(weight);
+  Tensor y = gemm(x_dense, false, w_dense, /*trans_b=*/true, "linear");  // x W^T
+  if (bias.defined()) {
+    Tensor b_dense = dense(bias);
+    detail::dispatch_floating(y.dtype(), "linear", [&](auto zero) {
+      using T = decltype(zero);
+      kernels::add_row_bias_cpu<T>(y.size(0), y.size(1), b_dense.data<T>(), y.data<T>());
+    });
+  }
+  if (!needs_tape({x, weight, bias})) return y;
+  return record("linear", {x, weight, bias}, y,
+                [x_dense, w_dense](const Tensor& grad, const std::vector<bool>& needs) {
+                  std::vector<Tensor> grads(3);
+                  Tensor dy = grad.contiguous();
+                  if (needs[0]) grads[0] = gemm(dy, false, w_dense, false, "linear");  // dy W
+                  if (needs[1]) grads[1] = gemm(dy, true, x_dense, false, "linear");   // dy^T x
+                  if (needs[2]) grads[2] = column_sums(dy);
+                  return grads;
+                });
+}
+
+}  // namespace engine

@@ -1,0 +1,57 @@
+// conv2d: 2-D cross-correlation (what deep-learning frameworks call convolution), NCHW.
+//
+//   x  [N, C, H, W]  input          w  [K, C, R, S]  weight       b [K] bias (optional)
+//   y  [N, K, P, Q]  output, P = out_h(), Q = out_w()
+//
+//   fprop:  y[n,k,p,q]  = b[k] + sum_{c,r,s} x[n, c, p*sh - ph + r*dh, q*sw - pw + s*dw] w[k,c,r,s]
+//   dgrad:  dx[n,c,h,w] = sum over every (k,p,q,r,s) with h = p*sh - ph + r*dh and
+//                         w = q*sw - pw + s*dw of dy[n,k,p,q] w[k,c,r,s]
+//   wgrad:  dw[k,c,r,s] = sum_{n,p,q} dy[n,k,p,q] x[n, c, p*sh - ph + r*dh, q*sw - pw + s*dw]
+//           db[k]       = sum_{n,p,q} dy[n,k,p,q]
+// Reads of x outside [0, H) x [0, W) are zero padding. (fprop/dgrad/wgrad: cuDNN/CUTLASS names.)
+//
+// Two CPU implementations with identical arguments:
+//  - conv2d_*_cpu: the reference (the oracle of every other conv path). Seven nested loops written
+//    straight from the formulas above, no cleverness.
+//  - conv2d_*_fast_cpu: im2col + one GEMM per image (Eigen), OpenMP over the batch. This is what
+//    engine::conv2d runs; tests hold it to the reference.
+// All outputs are overwritten, never accumulated into. Pointers are to contiguous arrays.
+// Callers validate the geometry (engine/ops/conv2d.cpp): out_h(), out_w() >= 1.
+#pragma once
+
+#include <cstdint>
+
+namespace engine::kernels {
+
+struct Conv2dShape {
+  int64_t N = 0, C = 0, H = 0, W = 0;  // input
+  int64_t K = 0, R = 0, S = 0;         // K filters of C x R x S
+  int64_t stride_h = 1, stride_w = 1;
+  int64_t pad_h = 0, pad_w = 0;
+  int64_t dilation_h = 1, dilation_w = 1;
+
+  // P and Q: how many positions of the dilated kernel fit in the padded input (floor).
+  int64_t out_h() const { return (H + 2 * pad_h - dilation_h * (R - 1) - 1) / stride_h + 1; }
+  int64_t out_w() const { return (W + 2 * pad_w - dilation_w * (S - 1) - 1) / stride_w + 1; }
+};
+
+// ---- reference: plain loops ----
+// y = x * w (+ bias when bias != nullptr).
+template <typename T>
+void conv2d_fprop_cpu(const Conv2dShape& shape, const T* x, const T* w, const T* bias, T* y);
+// dx from dy and w.
+template <typename T>
+void conv2d_dgrad_cpu(const Conv2dShape& shape, const T* dy, const T* w, T* dx);
+// dw and db from dy and x; either output may be nullptr, and is then not computed.
+template <typename T>
+void conv2d_wgrad_cpu(const Conv2dShape& shape, const T* dy, const T* x, T* dw, T* db);
+
+// ---- fast: im2col / col2im + Eigen GEMM, OpenMP over the batch ----
+template <typename T>
+void conv2d_fprop_fast_cpu(const Conv2dShape& shape, const T* x, const T* w, const T* bias, T* y);
+template <typename T>
+void conv2d_dgrad_fast_cpu(const Conv2dShape& shape, const T* dy, const T* w, T* dx);
+template <typename T>
+void conv2d_wgrad_fast_cpu(const Conv2dShape& shape, const T* dy, const T* x, T* dw, T* db);
+
+}  // namespace engine::kernels

@@ -1,0 +1,331 @@
+// conv2d on the CPU: the reference loops and the im2col + GEMM fast path.
+//
+// Math:     see conv2d.h (fprop, dgrad, wgrad; zero padding, stride, dilation).
+// Layout:   x NCHW, w KCRS, y/dy NKPQ, all contiguous row-major.
+// Parallel: reference: plain loops, one thread. Fast path: OpenMP over the images of the batch
+//           (each thread owns one im2col buffer); Eigen's GEMM is single-threaded inside that
+//           region and may use its own threads when the batch runs serially (N == 1). Small
+//           problems (< 2^20 FLOPs) run on one thread.
+// Cost:     each of fprop, dgrad and wgrad does 2 N K P Q C R S FLOPs (db adds N K P Q). The
+//           unavoidable traffic is reading x (or dy) and w once and writing y (or dx, dw):
+//           (N C H W + K C R S + N K P Q) sizeof(T) bytes. im2col adds a C R S x P Q buffer per
+//           image, written once and read once per GEMM (it stays in cache for small images).
+//
+// im2col turns the convolution of one image into one matrix product:
+//   col[(c R + r) S + s][p Q + q] = x[c, p sh - ph + r dh, q sw - pw + s dw]   (0 in the padding)
+//   fprop:  Y_n [K, PQ]   = W [K, CRS] col_n [CRS, PQ]            (+ b[k] on row k)
+//   dgrad:  dcol [CRS, PQ] = W^T dY_n,   then dx_n = col2im(dcol)  (col2im = adjoint of im2col)
+//   wgrad:  dW [K, CRS]   = sum_n dY_n col_n^T
+// A 1x1 kernel with stride 1 and no padding needs no im2col: col_n is x_n itself, [C, HW].
+#include "kernels/conv2d/conv2d.h"
+
+#include <omp.h>
+
+#include <Eigen/Core>
+#include <algorithm>
+#include <vector>
+
+namespace engine::kernels {
+
+// ---------------------------------------------------------------------------------------------
+// Reference
+// ---------------------------------------------------------------------------------------------
+
+template <typename T>
+void conv2d_fprop_cpu(const Conv2dShape& shape, const T* x, const T* w, const T* bias, T* y) {
+  const int64_t N = shape.N, C = shape.C, H = shape.H, W = shape.W;
+  const int64_t K = shape.K, R = shape.R, S = shape.S;
+  const int64_t P = shape.out_h(), Q = shape.out_w();
+  for (int64_t n = 0; n < N; ++n) {
+    for (int64_t k = 0; k < K; ++k) {
+      for (int64_t p = 0; p < P; ++p) {
+        for (int64_t q = 0; q < Q; ++q) {
+          T acc = bias != nullptr ? bias[k] : T(0);
+          for (int64_t c = 0; c < C; ++c) {
+            for (int64_t r = 0; r < R; ++r) {
+              for (int64_t s = 0; s < S; ++s) {
+                int64_t ih = p * shape.stride_h - shape.pad_h + r * shape.dilation_h;
+                int64_t iw = q * shape.stride_w - shape.pad_w + s * shape.dilation_w;
+                if (ih < 0 || ih >= H || iw < 0 || iw >= W) continue;  // zero padding
+                acc += x[((n * C + c) * H + ih) * W + iw] * w[((k * C + c) * R + r) * S + s];
+              }
+            }
+          }
+          y[((n * K + k) * P + p) * Q + q] = acc;
+        }
+      }
+    }
+  }
+}
+
+// The same loops as fprop with the multiply-add reversed: every product that fed y[n,k,p,q]
+// sends dy[n,k,p,q] w[k,c,r,s] back to the x element it read.
+template <typename T>
+void conv2d_dgrad_cpu(const Conv2dShape& shape, const T* dy, const T* w, T* dx) {
+  const int64_t N = shape.N, C = shape.C, H = shape.H, W = shape.W;
+  const int64_t K = shape.K, R = shape.R, S = shape.S;
+  const int64_t P = shape.out_h(), Q = shape.out_w();
+  std::fill(dx, dx + N * C * H * W, T(0));
+  for (int64_t n = 0; n < N; ++n) {
+    for (int64_t k = 0; k < K; ++k) {
+      for (int64_t p = 0; p < P; ++p) {
+        for (int64_t q = 0; q < Q; ++q) {
+          const T g = dy[((n * K + k) * P + p) * Q + q];
+          for (int64_t c = 0; c < C; ++c) {
+            for (int64_t r = 0; r < R; ++r) {
+              for (int64_t s = 0; s < S; ++s) {
+                int64_t ih = p * shape.stride_h - shape.pad_h + r * shape.dilation_h;
+                int64_t iw = q * shape.stride_w - shape.pad_w + s * shape.dilation_w;
+                if (ih < 0 || ih >= H || iw < 0 || iw >= W) continue;
+                dx[((n * C + c) * H + ih) * W + iw] += g * w[((k * C + c) * R + r) * S + s];
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+template <typename T>
+void conv2d_wgrad_cpu(const Conv2dShape& shape, const T* dy, const T* x, T* dw, T* db) {
+  const int64_t N = shape.N, C = shape.C, H = shape.H, W = shape.W;
+  const int64_t K = shape.K, R = shape.R, S = shape.S;
+  const int64_t P = shape.out_h(), Q = shape.out_w();
+  if (dw != nullptr) {
+    for (int64_t k = 0; k < K; ++k) {
+      for (int64_t c = 0; c < C; ++c) {
+        for (int64_t r = 0; r < R; ++r) {
+          for (int64_t s = 0; s < S; ++s) {
+            T acc = T(0);
+            for (int64_t n = 0; n < N; ++n) {
+              for (int64_t p = 0; p < P; ++p) {
+                for (int64_t q = 0; q < Q; ++q) {
+                  int64_t ih = p * shape.stride_h - shape.pad_h + r * shape.dilation_h;
+                  int64_t iw = q * shape.stride_w - shape.pad_w + s * shape.dilation_w;
+                  if (ih < 0 || ih >= H || iw < 0 || iw >= W) continue;
+                  acc += dy[((n * K + k) * P + p) * Q + q] * x[((n * C + c) * H + ih) * W + iw];
+                }
+              }
+            }
+            dw[((k * C + c) * R + r) * S + s] = acc;
+          }
+        }
+      }
+    }
+  }
+  if (db != nullptr) {
+    for (int64_t k = 0; k < K; ++k) {
+      T acc = T(0);
+      for (int64_t n = 0; n < N; ++n) {
+        for (int64_t pq = 0; pq < P * Q; ++pq) acc += dy[(n * K + k) * P * Q + pq];
+      }
+      db[k] = acc;
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Fast path: im2col / col2im + Eigen GEMM
+// ---------------------------------------------------------------------------------------------
+
+namespace {
+
+template <typename T>
+using RowMajorMatrix = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+template <typename T>
+using MatrixMap = Eigen::Map<RowMajorMatrix<T>>;
+template <typename T>
+using ConstMatrixMap = Eigen::Map<const RowMajorMatrix<T>>;
+
+// Below this many FLOPs a parallel region costs more than it saves (and on a busy machine every
+// barrier can wait a whole time slice for a descheduled thread), so small convolutions, like the
+// ones in the tests, stay on one thread.
+constexpr int64_t kMinParallelFlops = int64_t(1) << 20;
+
+// Parallelize over the batch: more than one image and enough work.
+bool parallel_over_batch(const Conv2dShape& shape) {
+  const int64_t flops =
+      2 * shape.N * shape.K * shape.C * shape.R * shape.S * shape.out_h() * shape.out_w();
+  return shape.N > 1 && flops >= kMinParallelFlops;
+}
+
+// True when im2col is the identity: col_n = x_n viewed as [C, H W].
+bool is_pointwise(const Conv2dShape& shape) {
+  return shape.R == 1 && shape.S == 1 && shape.stride_h == 1 && shape.stride_w == 1 &&
+         shape.pad_h == 0 && shape.pad_w == 0;
+}
+
+// col [CRS, PQ] from one image x [C, H, W].
+template <typename T>
+void im2col(const Conv2dShape& shape, const T* image, T* col) {
+  const int64_t H = shape.H, W = shape.W, P = shape.out_h(), Q = shape.out_w();
+  for (int64_t c = 0; c < shape.C; ++c) {
+    for (int64_t r = 0; r < shape.R; ++r) {
+      for (int64_t s = 0; s < shape.S; ++s) {
+        T* row = col + ((c * shape.R + r) * shape.S + s) * P * Q;
+        for (int64_t p = 0; p < P; ++p) {
+          const int64_t ih = p * shape.stride_h - shape.pad_h + r * shape.dilation_h;
+          T* out = row + p * Q;
+          if (ih < 0 || ih >= H) {
+            std::fill(out, out + Q, T(0));
+            continue;
+          }
+          const T* in = image + (c * H + ih) * W;
+          for (int64_t q = 0; q < Q; ++q) {
+            const int64_t iw = q * shape.stride_w - shape.pad_w + s * shape.dilation_w;
+            out[q] = (iw >= 0 && iw < W) ? in[iw] : T(0);
+          }
+        }
+      }
+    }
+  }
+}
+
+// The adjoint of im2col: image[c, ih, iw] += every col entry that was read from it. `image` must
+// be zeroed by the caller.
+template <typename T>
+void col2im(const Conv2dShape& shape, const T* col, T* image) {
+  const int64_t H = shape.H, W = shape.W, P = shape.out_h(), Q = shape.out_w();
+  for (int64_t c = 0; c < shape.C; ++c) {
+    for (int64_t r = 0; r < shape.R; ++r) {
+      for (int64_t s = 0; s < shape.S; ++s) {
+        const T* row = col + ((c * shape.R + r) * shape.S + s) * P * Q;
+        for (int64_t p = 0; p < P; ++p) {
+          const int64_t ih = p * shape.stride_h - shape.pad_h + r * shape.dilation_h;
+          if (ih < 0 || ih >= H) continue;
+          const T* in = row + p * Q;
+          T* out = image + (c * H + ih) * W;
+          for (int64_t q = 0; q < Q; ++q) {
+            const int64_t iw = q * shape.stride_w - shape.pad_w + s * shape.dilation_w;
+            if (iw >= 0 && iw < W) out[iw] += in[q];
+          }
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+
+template <typename T>
+void conv2d_fprop_fast_cpu(const Conv2dShape& shape, const T* x, const T* w, const T* bias, T* y) {
+  const int64_t N = shape.N, K = shape.K;
+  const int64_t CHW = shape.C * shape.H * shape.W;
+  const int64_t CRS = shape.C * shape.R * shape.S;
+  const int64_t PQ = shape.out_h() * shape.out_w();
+  const bool pointwise = is_pointwise(shape);
+  ConstMatrixMap<T> weight(w, K, CRS);
+#pragma omp parallel if (parallel_over_batch(shape))
+  {
+    std::vector<T> col_buffer(pointwise ? 0 : CRS * PQ);
+#pragma omp for schedule(static)
+    for (int64_t n = 0; n < N; ++n) {
+      const T* col = x + n * CHW;
+      if (!pointwise) {
+        im2col(shape, x + n * CHW, col_buffer.data());
+        col = col_buffer.data();
+      }
+      MatrixMap<T> out(y + n * K * PQ, K, PQ);
+      out.noalias() = weight * ConstMatrixMap<T>(col, CRS, PQ);
+      if (bias != nullptr) {
+        for (int64_t k = 0; k < K; ++k) out.row(k).array() += bias[k];
+      }
+    }
+  }
+}
+
+template <typename T>
+void conv2d_dgrad_fast_cpu(const Conv2dShape& shape, const T* dy, const T* w, T* dx) {
+  const int64_t N = shape.N, K = shape.K;
+  const int64_t CHW = shape.C * shape.H * shape.W;
+  const int64_t CRS = shape.C * shape.R * shape.S;
+  const int64_t PQ = shape.out_h() * shape.out_w();
+  const bool pointwise = is_pointwise(shape);
+  ConstMatrixMap<T> weight(w, K, CRS);
+#pragma omp parallel if (parallel_over_batch(shape))
+  {
+    std::vector<T> col_buffer(pointwise ? 0 : CRS * PQ);
+#pragma omp for schedule(static)
+    for (int64_t n = 0; n < N; ++n) {
+      ConstMatrixMap<T> grad_out(dy + n * K * PQ, K, PQ);
+      if (pointwise) {
+        MatrixMap<T>(dx + n * CHW, CRS, PQ).noalias() = weight.transpose() * grad_out;
+      } else {
+        MatrixMap<T>(col_buffer.data(), CRS, PQ).noalias() = weight.transpose() * grad_out;
+        std::fill(dx + n * CHW, dx + (n + 1) * CHW, T(0));
+        col2im(shape, col_buffer.data(), dx + n * CHW);
+      }
+    }
+  }
+}
+
+// Each thread sums dY_n col_n^T over its own (static, hence reproducible) share of the images
+// into a private K x CRS partial; the partials are then added in thread order. Memory:
+// threads x K x CRS elements, small next to the activations.
+template <typename T>
+void conv2d_wgrad_fast_cpu(const Conv2dShape& shape, const T* dy, const T* x, T* dw, T* db) {
+  const int64_t N = shape.N, K = shape.K;
+  const int64_t CHW = shape.C * shape.H * shape.W;
+  const int64_t CRS = shape.C * shape.R * shape.S;
+  const int64_t PQ = shape.out_h() * shape.out_w();
+  if (dw != nullptr) {
+    const bool pointwise = is_pointwise(shape);
+    const int threads = parallel_over_batch(shape)
+                            ? static_cast<int>(std::min<int64_t>(omp_get_max_threads(), N))
+                            : 1;
+    std::vector<T> partials(static_cast<size_t>(threads) * K * CRS, T(0));
+#pragma omp parallel num_threads(threads)
+    {
+      std::vector<T> col_buffer(pointwise ? 0 : CRS * PQ);
+      MatrixMap<T> partial(partials.data() + omp_get_thread_num() * K * CRS, K, CRS);
+#pragma omp for schedule(static)
+      for (int64_t n = 0; n < N; ++n) {
+        const T* col = x + n * CHW;
+        if (!pointwise) {
+          im2col(shape, x + n * CHW, col_buffer.data());
+          col = col_buffer.data();
+        }
+        partial.noalias() +=
+            ConstMatrixMap<T>(dy + n * K * PQ, K, PQ) * ConstMatrixMap<T>(col, CRS, PQ).transpose();
+      }
+    }
+    MatrixMap<T> result(dw, K, CRS);
+    result = MatrixMap<T>(partials.data(), K, CRS);
+    for (int t = 1; t < threads; ++t) result += MatrixMap<T>(partials.data() + t * K * CRS, K, CRS);
+  }
+  if (db != nullptr) {
+    for (int64_t k = 0; k < K; ++k) {
+      T acc = T(0);
+      for (int64_t n = 0; n < N; ++n) {
+        const T* plane = dy + (n * K + k) * PQ;
+        for (int64_t pq = 0; pq < PQ; ++pq) acc += plane[pq];
+      }
+      db[k] = acc;
+    }
+  }
+}
+
+template void conv2d_fprop_cpu<float>(const Conv2dShape&, const float*, const float*, const float*,
+                                      float*);
+template void conv2d_dgrad_cpu<float>(const Conv2dShape&, const float*, const float*, float*);
+template void conv2d_wgrad_cpu<float>(const Conv2dShape&, const float*, const float*, float*,
+                                      float*);
+template void conv2d_fprop_fast_cpu<float>(const Conv2dShape&, const float*, const float*,
+                                           const float*, float*);
+template void conv2d_dgrad_fast_cpu<float>(const Conv2dShape&, const float*, const float*, float*);
+template void conv2d_wgrad_fast_cpu<float>(const Conv2dShape&, const float*, const float*, float*,
+                                           float*);
+template void conv2d_fprop_cpu<double>(const Conv2dShape&, const double*, const double*,
+                                       const double*, double*);
+template void conv2d_dgrad_cpu<double>(const Conv2dShape&, const double*, const double*, double*);
+template void conv2d_wgrad_cpu<double>(const Conv2dShape&, const double*, const double*, double*,
+                                       double*);
+template void conv2d_fprop_fast_cpu<double>(const Conv2dShape&, const double*, const double*,
+                                            const double*, double*);
+template void conv2d_dgrad_fast_cpu<double>(const Conv2dShape&, const double*, const double*,
+                                            double*);
+template void conv2d_wgrad_fast_cpu<double>(const Conv2dShape&, const double*, const double*,
+                                            double*, double*);
+
+}  // namespace engine::kernels

@@ -1,0 +1,27 @@
+// index_select: gather rows of x by an index vector, and the scatter-add that is its gradient.
+//
+// Math:    forward   out[i, :] = x[index[i], :]                for i < count
+//          backward  dx[r, :] = sum_{i : index[i] = r} dy[i, :]  (repeated indices accumulate)
+// Layout:  x is viewed as `rows` contiguous rows of `row_size` elements (dim 0 of any-rank x;
+//          row_size is the product of the other dims); out and dy are [count, row_size];
+//          index holds `count` int64 row numbers.
+// Parallelization: plain loops.
+// Work:    no FLOPs forward (count * row_size elements moved); backward count * row_size adds.
+#pragma once
+
+#include <cstdint>
+
+namespace engine::kernels {
+
+// Throws engine::Error naming index_select when an index is outside [0, rows).
+template <typename T>
+void index_select_forward_cpu(const T* x, int64_t rows, int64_t row_size, const int64_t* index,
+                              int64_t count, T* out);
+
+// Overwrites dx [rows, row_size] with the scatter-added rows of dy [count, row_size]. The
+// indices are assumed valid (the forward checked them).
+template <typename T>
+void index_select_backward_cpu(const T* dy, const int64_t* index, int64_t count, int64_t rows,
+                               int64_t row_size, T* dx);
+
+}  // namespace engine::kernels

@@ -1,0 +1,39 @@
+// matmul: C = op(A) op(B) (or C += op(A) op(B) when `accumulate`), the GEMM behind matmul and
+// linear, plus the two small loops that linear needs around it (bias add, bias gradient).
+//
+// Math:    C[i, j] (+)= sum_p op(A)[i, p] op(B)[p, j],  i < m, j < n, p < k,
+//          op(A) = A (stored [m, k]) or A^T (A stored [k, m]),
+//          op(B) = B (stored [k, n]) or B^T (B stored [n, k]).
+// Layout:  every matrix is a dense row-major buffer with no leading-dimension padding, so a
+//          transposed operand is read in place instead of being materialized.
+// Parallelization: plain loops for the reference; Eigen's GEMM (OpenMP threads when the
+//          library is built with OpenMP) for the fast version.
+// Work:    2 m n k FLOPs; reads (m k + k n) elements, writes (reads too when accumulating) m n.
+//
+// Two CPU versions with identical signatures:
+//   matmul_cpu       the reference: the triple loop of the formula, the oracle in tests;
+//   matmul_fast_cpu  Eigen's blocked GEMM on Eigen::Map views of the same buffers; the engine
+//                    calls this one.
+#pragma once
+
+#include <cstdint>
+
+namespace engine::kernels {
+
+template <typename T>
+void matmul_cpu(int64_t m, int64_t n, int64_t k, const T* a, const T* b, bool trans_a, bool trans_b,
+                T* c, bool accumulate);
+
+template <typename T>
+void matmul_fast_cpu(int64_t m, int64_t n, int64_t k, const T* a, const T* b, bool trans_a,
+                     bool trans_b, T* c, bool accumulate);
+
+// linear's bias: c[i, j] += bias[j] for a row-major c [m, n]. m n FLOPs.
+template <typename T>
+void add_row_bias_cpu(int64_t m, int64_t n, const T* bias, T* c);
+
+// linear's bias gradient: db[j] = sum_i dy[i, j] (column sums of a row-major dy [m, n]).
+template <typename T>
+void column_sums_cpu(int64_t m, int64_t n, const T* dy, T* db);
+
+}  // namespace engine::kernels

@@ -1,0 +1,53 @@
+// Fused per-tensor optimizer updates: one pass over a parameter tensor reads the parameter, its
+// gradient and the optimizer state and writes the new parameter and state. The formulas are
+// PyTorch's (torch.optim.SGD and torch.optim.Adam / AdamW algorithm boxes):
+//
+// SGD, with g the gradient and b the momentum buffer:
+//   d = g + weight_decay * p
+//   momentum != 0:  b = d                                  on the first step,
+//                   b = momentum * b + (1 - dampening) * d  afterwards;
+//                   d = d + momentum * b  (nesterov)   or   d = b
+//   p = p - lr * d
+//
+// Adam at step t (t = 1 on the first update), m and v start at zero:
+//   decoupled (AdamW):  p = p * (1 - lr * weight_decay)
+//   coupled (Adam, L2): g = g + weight_decay * p
+//   m = beta1 m + (1 - beta1) g;   v = beta2 v + (1 - beta2) g^2
+//   p = p - lr * (m / (1 - beta1^t)) / (sqrt(v / (1 - beta2^t)) + eps)
+//
+// All arrays are contiguous with n elements. The per-tensor scalars (bias corrections) are
+// computed once in double; the per-element arithmetic runs in T, as the CUDA twin will.
+#pragma once
+
+#include <cstdint>
+
+namespace engine::kernels {
+
+struct SgdHyper {
+  double lr = 0.0;
+  double momentum = 0.0;
+  double dampening = 0.0;
+  double weight_decay = 0.0;
+  bool nesterov = false;
+  bool first_step = false;  // the momentum buffer holds garbage and is set to d
+};
+
+// momentum_buffer may be null when hyper.momentum == 0.
+template <typename T>
+void sgd_update_cpu(int64_t n, T* param, const T* grad, T* momentum_buffer, const SgdHyper& hyper);
+
+struct AdamHyper {
+  double lr = 1e-3;
+  double beta1 = 0.9;
+  double beta2 = 0.999;
+  double eps = 1e-8;
+  double weight_decay = 0.0;
+  bool decoupled_weight_decay = false;  // AdamW
+  int64_t step = 1;                     // t, counted from 1, already incremented for this update
+};
+
+template <typename T>
+void adam_update_cpu(int64_t n, T* param, const T* grad, T* exp_avg, T* exp_avg_sq,
+                     const AdamHyper& hyper);
+
+}  // namespace engine::kernels

@@ -1,0 +1,172 @@
+// max_pool2d, avg_pool2d and adaptive_avg_pool2d (1x1) on the CPU.
+//
+// Math:     see pool.h (first-max routing for max, count_include_pad for avg).
+// Layout:   x, dx [N, C, H, W] and y, dy [N, C, P, Q], contiguous row-major; a "plane" is one
+//           (n, c) slice of H W (or P Q) elements.
+// Parallel: plain loops inside a plane; OpenMP over the N C planes (from 2^16 input elements),
+//           each of which reads and writes only its own planes (no races, results independent
+//           of the thread count).
+// Cost:     forward max/avg: N C P Q kh kw compares/adds; backward the same again (max rescans the
+//           window). Traffic: read x once, write y once: (N C H W + N C P Q) sizeof(T) bytes
+//           (backward: read x/dy, write dx). Global average: N C H W adds, the same bytes.
+#include "kernels/pool/pool.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+namespace engine::kernels {
+
+namespace {
+
+// Below this many input elements a parallel region costs more than the pooling itself.
+constexpr int64_t kMinParallelElements = int64_t(1) << 16;
+
+// Index (ih W + iw, within the plane) of the first maximal in-image cell of window (p, q) in
+// row-major window order, or -1 if the window has no in-image cell (validated shapes never
+// produce one). A NaN beats any number, so a NaN in the window becomes the output.
+template <typename T>
+int64_t window_argmax(const Pool2dShape& shape, const T* plane, int64_t p, int64_t q) {
+  int64_t best = -1;
+  for (int64_t i = 0; i < shape.kernel_h; ++i) {
+    const int64_t ih = p * shape.stride_h - shape.pad_h + i;
+    if (ih < 0 || ih >= shape.H) continue;
+    for (int64_t j = 0; j < shape.kernel_w; ++j) {
+      const int64_t iw = q * shape.stride_w - shape.pad_w + j;
+      if (iw < 0 || iw >= shape.W) continue;
+      const int64_t cell = ih * shape.W + iw;
+      if (best < 0 || plane[cell] > plane[best] ||
+          (std::isnan(plane[cell]) && !std::isnan(plane[best]))) {
+        best = cell;
+      }
+    }
+  }
+  return best;
+}
+
+}  // namespace
+
+template <typename T>
+void max_pool2d_forward_cpu(const Pool2dShape& shape, const T* x, T* y) {
+  const int64_t planes = shape.N * shape.C, HW = shape.H * shape.W;
+  const int64_t P = shape.out_h(), Q = shape.out_w();
+#pragma omp parallel for schedule(static) if (planes * HW >= kMinParallelElements)
+  for (int64_t plane = 0; plane < planes; ++plane) {
+    const T* in = x + plane * HW;
+    T* out = y + plane * P * Q;
+    for (int64_t p = 0; p < P; ++p) {
+      for (int64_t q = 0; q < Q; ++q) {
+        const int64_t best = window_argmax(shape, in, p, q);
+        out[p * Q + q] = best >= 0 ? in[best] : -std::numeric_limits<T>::infinity();
+      }
+    }
+  }
+}
+
+template <typename T>
+void max_pool2d_backward_cpu(const Pool2dShape& shape, const T* x, const T* dy, T* dx) {
+  const int64_t planes = shape.N * shape.C, HW = shape.H * shape.W;
+  const int64_t P = shape.out_h(), Q = shape.out_w();
+#pragma omp parallel for schedule(static) if (planes * HW >= kMinParallelElements)
+  for (int64_t plane = 0; plane < planes; ++plane) {
+    const T* in = x + plane * HW;
+    const T* grad_out = dy + plane * P * Q;
+    T* grad_in = dx + plane * HW;
+    std::fill(grad_in, grad_in + HW, T(0));
+    for (int64_t p = 0; p < P; ++p) {
+      for (int64_t q = 0; q < Q; ++q) {
+        const int64_t best = window_argmax(shape, in, p, q);
+        if (best >= 0) grad_in[best] += grad_out[p * Q + q];  // overlapping windows add up
+      }
+    }
+  }
+}
+
+template <typename T>
+void avg_pool2d_forward_cpu(const Pool2dShape& shape, const T* x, T* y) {
+  const int64_t planes = shape.N * shape.C, H = shape.H, W = shape.W;
+  const int64_t P = shape.out_h(), Q = shape.out_w();
+  const T divisor = static_cast<T>(shape.kernel_h * shape.kernel_w);
+#pragma omp parallel for schedule(static) if (planes * H * W >= kMinParallelElements)
+  for (int64_t plane = 0; plane < planes; ++plane) {
+    const T* in = x + plane * H * W;
+    T* out = y + plane * P * Q;
+    for (int64_t p = 0; p < P; ++p) {
+      for (int64_t q = 0; q < Q; ++q) {
+        T sum = T(0);
+        for (int64_t i = 0; i < shape.kernel_h; ++i) {
+          const int64_t ih = p * shape.stride_h - shape.pad_h + i;
+          if (ih < 0 || ih >= H) continue;  // padding: zeros
+          for (int64_t j = 0; j < shape.kernel_w; ++j) {
+            const int64_t iw = q * shape.stride_w - shape.pad_w + j;
+            if (iw >= 0 && iw < W) sum += in[ih * W + iw];
+          }
+        }
+        out[p * Q + q] = sum / divisor;
+      }
+    }
+  }
+}
+
+template <typename T>
+void avg_pool2d_backward_cpu(const Pool2dShape& shape, const T* dy, T* dx) {
+  const int64_t planes = shape.N * shape.C, H = shape.H, W = shape.W;
+  const int64_t P = shape.out_h(), Q = shape.out_w();
+  const T divisor = static_cast<T>(shape.kernel_h * shape.kernel_w);
+#pragma omp parallel for schedule(static) if (planes * H * W >= kMinParallelElements)
+  for (int64_t plane = 0; plane < planes; ++plane) {
+    const T* grad_out = dy + plane * P * Q;
+    T* grad_in = dx + plane * H * W;
+    std::fill(grad_in, grad_in + H * W, T(0));
+    for (int64_t p = 0; p < P; ++p) {
+      for (int64_t q = 0; q < Q; ++q) {
+        const T share = grad_out[p * Q + q] / divisor;
+        for (int64_t i = 0; i < shape.kernel_h; ++i) {
+          const int64_t ih = p * shape.stride_h - shape.pad_h + i;
+          if (ih < 0 || ih >= H) continue;
+          for (int64_t j = 0; j < shape.kernel_w; ++j) {
+            const int64_t iw = q * shape.stride_w - shape.pad_w + j;
+            if (iw >= 0 && iw < W) grad_in[ih * W + iw] += share;
+          }
+        }
+      }
+    }
+  }
+}
+
+template <typename T>
+void adaptive_avg_pool2d_forward_cpu(int64_t planes, int64_t plane_size, const T* x, T* y) {
+#pragma omp parallel for schedule(static) if (planes * plane_size >= kMinParallelElements)
+  for (int64_t plane = 0; plane < planes; ++plane) {
+    const T* in = x + plane * plane_size;
+    T sum = T(0);
+    for (int64_t i = 0; i < plane_size; ++i) sum += in[i];
+    y[plane] = sum / static_cast<T>(plane_size);
+  }
+}
+
+template <typename T>
+void adaptive_avg_pool2d_backward_cpu(int64_t planes, int64_t plane_size, const T* dy, T* dx) {
+#pragma omp parallel for schedule(static) if (planes * plane_size >= kMinParallelElements)
+  for (int64_t plane = 0; plane < planes; ++plane) {
+    const T share = dy[plane] / static_cast<T>(plane_size);
+    std::fill(dx + plane * plane_size, dx + (plane + 1) * plane_size, share);
+  }
+}
+
+template void max_pool2d_forward_cpu<float>(const Pool2dShape&, const float*, float*);
+template void max_pool2d_forward_cpu<double>(const Pool2dShape&, const double*, double*);
+template void max_pool2d_backward_cpu<float>(const Pool2dShape&, const float*, const float*,
+                                             float*);
+template void max_pool2d_backward_cpu<double>(const Pool2dShape&, const double*, const double*,
+                                              double*);
+template void avg_pool2d_forward_cpu<float>(const Pool2dShape&, const float*, float*);
+template void avg_pool2d_forward_cpu<double>(const Pool2dShape&, const double*, double*);
+template void avg_pool2d_backward_cpu<float>(const Pool2dShape&, const float*, float*);
+template void avg_pool2d_backward_cpu<double>(const Pool2dShape&, const double*, double*);
+template void adaptive_avg_pool2d_forward_cpu<float>(int64_t, int64_t, const float*, float*);
+template void adaptive_avg_pool2d_forward_cpu<double>(int64_t, int64_t, const double*, double*);
+template void adaptive_avg_pool2d_backward_cpu<float>(int64_t, int64_t, const float*, float*);
+template void adaptive_avg_pool2d_backward_cpu<double>(int64_t, int64_t, const double*, double*);
+
+}  // namespace engine::kernels

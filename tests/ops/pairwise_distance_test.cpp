@@ -1,0 +1,149 @@
+// pairwise_distance: Euclidean, squared Euclidean and cosine distance matrices; exact zeros and
+// NaN-free gradients on the diagonal of pairwise_distance(x, x).
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <vector>
+
+#include "engine/autograd.h"
+#include "engine/ops.h"
+#include "engine/tensor.h"
+#include "tests/support/allclose.h"
+#include "tests/support/gradcheck.h"
+
+using engine::DistanceMetric;
+using engine::DType;
+using engine::Tensor;
+
+namespace {
+
+Tensor f64(const std::vector<double>& values, const engine::Shape& shape) {
+  return Tensor::from_vector(values, shape, DType::F64);
+}
+
+const char* metric_name(DistanceMetric metric) {
+  switch (metric) {
+    case DistanceMetric::Euclidean:
+      return "Euclidean";
+    case DistanceMetric::SquaredEuclidean:
+      return "SquaredEuclidean";
+    case DistanceMetric::Cosine:
+      return "Cosine";
+  }
+  return "?";
+}
+
+}  // namespace
+
+TEST_CASE("pairwise_distance: hand-computed 3-4-5 triangle", "[pairwise_distance]") {
+  // a = {(0, 0), (3, 4)}, b = {(3, 0), (0, 0)}:
+  //   |a0 - b0| = 3, |a0 - b1| = 0, |a1 - b0| = |(0, 4)| = 4, |a1 - b1| = 5.
+  for (DType dtype : {DType::F64, DType::F32}) {
+    Tensor a = Tensor::from_vector({0, 0, 3, 4}, {2, 2}, dtype);
+    Tensor b = Tensor::from_vector({3, 0, 0, 0}, {2, 2}, dtype);
+    Tensor euclidean = engine::pairwise_distance(a, b, DistanceMetric::Euclidean);
+    REQUIRE(euclidean.shape() == engine::Shape{2, 2});
+    test::require_close(euclidean, {3, 0, 4, 5}, 0.0, 0.0, "Euclidean");
+    test::require_close(engine::pairwise_distance(a, b, DistanceMetric::SquaredEuclidean),
+                        {9, 0, 16, 25}, 0.0, 0.0, "SquaredEuclidean");
+  }
+}
+
+TEST_CASE("pairwise_distance: hand-computed cosine distances", "[pairwise_distance]") {
+  // a = (3, 4) (norm 5) against b = (4, 3): cos = 24/25 -> 0.04; (-3, -4): cos = -1 -> 2;
+  // (4, -3): cos = 0 -> 1; (6, 8): cos = 50/50 -> 0; (0, 0): <a, 0> = 0 -> 1 (norm clamped).
+  Tensor a = f64({3, 4}, {1, 2});
+  Tensor b = f64({4, 3, -3, -4, 4, -3, 6, 8, 0, 0}, {5, 2});
+  test::require_close(engine::pairwise_distance(a, b, DistanceMetric::Cosine),
+                      {0.04, 2.0, 1.0, 0.0, 1.0}, 1e-15, 1e-14, "Cosine");
+  // The same in f32, different shapes: N = 5 rows against M = 1.
+  Tensor b32 = b.to(DType::F32), a32 = a.to(DType::F32);
+  test::require_close(engine::pairwise_distance(b32, a32, DistanceMetric::Cosine),
+                      {0.04, 2.0, 1.0, 0.0, 1.0}, 1e-6, 1e-6, "Cosine f32");
+}
+
+TEST_CASE("pairwise_distance: distance of x to itself has an exact zero diagonal",
+          "[pairwise_distance]") {
+  // Large, nearly equal rows: the expansion |a|^2 + |b|^2 - 2<a, b> would cancel to garbage.
+  Tensor x = f64({1000.0, 1000.0, 1000.0, 1000.0001, 1000.0, 1000.0, 3.0, -2.0, 7.5}, {3, 3});
+  for (DistanceMetric metric : {DistanceMetric::Euclidean, DistanceMetric::SquaredEuclidean}) {
+    INFO(metric_name(metric));
+    const std::vector<double> d = engine::pairwise_distance(x, x, metric).to_vector();
+    for (int i = 0; i < 3; ++i) CHECK(d[i * 3 + i] == 0.0);
+    // Rows 0 and 1 differ by 1e-4 in one coordinate.
+    const double d01 = metric == DistanceMetric::Euclidean ? 1e-4 : 1e-8;
+    CHECK(d[1] == Approx(d01).epsilon(1e-6));
+  }
+}
+
+TEST_CASE("pairwise_distance grad: Euclidean diagonal contributes a zero gradient, no NaN",
+          "[pairwise_distance][grad]") {
+  // x = {(0, 0), (3, 4)}: D(x, x) = [[0, 5], [5, 0]]. With dL/dD = all ones, x0 gets
+  // (x0 - x1)/5 from D01 (as a) and -(x1 - x0)/5 from D10 (as b): 2 * (-3, -4)/5 = (-1.2, -1.6);
+  // x1 gets (1.2, 1.6); the diagonal terms are 0.
+  Tensor x = f64({0, 0, 3, 4}, {2, 2});
+  x.set_requires_grad(true);
+  Tensor d = engine::pairwise_distance(x, x, DistanceMetric::Euclidean);
+  Tensor dx = engine::grad({d}, {x}, {Tensor::ones({2, 2}, DType::F64)})[0];
+  test::require_close(dx, {-1.2, -1.6, 1.2, 1.6}, 1e-15, 1e-14, "dx");
+
+  // Random rows: every gradient entry finite.
+  Tensor y = test::random_leaf({4, 3}, 3);
+  Tensor dy = engine::grad({engine::pairwise_distance(y, y, DistanceMetric::Euclidean)}, {y},
+                           {Tensor::ones({4, 4}, DType::F64)})[0];
+  for (double v : dy.to_vector()) CHECK(std::isfinite(v));
+}
+
+TEST_CASE("pairwise_distance grad: a != b, every metric", "[pairwise_distance][grad]") {
+  const DistanceMetric metric =
+      GENERATE(DistanceMetric::Euclidean, DistanceMetric::SquaredEuclidean, DistanceMetric::Cosine);
+  INFO(metric_name(metric));
+  // Independent random rows in 3-D: pairwise distances are well away from zero.
+  Tensor a = test::random_leaf({3, 3}, 21);
+  Tensor b = test::random_leaf({4, 3}, 22);
+  test::require_gradcheck(
+      [metric](const std::vector<Tensor>& in) {
+        return engine::pairwise_distance(in[0], in[1], metric);
+      },
+      {a, b});
+}
+
+TEST_CASE("pairwise_distance grad: a == b, every metric", "[pairwise_distance][grad]") {
+  const DistanceMetric metric =
+      GENERATE(DistanceMetric::Euclidean, DistanceMetric::SquaredEuclidean, DistanceMetric::Cosine);
+  INFO(metric_name(metric));
+  // The diagonal of D(x, x) stays 0 under any perturbation (both sides move together), so its
+  // finite difference is 0 too, matching the defined gradient.
+  Tensor x = test::random_leaf({4, 3}, 31);
+  test::require_gradcheck(
+      [metric](const std::vector<Tensor>& in) {
+        return engine::pairwise_distance(in[0], in[0], metric);
+      },
+      {x});
+}
+
+TEST_CASE("pairwise_distance grad: gradient for a alone skips b", "[pairwise_distance][grad]") {
+  Tensor a = test::random_leaf({2, 3}, 41), b = test::random_leaf({3, 3}, 42);
+  Tensor d = engine::pairwise_distance(a, b, DistanceMetric::SquaredEuclidean);
+  engine::GradTrace trace;
+  engine::grad({d}, {a}, {Tensor::ones({2, 3}, DType::F64)});
+  CHECK(trace.contains("pairwise_distance:0"));
+  CHECK_FALSE(trace.contains("pairwise_distance:1"));
+}
+
+TEST_CASE("pairwise_distance: bad shapes and dtypes are errors naming the op",
+          "[pairwise_distance]") {
+  using Catch::Contains;
+  const auto metric = DistanceMetric::Euclidean;
+  Tensor a = Tensor::ones({2, 3}, DType::F64);
+  REQUIRE_THROWS_WITH(engine::pairwise_distance(a, Tensor::ones({2, 4}, DType::F64), metric),
+                      Contains("pairwise_distance"));
+  REQUIRE_THROWS_WITH(engine::pairwise_distance(Tensor::ones({3}, DType::F64), a, metric),
+                      Contains("pairwise_distance"));
+  REQUIRE_THROWS_WITH(engine::pairwise_distance(a, Tensor::ones({2, 3, 1}, DType::F64), metric),
+                      Contains("pairwise_distance"));
+  REQUIRE_THROWS_WITH(engine::pairwise_distance(a, Tensor::ones({2, 3}, DType::F32), metric),
+                      Contains("pairwise_distance"));
+  REQUIRE_THROWS_WITH(engine::pairwise_distance(a, Tensor(), metric),
+                      Contains("pairwise_distance"));
+}
