@@ -4,7 +4,10 @@
 #include "engine/allocator.h"
 #include "engine/device.h"
 #include "engine/tensor.h"
+#include "engine/autograd.h"
+#include "engine/ops.h"
 #include "tests/support/cuda_guard.h"
+#include "tests/support/gradcheck.h"
 
 using namespace engine;
 
@@ -125,4 +128,29 @@ TEST_CASE("tensor cuda: round trip and the caching allocator reuses blocks", "[t
   REQUIRE(allocator_stats(Device::cuda()).bytes_in_use >= 4 << 20);
   REQUIRE_THROWS_WITH(Tensor::empty({int64_t(1) << 45}, DType::F32, Device::cuda()),
                       Catch::Contains("out of memory"));
+}
+
+TEST_CASE("contiguous grad: gathering a transposed view", "[tensor][contiguous][grad]") {
+  Tensor x = test::random_leaf({3, 4}, 21);
+  test::require_gradcheck(
+      [](const std::vector<Tensor>& in) {
+        Tensor t = in[0].transpose(0, 1);
+        REQUIRE_FALSE(t.is_contiguous());
+        return t.contiguous();
+      },
+      {x}, 1e-6);
+}
+
+TEST_CASE("clone grad: identity gradient, independent memory", "[tensor][clone][grad]") {
+  Tensor x = test::random_leaf({2, 3}, 22);
+  test::require_gradcheck([](const std::vector<Tensor>& in) { return in[0].clone() * 2.0; }, {x});
+}
+
+TEST_CASE("to_dtype grad: f32 -> f64 passes the gradient back as f32", "[tensor][to][grad]") {
+  // L = sum(w * x.to(f64)) with w = [1, 2, 3]: dL/dx = w, delivered in x's dtype (f32).
+  Tensor x = Tensor::from_vector({0.5, -1, 2}, {3}).set_requires_grad();
+  Tensor w = Tensor::from_vector({1, 2, 3}, {3}, DType::F64);
+  backward(sum(mul(x.to(DType::F64), w)));
+  REQUIRE(x.grad().dtype() == DType::F32);
+  REQUIRE(x.grad().to_vector() == std::vector<double>{1, 2, 3});
 }

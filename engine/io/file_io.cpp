@@ -1,0 +1,107 @@
+// POSIX implementation of the engine/io file helpers (open/pread/write/fsync/rename).
+#include "engine/io/file_io.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "kernels/common/check.h"
+
+namespace engine::detail {
+namespace {
+
+std::string system_error() { return std::strerror(errno); }
+
+std::string parent_directory(const std::string& path) {
+  const std::size_t slash = path.find_last_of('/');
+  if (slash == std::string::npos) return ".";
+  if (slash == 0) return "/";
+  return path.substr(0, slash);
+}
+
+}  // namespace
+
+InputFile::InputFile(const std::string& path) : path_(path) {
+  fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd_ < 0) fail(path, ": cannot open for reading: ", system_error());
+  struct stat info;
+  if (::fstat(fd_, &info) != 0) {
+    const std::string reason = system_error();
+    ::close(fd_);
+    fail(path, ": cannot stat: ", reason);
+  }
+  if (!S_ISREG(info.st_mode)) {
+    ::close(fd_);
+    fail(path, ": not a regular file");
+  }
+  size_ = static_cast<uint64_t>(info.st_size);
+}
+
+InputFile::~InputFile() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+void InputFile::read_at(uint64_t offset, void* destination, std::size_t count) const {
+  ENGINE_CHECK(offset <= size_ && count <= size_ - offset, path_, ": truncated file: wanted ",
+               count, " bytes at offset ", offset, " but the file has ", size_, " bytes");
+  auto* out = static_cast<unsigned char*>(destination);
+  std::size_t done = 0;
+  while (done < count) {
+    const ssize_t got = ::pread(fd_, out + done, count - done, static_cast<off_t>(offset + done));
+    if (got < 0 && errno == EINTR) continue;
+    if (got < 0) fail(path_, ": read error at offset ", offset + done, ": ", system_error());
+    if (got == 0) fail(path_, ": truncated file: unexpected end at offset ", offset + done);
+    done += static_cast<std::size_t>(got);
+  }
+}
+
+std::string atomic_temp_path(const std::string& path) {
+  return path + ".tmp." + std::to_string(static_cast<long long>(::getpid()));
+}
+
+AtomicFileWriter::AtomicFileWriter(const std::string& path)
+    : path_(path), temp_path_(atomic_temp_path(path)) {
+  fd_ = ::open(temp_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd_ < 0) fail(path_, ": cannot create temporary file ", temp_path_, ": ", system_error());
+}
+
+AtomicFileWriter::~AtomicFileWriter() {
+  if (fd_ >= 0) ::close(fd_);
+  if (!committed_) ::unlink(temp_path_.c_str());
+}
+
+void AtomicFileWriter::write(const void* data, std::size_t count) {
+  ENGINE_CHECK(!committed_ && fd_ >= 0, path_, ": write after commit");
+  const auto* bytes = static_cast<const unsigned char*>(data);
+  std::size_t done = 0;
+  while (done < count) {
+    const ssize_t wrote = ::write(fd_, bytes + done, count - done);
+    if (wrote < 0 && errno == EINTR) continue;
+    if (wrote < 0) fail(path_, ": write error on ", temp_path_, ": ", system_error());
+    done += static_cast<std::size_t>(wrote);
+  }
+}
+
+void AtomicFileWriter::commit() {
+  ENGINE_CHECK(!committed_ && fd_ >= 0, path_, ": commit called twice");
+  if (::fsync(fd_) != 0) fail(path_, ": fsync of ", temp_path_, " failed: ", system_error());
+  const int fd = fd_;
+  fd_ = -1;
+  if (::close(fd) != 0) fail(path_, ": close of ", temp_path_, " failed: ", system_error());
+  if (::rename(temp_path_.c_str(), path_.c_str()) != 0) {
+    fail(path_, ": cannot rename ", temp_path_, " over it: ", system_error());
+  }
+  committed_ = true;
+  // Make the rename durable too. Failure here does not undo the (already visible) new file, and
+  // some file systems refuse fsync on directories, so it is best effort.
+  const int directory = ::open(parent_directory(path_).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (directory >= 0) {
+    ::fsync(directory);
+    ::close(directory);
+  }
+}
+
+}  // namespace engine::detail

@@ -1,0 +1,56 @@
+// Small POSIX file helpers shared by the readers and writers in engine/io (safetensors, .npy, and
+// later checkpoints). Every failure is an engine::Error naming the file and the system error.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace engine::detail {
+
+// A file opened for reading, with its size known up front so parsers can check every length
+// against it *before* allocating (a corrupt length field must never trigger a huge allocation).
+class InputFile {
+ public:
+  explicit InputFile(const std::string& path);
+  ~InputFile();
+  InputFile(const InputFile&) = delete;
+  InputFile& operator=(const InputFile&) = delete;
+
+  uint64_t size() const { return size_; }
+  const std::string& path() const { return path_; }
+  // Reads exactly `count` bytes at `offset`, or throws (short read = truncated file).
+  void read_at(uint64_t offset, void* destination, std::size_t count) const;
+
+ private:
+  std::string path_;
+  int fd_ = -1;
+  uint64_t size_ = 0;
+};
+
+// Writes a file so that `path` is either its old content or the complete new one, never a half
+// file: the bytes go to "<path>.tmp.<pid>", which is fsync'ed, renamed over `path` by commit(),
+// and the directory is fsync'ed so the rename itself is durable. Destroying the writer without
+// commit() (an exception on the way) removes the temporary file and leaves `path` untouched.
+class AtomicFileWriter {
+ public:
+  explicit AtomicFileWriter(const std::string& path);
+  ~AtomicFileWriter();
+  AtomicFileWriter(const AtomicFileWriter&) = delete;
+  AtomicFileWriter& operator=(const AtomicFileWriter&) = delete;
+
+  void write(const void* data, std::size_t count);
+  void commit();
+  const std::string& temp_path() const { return temp_path_; }
+
+ private:
+  std::string path_;
+  std::string temp_path_;
+  int fd_ = -1;
+  bool committed_ = false;
+};
+
+// The temporary name AtomicFileWriter uses for `path` in this process.
+std::string atomic_temp_path(const std::string& path);
+
+}  // namespace engine::detail
