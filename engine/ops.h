@@ -119,6 +119,14 @@ Tensor pairwise_distance(const Tensor& a, const Tensor& b, DistanceMetric metric
 // 1/(1-p); eval: identity.
 Tensor dropout(const Tensor& x, double p, bool training, Generator& gen);
 
+// ---- adversarial step (engine/ops/pgd_step.cpp) ----
+// One projected sign-gradient step of PGD (SPEC §8), not differentiable, all tensors same shape:
+//   x_new = clamp(x0 + clip(x - alpha * sign(grad) - x0, -eps, eps), 0, 1)
+// (descends the objective whose gradient is `grad`; pass -grad to ascend). If max_delta is
+// given it receives max |x_new - x0| as a one-element tensor on x's device, without a host sync.
+Tensor pgd_step(const Tensor& x, const Tensor& x0, const Tensor& grad, double alpha, double eps,
+                Tensor* max_delta = nullptr);
+
 // ---- operators ----
 inline Tensor operator+(const Tensor& a, const Tensor& b) { return add(a, b); }
 inline Tensor operator-(const Tensor& a, const Tensor& b) { return sub(a, b); }

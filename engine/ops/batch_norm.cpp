@@ -38,6 +38,8 @@ kernels::BatchNormShape make_shape(const Tensor& x, const Tensor& weight, const 
                                    double momentum, double eps) {
   detail::check_defined(x, "batch_norm", "x");
   detail::check_floating(x, "batch_norm", "x");
+  ENGINE_CHECK(x.device().is_cpu() || x.dtype() == DType::F32,
+               "batch_norm: CUDA tensors must be f32, got x ", x.str());
   ENGINE_CHECK(x.dim() == 2 || x.dim() == 4,
                "batch_norm: x must be [N, C] (batch_norm1d) or [N, C, H, W] (batch_norm2d), got ",
                shape_str(x.shape()));
@@ -118,20 +120,33 @@ Tensor batch_norm(const Tensor& x, const Tensor& weight, const Tensor& bias,
   Tensor save_mean = Tensor::empty({shape.num_routes, shape.C}, x.dtype(), x.device());
   Tensor save_invstd = Tensor::empty({shape.num_routes, shape.C}, x.dtype(), x.device());
 
-  if (x.device().is_cuda()) detail::check_cpu_only(x, "batch_norm");
-  detail::dispatch_floating(x.dtype(), "batch_norm", [&](auto zero) {
-    using T = decltype(zero);
+  if (x.device().is_cuda()) {
     if (training) {
-      kernels::batch_norm_forward_train_cpu<T>(shape, xc.data<T>(), wc.data<T>(), bc.data<T>(),
-                                               T(momentum), T(eps), y.data<T>(),
-                                               save_mean.data<T>(), save_invstd.data<T>(),
-                                               running_mean.data<T>(), running_var.data<T>());
+      kernels::batch_norm_forward_train_cuda(
+          shape, xc.data<float>(), wc.data<float>(), bc.data<float>(), float(momentum), float(eps),
+          y.data<float>(), save_mean.data<float>(), save_invstd.data<float>(),
+          running_mean.data<float>(), running_var.data<float>());
     } else {
-      kernels::batch_norm_forward_eval_cpu<T>(
-          shape, xc.data<T>(), wc.data<T>(), bc.data<T>(), running_mean.data<T>(),
-          running_var.data<T>(), T(eps), y.data<T>(), save_mean.data<T>(), save_invstd.data<T>());
+      kernels::batch_norm_forward_eval_cuda(shape, xc.data<float>(), wc.data<float>(),
+                                            bc.data<float>(), running_mean.data<float>(),
+                                            running_var.data<float>(), float(eps), y.data<float>(),
+                                            save_mean.data<float>(), save_invstd.data<float>());
     }
-  });
+  } else {
+    detail::dispatch_floating(x.dtype(), "batch_norm", [&](auto zero) {
+      using T = decltype(zero);
+      if (training) {
+        kernels::batch_norm_forward_train_cpu<T>(shape, xc.data<T>(), wc.data<T>(), bc.data<T>(),
+                                                 T(momentum), T(eps), y.data<T>(),
+                                                 save_mean.data<T>(), save_invstd.data<T>(),
+                                                 running_mean.data<T>(), running_var.data<T>());
+      } else {
+        kernels::batch_norm_forward_eval_cpu<T>(
+            shape, xc.data<T>(), wc.data<T>(), bc.data<T>(), running_mean.data<T>(),
+            running_var.data<T>(), T(eps), y.data<T>(), save_mean.data<T>(), save_invstd.data<T>());
+      }
+    });
+  }
   if (!needs_tape({x, weight, bias})) return y;
 
   BackwardFn backward = [shape, training, x_saved = xc.detach(), w_saved = wc.detach(), save_mean,
@@ -141,14 +156,28 @@ Tensor batch_norm(const Tensor& x, const Tensor& weight, const Tensor& bias,
     if (needs[0]) dx = Tensor::empty(x_saved.shape(), x_saved.dtype(), x_saved.device());
     if (needs[1]) dweight = Tensor::empty(w_saved.shape(), w_saved.dtype(), w_saved.device());
     if (needs[2]) dbias = Tensor::empty(w_saved.shape(), w_saved.dtype(), w_saved.device());
-    if (dy.device().is_cuda()) detail::check_cpu_only(dy, "batch_norm backward");
-    detail::dispatch_floating(dy.dtype(), "batch_norm backward", [&](auto zero) {
-      using T = decltype(zero);
-      kernels::batch_norm_backward_cpu<T>(
-          shape, training, dy.data<T>(), x_saved.data<T>(), w_saved.data<T>(), save_mean.data<T>(),
-          save_invstd.data<T>(), needs[0] ? dx.data<T>() : nullptr,
-          needs[1] ? dweight.data<T>() : nullptr, needs[2] ? dbias.data<T>() : nullptr);
-    });
+    if (dy.device().is_cuda()) {
+      // The CUDA dx pass in training reads sum(dy) and sum(dy xhat) back from dbias/dweight, so
+      // both are computed whenever dx is, and dropped below when not asked for ([K, C]: cheap).
+      Tensor sum_dy_xhat = dweight, sum_dy = dbias;
+      if (needs[0] && training) {
+        if (!needs[1]) sum_dy_xhat = Tensor::empty(w_saved.shape(), DType::F32, w_saved.device());
+        if (!needs[2]) sum_dy = Tensor::empty(w_saved.shape(), DType::F32, w_saved.device());
+      }
+      kernels::batch_norm_backward_cuda(
+          shape, training, dy.data<float>(), x_saved.data<float>(), w_saved.data<float>(),
+          save_mean.data<float>(), save_invstd.data<float>(), needs[0] ? dx.data<float>() : nullptr,
+          sum_dy_xhat.defined() ? sum_dy_xhat.data<float>() : nullptr,
+          sum_dy.defined() ? sum_dy.data<float>() : nullptr);
+    } else {
+      detail::dispatch_floating(dy.dtype(), "batch_norm backward", [&](auto zero) {
+        using T = decltype(zero);
+        kernels::batch_norm_backward_cpu<T>(
+            shape, training, dy.data<T>(), x_saved.data<T>(), w_saved.data<T>(),
+            save_mean.data<T>(), save_invstd.data<T>(), needs[0] ? dx.data<T>() : nullptr,
+            needs[1] ? dweight.data<T>() : nullptr, needs[2] ? dbias.data<T>() : nullptr);
+      });
+    }
     return std::vector<Tensor>{dx, dweight, dbias};
   };
   return record("batch_norm", {x, weight, bias}, y, std::move(backward));

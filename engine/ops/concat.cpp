@@ -10,6 +10,17 @@
 #include "kernels/concat/concat.h"
 
 namespace engine {
+namespace {
+
+// The data pointers of `tensors` as a host array (device pointers for CUDA tensors).
+template <typename T>
+std::vector<const T*> data_pointers(const std::vector<Tensor>& tensors) {
+  std::vector<const T*> pointers;
+  for (const Tensor& t : tensors) pointers.push_back(t.data<T>());
+  return pointers;
+}
+
+}  // namespace
 
 Tensor concat(const std::vector<Tensor>& tensors, int64_t dim) {
   ENGINE_CHECK(!tensors.empty(), "concat: needs at least one tensor");
@@ -34,7 +45,10 @@ Tensor concat(const std::vector<Tensor>& tensors, int64_t dim) {
                  name, " is ", shape_str(t.shape()), ": shapes must match except along dim ", d);
     out_shape[d] += t.size(d);
   }
-  detail::check_cpu_only(first, "concat");
+  // On CUDA: f32, and i64 for labels; f64 is CPU-only (SPEC §2: f32 everywhere on the GPU).
+  ENGINE_CHECK(first.device().is_cpu() || first.dtype() != DType::F64,
+               "concat: the CUDA kernel takes f32 or i64, got ", first.str(),
+               " (f64 is CPU-only: convert with .to(DType::F32) or compute on the CPU)");
 
   // Each input is `outer` blocks of width size_i(d) * inner (layout in kernels/concat/concat.h).
   int64_t outer = 1;
@@ -48,14 +62,19 @@ Tensor concat(const std::vector<Tensor>& tensors, int64_t dim) {
     widths.push_back(t.size(d) * inner);
   }
   Tensor out = Tensor::empty(out_shape, first.dtype(), first.device());
+  const int64_t count = static_cast<int64_t>(dense.size());
   auto run = [&](auto zero) {
     using T = decltype(zero);
-    std::vector<const T*> inputs;
-    for (const Tensor& t : dense) inputs.push_back(t.data<T>());
-    kernels::concat_cpu<T>(static_cast<int64_t>(inputs.size()), inputs.data(), widths.data(), outer,
-                           out.data<T>());
+    std::vector<const T*> inputs = data_pointers<T>(dense);
+    kernels::concat_cpu<T>(count, inputs.data(), widths.data(), outer, out.data<T>());
   };
-  if (first.dtype() == DType::I64) {
+  if (first.device().is_cuda() && first.dtype() == DType::I64) {
+    kernels::concat_cuda(count, data_pointers<int64_t>(dense).data(), widths.data(), outer,
+                         out.data<int64_t>());
+  } else if (first.device().is_cuda()) {
+    kernels::concat_cuda(count, data_pointers<float>(dense).data(), widths.data(), outer,
+                         out.data<float>());
+  } else if (first.dtype() == DType::I64) {
     run(int64_t{});  // labels and indices concatenate too (never differentiated)
   } else {
     detail::dispatch_floating(first.dtype(), "concat", run);

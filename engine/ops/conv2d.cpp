@@ -1,12 +1,15 @@
 // conv2d (declaration in engine/ops.h; math and kernels in kernels/conv2d/conv2d.h).
 //
-// Forward runs the im2col + GEMM path (conv2d_fprop_fast_cpu); the naive loops are the oracle
-// the tests hold it to. Backward computes exactly the gradients asked for: dgrad only when the
-// input's gradient is needed, wgrad only for the weight, db only for the bias — an attack's
-// grad(loss, {x}) never pays for a weight gradient.
+// CPU tensors run the im2col + GEMM path (conv2d_*_fast_cpu); the naive loops are the oracle
+// the tests hold it to. CUDA tensors (f32) run our implicit-GEMM kernels (conv2d_*_cuda) or
+// cuDNN's, whichever engine::conv_backend() names when the kernel runs (engine/backend.h).
+// Backward computes exactly the gradients asked for: dgrad only when the input's gradient is
+// needed, wgrad only for the weight, db only for the bias — an attack's grad(loss, {x}) never
+// pays for a weight gradient.
 #include <utility>
 #include <vector>
 
+#include "engine/backend.h"
 #include "engine/ops.h"
 #include "engine/ops/op_utils.h"
 #include "kernels/conv2d/conv2d.h"
@@ -70,6 +73,24 @@ kernels::Conv2dShape conv2d_shape(const Tensor& x, const Tensor& weight, const T
   return shape;
 }
 
+bool use_cudnn() { return conv_backend() == ConvBackend::Cudnn; }
+
+// dw and/or db (either may be undefined) of a CUDA conv. Our wgrad may split its reduction and
+// then needs a scratch buffer, taken from the caching allocator for the duration of the call.
+void wgrad_cuda(const kernels::Conv2dShape& shape, const Tensor& dy, const Tensor& x, Tensor& dw,
+                Tensor& db) {
+  float* dw_data = dw.defined() ? dw.data<float>() : nullptr;
+  float* db_data = db.defined() ? db.data<float>() : nullptr;
+  if (use_cudnn()) {
+    kernels::conv2d_wgrad_cudnn(shape, dy.data<float>(), x.data<float>(), dw_data, db_data);
+    return;
+  }
+  const int64_t scratch = dw.defined() ? kernels::conv2d_wgrad_cuda_workspace_size(shape) : 0;
+  Tensor workspace = scratch > 0 ? Tensor::empty({scratch}, DType::F32, dy.device()) : Tensor();
+  kernels::conv2d_wgrad_cuda(shape, dy.data<float>(), x.data<float>(), dw_data, db_data,
+                             workspace.defined() ? workspace.data<float>() : nullptr);
+}
+
 }  // namespace
 
 Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias,
@@ -79,12 +100,20 @@ Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias,
   const Tensor wc = weight.contiguous();
   const Tensor bc = bias.defined() ? bias.contiguous() : Tensor();
   Tensor y = Tensor::empty({shape.N, shape.K, shape.out_h(), shape.out_w()}, x.dtype(), x.device());
-  if (x.device().is_cuda()) detail::check_cpu_only(x, "conv2d");
-  detail::dispatch_floating(x.dtype(), "conv2d", [&](auto zero) {
-    using T = decltype(zero);
-    kernels::conv2d_fprop_fast_cpu<T>(shape, xc.data<T>(), wc.data<T>(),
-                                      bc.defined() ? bc.data<T>() : nullptr, y.data<T>());
-  });
+  if (x.device().is_cuda()) {  // CUDA tensors are always f32
+    const float* b = bc.defined() ? bc.data<float>() : nullptr;
+    if (use_cudnn()) {
+      kernels::conv2d_fprop_cudnn(shape, xc.data<float>(), wc.data<float>(), b, y.data<float>());
+    } else {
+      kernels::conv2d_fprop_cuda(shape, xc.data<float>(), wc.data<float>(), b, y.data<float>());
+    }
+  } else {
+    detail::dispatch_floating(x.dtype(), "conv2d", [&](auto zero) {
+      using T = decltype(zero);
+      kernels::conv2d_fprop_fast_cpu<T>(shape, xc.data<T>(), wc.data<T>(),
+                                        bc.defined() ? bc.data<T>() : nullptr, y.data<T>());
+    });
+  }
   if (!needs_tape({x, weight, bias})) return y;
 
   // dgrad needs the weight, wgrad the input; both are saved detached (no reference cycle).
@@ -97,12 +126,22 @@ Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias,
     const bool want_db = has_bias && needs[2];
     if (!want_dx && !want_dw && !want_db) return grads;
     const Tensor dy = grad_output.contiguous();
-    if (dy.device().is_cuda()) detail::check_cpu_only(dy, "conv2d backward");
     const DType dtype = x_saved.dtype();
     const Device device = x_saved.device();
     if (want_dx) grads[0] = Tensor::empty(x_saved.shape(), dtype, device);
     if (want_dw) grads[1] = Tensor::empty(w_saved.shape(), dtype, device);
     if (want_db) grads[2] = Tensor::empty({shape.K}, dtype, device);
+    if (device.is_cuda()) {
+      if (want_dx && use_cudnn()) {
+        kernels::conv2d_dgrad_cudnn(shape, dy.data<float>(), w_saved.data<float>(),
+                                    grads[0].data<float>());
+      } else if (want_dx) {
+        kernels::conv2d_dgrad_cuda(shape, dy.data<float>(), w_saved.data<float>(),
+                                   grads[0].data<float>());
+      }
+      if (want_dw || want_db) wgrad_cuda(shape, dy, x_saved, grads[1], grads[2]);
+      return grads;
+    }
     detail::dispatch_floating(dtype, "conv2d backward", [&](auto zero) {
       using T = decltype(zero);
       if (want_dx) {

@@ -11,6 +11,17 @@
 #include "kernels/dropout/dropout.h"
 
 namespace engine {
+namespace {
+
+// The CUDA kernels are f32 (SPEC §2: f32 everywhere on the GPU; f64 is the CPU's gradient-check
+// precision). A clear error instead of a reinterpretation of the bytes. (Backward passes need no
+// check: a gradient has its forward input's dtype.)
+void check_cuda_f32(const Tensor& t, const char* op) {
+  ENGINE_CHECK(t.dtype() == DType::F32, op, ": the CUDA kernel takes f32, got ", t.str(),
+               " (f64 is CPU-only: convert with .to(DType::F32) or compute on the CPU)");
+}
+
+}  // namespace
 
 Tensor dropout(const Tensor& x, double p, bool training, Generator& gen) {
   detail::check_defined(x, "dropout", "x");
@@ -19,24 +30,33 @@ Tensor dropout(const Tensor& x, double p, bool training, Generator& gen) {
                shape_str(x.shape()), ")");
   if (!training || p == 0.0) return x;
 
+  if (x.device().is_cuda()) check_cuda_f32(x, "dropout");
   const Tensor xc = x.contiguous();
   // The uniforms come from the Philox stream, so the mask is the same on CPU and CUDA.
   const Tensor u = uniform(x.shape(), 0.0, 1.0, gen, x.dtype(), x.device());
   Tensor y = Tensor::empty(x.shape(), x.dtype(), x.device());
   Tensor mask = Tensor::empty(x.shape(), x.dtype(), x.device());  // 0 or 1/(1-p)
-  if (x.device().is_cuda()) detail::check_cpu_only(x, "dropout");
-  detail::dispatch_floating(x.dtype(), "dropout", [&](auto zero) {
-    using T = decltype(zero);
-    kernels::dropout_forward_cpu<T>(xc.data<T>(), u.data<T>(), x.numel(), T(p), y.data<T>(),
-                                    mask.data<T>());
-  });
+  if (x.device().is_cuda()) {
+    kernels::dropout_forward_cuda(xc.data<float>(), u.data<float>(), x.numel(), float(p),
+                                  y.data<float>(), mask.data<float>());
+  } else {
+    detail::dispatch_floating(x.dtype(), "dropout", [&](auto zero) {
+      using T = decltype(zero);
+      kernels::dropout_forward_cpu<T>(xc.data<T>(), u.data<T>(), x.numel(), T(p), y.data<T>(),
+                                      mask.data<T>());
+    });
+  }
   if (!needs_tape({x})) return y;
 
   BackwardFn backward = [mask](const Tensor& grad_output, const std::vector<bool>& needs) {
     if (!needs[0]) return std::vector<Tensor>{Tensor()};
     const Tensor dy = grad_output.contiguous();
     Tensor dx = Tensor::empty(mask.shape(), mask.dtype(), mask.device());
-    if (dy.device().is_cuda()) detail::check_cpu_only(dy, "dropout backward");
+    if (dy.device().is_cuda()) {
+      kernels::dropout_backward_cuda(dy.data<float>(), mask.data<float>(), mask.numel(),
+                                     dx.data<float>());
+      return std::vector<Tensor>{dx};
+    }
     detail::dispatch_floating(dy.dtype(), "dropout backward", [&](auto zero) {
       using T = decltype(zero);
       kernels::dropout_backward_cpu<T>(dy.data<T>(), mask.data<T>(), mask.numel(), dx.data<T>());

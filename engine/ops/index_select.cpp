@@ -21,7 +21,10 @@ Tensor index_select(const Tensor& x, const Tensor& index) {
                shape_str(index.shape()));
   ENGINE_CHECK(index.device() == x.device(), "index_select: x is on ", x.device().str(),
                " but index is on ", index.device().str());
-  detail::check_cpu_only(x, "index_select");
+  // On CUDA: f32, and i64 for labels; f64 is CPU-only (SPEC §2: f32 everywhere on the GPU).
+  ENGINE_CHECK(x.device().is_cpu() || x.dtype() != DType::F64,
+               "index_select: the CUDA kernel takes f32 or i64, got ", x.str(),
+               " (f64 is CPU-only: convert with .to(DType::F32) or compute on the CPU)");
 
   int64_t rows = x.size(0);
   int64_t row_size = 1;
@@ -38,7 +41,15 @@ Tensor index_select(const Tensor& x, const Tensor& index) {
     kernels::index_select_forward_cpu<T>(x_dense.data<T>(), rows, row_size,
                                          index_dense.data<int64_t>(), count, out.data<T>());
   };
-  if (x.dtype() == DType::I64) {
+  if (x.device().is_cuda() && x.dtype() == DType::I64) {
+    // Indices are checked inside the kernel (a bad one traps; see
+    // kernels/index_select/index_select.h): checking here would copy them to the host (a sync).
+    kernels::index_select_forward_cuda(x_dense.data<int64_t>(), rows, row_size,
+                                       index_dense.data<int64_t>(), count, out.data<int64_t>());
+  } else if (x.device().is_cuda()) {
+    kernels::index_select_forward_cuda(x_dense.data<float>(), rows, row_size,
+                                       index_dense.data<int64_t>(), count, out.data<float>());
+  } else if (x.dtype() == DType::I64) {
     run(int64_t{});  // e.g. labels gathered with the same index as their embeddings
   } else {
     detail::dispatch_floating(x.dtype(), "index_select", run);
@@ -46,23 +57,31 @@ Tensor index_select(const Tensor& x, const Tensor& index) {
 
   if (!needs_tape({x, index})) return out;
   Shape x_shape = x.shape();
-  return record("index_select", {x, index}, out,
-                [index_dense, x_shape, rows, row_size, count](const Tensor& grad,
-                                                              const std::vector<bool>& needs) {
-                  std::vector<Tensor> grads(2);  // grads[1]: the index has no gradient
-                  if (needs[0]) {
-                    Tensor dy = grad.contiguous();
-                    Tensor dx = Tensor::empty(x_shape, dy.dtype(), dy.device());
-                    detail::dispatch_floating(dy.dtype(), "index_select", [&](auto zero) {
-                      using T = decltype(zero);
-                      kernels::index_select_backward_cpu<T>(dy.data<T>(),
-                                                            index_dense.data<int64_t>(), count,
-                                                            rows, row_size, dx.data<T>());
-                    });
-                    grads[0] = dx;
-                  }
-                  return grads;
-                });
+  return record(
+      "index_select", {x, index}, out,
+      [index_dense, x_shape, rows, row_size, count](const Tensor& grad,
+                                                    const std::vector<bool>& needs) {
+        std::vector<Tensor> grads(2);  // grads[1]: the index has no gradient
+        if (needs[0]) {
+          Tensor dy = grad.contiguous();
+          Tensor dx = Tensor::empty(x_shape, dy.dtype(), dy.device());
+          if (dy.device().is_cuda()) {
+            // atomicAdd scatter: non-deterministic summation order where indices
+            // repeat (kernels/index_select/index_select.h).
+            kernels::index_select_backward_cuda(dy.data<float>(), index_dense.data<int64_t>(),
+                                                count, rows, row_size, dx.data<float>());
+            grads[0] = dx;
+            return grads;
+          }
+          detail::dispatch_floating(dy.dtype(), "index_select", [&](auto zero) {
+            using T = decltype(zero);
+            kernels::index_select_backward_cpu<T>(dy.data<T>(), index_dense.data<int64_t>(), count,
+                                                  rows, row_size, dx.data<T>());
+          });
+          grads[0] = dx;
+        }
+        return grads;
+      });
 }
 
 }  // namespace engine

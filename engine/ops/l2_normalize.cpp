@@ -8,6 +8,17 @@
 #include "kernels/l2_normalize/l2_normalize.h"
 
 namespace engine {
+namespace {
+
+// The CUDA kernels are f32 (SPEC §2: f32 everywhere on the GPU; f64 is the CPU's gradient-check
+// precision). A clear error instead of a reinterpretation of the bytes. (Backward passes need no
+// check: a gradient has its forward input's dtype.)
+void check_cuda_f32(const Tensor& t, const char* op) {
+  ENGINE_CHECK(t.dtype() == DType::F32, op, ": the CUDA kernel takes f32, got ", t.str(),
+               " (f64 is CPU-only: convert with .to(DType::F32) or compute on the CPU)");
+}
+
+}  // namespace
 
 Tensor l2_normalize(const Tensor& x, double eps) {
   detail::check_defined(x, "l2_normalize", "x");
@@ -17,14 +28,19 @@ Tensor l2_normalize(const Tensor& x, double eps) {
   ENGINE_CHECK(eps > 0.0, "l2_normalize: eps must be positive, got ", eps);
   const int64_t N = x.size(0), D = x.size(1);
 
+  if (x.device().is_cuda()) check_cuda_f32(x, "l2_normalize");
   const Tensor xc = x.contiguous();
   Tensor y = Tensor::empty(x.shape(), x.dtype(), x.device());
   Tensor norm = Tensor::empty({N}, x.dtype(), x.device());
-  if (x.device().is_cuda()) detail::check_cpu_only(x, "l2_normalize");
-  detail::dispatch_floating(x.dtype(), "l2_normalize", [&](auto zero) {
-    using T = decltype(zero);
-    kernels::l2_normalize_forward_cpu<T>(xc.data<T>(), N, D, T(eps), y.data<T>(), norm.data<T>());
-  });
+  if (x.device().is_cuda()) {
+    kernels::l2_normalize_forward_cuda(xc.data<float>(), N, D, float(eps), y.data<float>(),
+                                       norm.data<float>());
+  } else {
+    detail::dispatch_floating(x.dtype(), "l2_normalize", [&](auto zero) {
+      using T = decltype(zero);
+      kernels::l2_normalize_forward_cpu<T>(xc.data<T>(), N, D, T(eps), y.data<T>(), norm.data<T>());
+    });
+  }
   if (!needs_tape({x})) return y;
 
   BackwardFn backward = [x_saved = xc.detach(), norm, eps](const Tensor& grad_output,
@@ -32,7 +48,12 @@ Tensor l2_normalize(const Tensor& x, double eps) {
     if (!needs[0]) return std::vector<Tensor>{Tensor()};
     const Tensor dy = grad_output.contiguous();
     Tensor dx = Tensor::empty(x_saved.shape(), x_saved.dtype(), x_saved.device());
-    if (dy.device().is_cuda()) detail::check_cpu_only(dy, "l2_normalize backward");
+    if (dy.device().is_cuda()) {
+      kernels::l2_normalize_backward_cuda(dy.data<float>(), x_saved.data<float>(),
+                                          norm.data<float>(), x_saved.size(0), x_saved.size(1),
+                                          float(eps), dx.data<float>());
+      return std::vector<Tensor>{dx};
+    }
     detail::dispatch_floating(dy.dtype(), "l2_normalize backward", [&](auto zero) {
       using T = decltype(zero);
       kernels::l2_normalize_backward_cpu<T>(dy.data<T>(), x_saved.data<T>(), norm.data<T>(),

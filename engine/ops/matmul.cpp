@@ -4,10 +4,13 @@
 //   linear  y = x W^T + b      dx = dy W            dW = dy^T x          db = column sums of dy
 //
 // Transposed operands are never materialized: the GEMM kernel reads a row-major buffer as its
-// transpose in place (trans_a / trans_b).
+// transpose in place (trans_a / trans_b). CPU tensors use Eigen's GEMM; CUDA tensors (f32) our
+// SGEMM or cuBLAS, whichever engine::gemm_backend() names when the kernel runs
+// (engine/backend.h); the bias add and the bias gradient have CUDA kernels of their own.
 #include <vector>
 
 #include "engine/autograd.h"
+#include "engine/backend.h"
 #include "engine/ops.h"
 #include "engine/ops/op_utils.h"
 #include "engine/tensor.h"
@@ -20,12 +23,22 @@ namespace {
 // on the original inputs, so the copy must not record a second one.
 Tensor dense(const Tensor& t) { return t.detach().contiguous(); }
 
-// op(a) op(b) for contiguous 2-D CPU tensors, where op(t) is t or t^T as stored.
+// op(a) op(b) for contiguous 2-D tensors on one device, where op(t) is t or t^T as stored.
 Tensor gemm(const Tensor& a, bool trans_a, const Tensor& b, bool trans_b, const char* op) {
   int64_t m = trans_a ? a.size(1) : a.size(0);
   int64_t k = trans_a ? a.size(0) : a.size(1);
   int64_t n = trans_b ? b.size(0) : b.size(1);
   Tensor c = Tensor::empty({m, n}, a.dtype(), a.device());
+  if (a.device().is_cuda()) {  // CUDA tensors are always f32
+    if (gemm_backend() == GemmBackend::Cublas) {
+      kernels::matmul_cublas(m, n, k, a.data<float>(), b.data<float>(), trans_a, trans_b,
+                             c.data<float>(), /*accumulate=*/false);
+    } else {
+      kernels::matmul_cuda(m, n, k, a.data<float>(), b.data<float>(), trans_a, trans_b,
+                           c.data<float>(), /*accumulate=*/false);
+    }
+    return c;
+  }
   detail::dispatch_floating(a.dtype(), op, [&](auto zero) {
     using T = decltype(zero);
     kernels::matmul_fast_cpu<T>(m, n, k, a.data<T>(), b.data<T>(), trans_a, trans_b, c.data<T>(),
@@ -37,6 +50,10 @@ Tensor gemm(const Tensor& a, bool trans_a, const Tensor& b, bool trans_b, const 
 // db[j] = sum_i dy[i, j] for a contiguous dy [m, n].
 Tensor column_sums(const Tensor& dy) {
   Tensor db = Tensor::empty({dy.size(1)}, dy.dtype(), dy.device());
+  if (dy.device().is_cuda()) {
+    kernels::column_sums_cuda(dy.size(0), dy.size(1), dy.data<float>(), db.data<float>());
+    return db;
+  }
   detail::dispatch_floating(dy.dtype(), "linear", [&](auto zero) {
     using T = decltype(zero);
     kernels::column_sums_cpu<T>(dy.size(0), dy.size(1), dy.data<T>(), db.data<T>());
@@ -56,7 +73,6 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
   ENGINE_CHECK(a.size(1) == b.size(0), "matmul: inner dimensions differ: a is ",
                shape_str(a.shape()), " and b is ", shape_str(b.shape()),
                " (expected a [M, K] and b [K, N])");
-  detail::check_cpu_only(a, "matmul");
 
   Tensor a_dense = dense(a);
   Tensor b_dense = dense(b);
@@ -89,17 +105,20 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
                  " but weight is ", shape_str(weight.shape()), " (expected bias [", weight.size(0),
                  "])");
   }
-  detail::check_cpu_only(x, "linear");
 
   Tensor x_dense = dense(x);
   Tensor w_dense = dense(weight);
   Tensor y = gemm(x_dense, false, w_dense, /*trans_b=*/true, "linear");  // x W^T
   if (bias.defined()) {
     Tensor b_dense = dense(bias);
-    detail::dispatch_floating(y.dtype(), "linear", [&](auto zero) {
-      using T = decltype(zero);
-      kernels::add_row_bias_cpu<T>(y.size(0), y.size(1), b_dense.data<T>(), y.data<T>());
-    });
+    if (y.device().is_cuda()) {
+      kernels::add_row_bias_cuda(y.size(0), y.size(1), b_dense.data<float>(), y.data<float>());
+    } else {
+      detail::dispatch_floating(y.dtype(), "linear", [&](auto zero) {
+        using T = decltype(zero);
+        kernels::add_row_bias_cpu<T>(y.size(0), y.size(1), b_dense.data<T>(), y.data<T>());
+      });
+    }
   }
   if (!needs_tape({x, weight, bias})) return y;
   return record("linear", {x, weight, bias}, y,

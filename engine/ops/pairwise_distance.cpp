@@ -15,6 +15,14 @@ namespace {
 // 1 - <l2_normalize(a), l2_normalize(b)>.
 constexpr double kCosineEps = 1e-12;
 
+// The CUDA kernels are f32 (SPEC §2: f32 everywhere on the GPU; f64 is the CPU's gradient-check
+// precision). A clear error instead of a reinterpretation of the bytes. (Backward passes need no
+// check: a gradient has its forward input's dtype.)
+void check_cuda_f32(const Tensor& t, const char* op) {
+  ENGINE_CHECK(t.dtype() == DType::F32, op, ": the CUDA kernel takes f32, got ", t.str(),
+               " (f64 is CPU-only: convert with .to(DType::F32) or compute on the CPU)");
+}
+
 kernels::PairwiseMetric kernel_metric(DistanceMetric metric) {
   switch (metric) {
     case DistanceMetric::Euclidean:
@@ -40,14 +48,19 @@ Tensor pairwise_distance(const Tensor& a, const Tensor& b, DistanceMetric metric
   const int64_t N = a.size(0), M = b.size(0), D = a.size(1);
   const kernels::PairwiseMetric kmetric = kernel_metric(metric);
 
+  if (a.device().is_cuda()) check_cuda_f32(a, "pairwise_distance");
   const Tensor ac = a.contiguous(), bc = b.contiguous();
   Tensor out = Tensor::empty({N, M}, a.dtype(), a.device());
-  if (a.device().is_cuda()) detail::check_cpu_only(a, "pairwise_distance");
-  detail::dispatch_floating(a.dtype(), "pairwise_distance", [&](auto zero) {
-    using T = decltype(zero);
-    kernels::pairwise_distance_forward_cpu<T>(ac.data<T>(), bc.data<T>(), N, M, D, kmetric,
-                                              T(kCosineEps), out.data<T>());
-  });
+  if (a.device().is_cuda()) {
+    kernels::pairwise_distance_forward_cuda(ac.data<float>(), bc.data<float>(), N, M, D, kmetric,
+                                            float(kCosineEps), out.data<float>());
+  } else {
+    detail::dispatch_floating(a.dtype(), "pairwise_distance", [&](auto zero) {
+      using T = decltype(zero);
+      kernels::pairwise_distance_forward_cpu<T>(ac.data<T>(), bc.data<T>(), N, M, D, kmetric,
+                                                T(kCosineEps), out.data<T>());
+    });
+  }
   if (!needs_tape({a, b})) return out;
 
   BackwardFn backward = [a_saved = ac.detach(), b_saved = bc.detach(), kmetric](
@@ -56,7 +69,13 @@ Tensor pairwise_distance(const Tensor& a, const Tensor& b, DistanceMetric metric
     Tensor da, db;
     if (needs[0]) da = Tensor::empty(a_saved.shape(), a_saved.dtype(), a_saved.device());
     if (needs[1]) db = Tensor::empty(b_saved.shape(), b_saved.dtype(), b_saved.device());
-    if (g.device().is_cuda()) detail::check_cpu_only(g, "pairwise_distance backward");
+    if (g.device().is_cuda()) {
+      kernels::pairwise_distance_backward_cuda(
+          g.data<float>(), a_saved.data<float>(), b_saved.data<float>(), a_saved.size(0),
+          b_saved.size(0), a_saved.size(1), kmetric, float(kCosineEps),
+          needs[0] ? da.data<float>() : nullptr, needs[1] ? db.data<float>() : nullptr);
+      return std::vector<Tensor>{da, db};
+    }
     detail::dispatch_floating(g.dtype(), "pairwise_distance backward", [&](auto zero) {
       using T = decltype(zero);
       kernels::pairwise_distance_backward_cpu<T>(

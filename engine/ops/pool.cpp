@@ -1,6 +1,7 @@
 // max_pool2d, avg_pool2d, adaptive_avg_pool2d (declarations in engine/ops.h; math and kernels in
 // kernels/pool/pool.h). max_pool2d saves its input and recomputes each window's argmax in the
-// backward; the average pools save nothing but the geometry.
+// backward; the average pools save nothing but the geometry. CUDA tensors (always f32) run the
+// *_cuda kernels, CPU tensors the templated reference loops.
 #include <utility>
 #include <vector>
 
@@ -55,19 +56,26 @@ Tensor max_pool2d(const Tensor& x, const Pool2dOptions& options) {
   const kernels::Pool2dShape shape = pool_shape(x, options, "max_pool2d");
   const Tensor xc = x.contiguous();
   Tensor y = pool_output(shape, x);
-  if (x.device().is_cuda()) detail::check_cpu_only(x, "max_pool2d");
-  detail::dispatch_floating(x.dtype(), "max_pool2d", [&](auto zero) {
-    using T = decltype(zero);
-    kernels::max_pool2d_forward_cpu<T>(shape, xc.data<T>(), y.data<T>());
-  });
+  if (x.device().is_cuda()) {
+    kernels::max_pool2d_forward_cuda(shape, xc.data<float>(), y.data<float>());
+  } else {
+    detail::dispatch_floating(x.dtype(), "max_pool2d", [&](auto zero) {
+      using T = decltype(zero);
+      kernels::max_pool2d_forward_cpu<T>(shape, xc.data<T>(), y.data<T>());
+    });
+  }
   if (!needs_tape({x})) return y;
 
   BackwardFn backward = [shape, x_saved = xc.detach()](const Tensor& grad_output,
                                                        const std::vector<bool>& needs) {
     if (!needs[0]) return std::vector<Tensor>{Tensor()};
     const Tensor dy = grad_output.contiguous();
-    if (dy.device().is_cuda()) detail::check_cpu_only(dy, "max_pool2d backward");
     Tensor dx = Tensor::empty(x_saved.shape(), x_saved.dtype(), x_saved.device());
+    if (dx.device().is_cuda()) {
+      kernels::max_pool2d_backward_cuda(shape, x_saved.data<float>(), dy.data<float>(),
+                                        dx.data<float>());
+      return std::vector<Tensor>{dx};
+    }
     detail::dispatch_floating(dy.dtype(), "max_pool2d backward", [&](auto zero) {
       using T = decltype(zero);
       kernels::max_pool2d_backward_cpu<T>(shape, x_saved.data<T>(), dy.data<T>(), dx.data<T>());
@@ -81,19 +89,25 @@ Tensor avg_pool2d(const Tensor& x, const Pool2dOptions& options) {
   const kernels::Pool2dShape shape = pool_shape(x, options, "avg_pool2d");
   const Tensor xc = x.contiguous();
   Tensor y = pool_output(shape, x);
-  if (x.device().is_cuda()) detail::check_cpu_only(x, "avg_pool2d");
-  detail::dispatch_floating(x.dtype(), "avg_pool2d", [&](auto zero) {
-    using T = decltype(zero);
-    kernels::avg_pool2d_forward_cpu<T>(shape, xc.data<T>(), y.data<T>());
-  });
+  if (x.device().is_cuda()) {
+    kernels::avg_pool2d_forward_cuda(shape, xc.data<float>(), y.data<float>());
+  } else {
+    detail::dispatch_floating(x.dtype(), "avg_pool2d", [&](auto zero) {
+      using T = decltype(zero);
+      kernels::avg_pool2d_forward_cpu<T>(shape, xc.data<T>(), y.data<T>());
+    });
+  }
   if (!needs_tape({x})) return y;
 
   BackwardFn backward = [shape, dtype = x.dtype(), device = x.device()](
                             const Tensor& grad_output, const std::vector<bool>& needs) {
     if (!needs[0]) return std::vector<Tensor>{Tensor()};
     const Tensor dy = grad_output.contiguous();
-    if (dy.device().is_cuda()) detail::check_cpu_only(dy, "avg_pool2d backward");
     Tensor dx = Tensor::empty({shape.N, shape.C, shape.H, shape.W}, dtype, device);
+    if (device.is_cuda()) {
+      kernels::avg_pool2d_backward_cuda(shape, dy.data<float>(), dx.data<float>());
+      return std::vector<Tensor>{dx};
+    }
     detail::dispatch_floating(dtype, "avg_pool2d backward", [&](auto zero) {
       using T = decltype(zero);
       kernels::avg_pool2d_backward_cpu<T>(shape, dy.data<T>(), dx.data<T>());
@@ -113,19 +127,27 @@ Tensor adaptive_avg_pool2d(const Tensor& x) {
   const int64_t planes = x.size(0) * x.size(1), plane_size = x.size(2) * x.size(3);
   const Tensor xc = x.contiguous();
   Tensor y = Tensor::empty({x.size(0), x.size(1), 1, 1}, x.dtype(), x.device());
-  if (x.device().is_cuda()) detail::check_cpu_only(x, "adaptive_avg_pool2d");
-  detail::dispatch_floating(x.dtype(), "adaptive_avg_pool2d", [&](auto zero) {
-    using T = decltype(zero);
-    kernels::adaptive_avg_pool2d_forward_cpu<T>(planes, plane_size, xc.data<T>(), y.data<T>());
-  });
+  if (x.device().is_cuda()) {
+    kernels::adaptive_avg_pool2d_forward_cuda(planes, plane_size, xc.data<float>(),
+                                              y.data<float>());
+  } else {
+    detail::dispatch_floating(x.dtype(), "adaptive_avg_pool2d", [&](auto zero) {
+      using T = decltype(zero);
+      kernels::adaptive_avg_pool2d_forward_cpu<T>(planes, plane_size, xc.data<T>(), y.data<T>());
+    });
+  }
   if (!needs_tape({x})) return y;
 
   BackwardFn backward = [x_shape, planes, plane_size, dtype = x.dtype(), device = x.device()](
                             const Tensor& grad_output, const std::vector<bool>& needs) {
     if (!needs[0]) return std::vector<Tensor>{Tensor()};
     const Tensor dy = grad_output.contiguous();
-    if (dy.device().is_cuda()) detail::check_cpu_only(dy, "adaptive_avg_pool2d backward");
     Tensor dx = Tensor::empty(x_shape, dtype, device);
+    if (device.is_cuda()) {
+      kernels::adaptive_avg_pool2d_backward_cuda(planes, plane_size, dy.data<float>(),
+                                                 dx.data<float>());
+      return std::vector<Tensor>{dx};
+    }
     detail::dispatch_floating(dtype, "adaptive_avg_pool2d backward", [&](auto zero) {
       using T = decltype(zero);
       kernels::adaptive_avg_pool2d_backward_cpu<T>(planes, plane_size, dy.data<T>(), dx.data<T>());

@@ -17,6 +17,14 @@
 namespace engine {
 namespace {
 
+// The CUDA kernels are f32 (SPEC §2: f32 everywhere on the GPU; f64 is the CPU's gradient-check
+// precision). A clear error instead of a reinterpretation of the bytes. (Backward passes need no
+// check: a gradient has its forward input's dtype.)
+void check_cuda_f32(const Tensor& t, const char* op) {
+  ENGINE_CHECK(t.dtype() == DType::F32, op, ": the CUDA kernel takes f32, got ", t.str(),
+               " (f64 is CPU-only: convert with .to(DType::F32) or compute on the CPU)");
+}
+
 // dx = scale * dy repeated over the reduced dims: dy's elements are laid out like x's shape with
 // the reduced dims set to 1, which is a broadcast layout with stride 0 along those dims.
 Tensor broadcast_back(const Tensor& grad, const Shape& x_shape, const std::vector<bool>& reduced,
@@ -31,7 +39,10 @@ Tensor broadcast_back(const Tensor& grad, const Shape& x_shape, const std::vecto
     layout.strides[d] = reduced[d] ? 0 : stride;
     if (!reduced[d]) stride *= x_shape[d];
   }
-  detail::check_cpu_only(g, op);
+  if (g.device().is_cuda()) {
+    kernels::broadcast_cuda(g.data<float>(), layout, static_cast<float>(scale), dx.data<float>());
+    return dx;
+  }
   detail::dispatch_floating(g.dtype(), op, [&](auto zero) {
     using T = decltype(zero);
     kernels::broadcast_cpu<T>(g.data<T>(), layout, static_cast<T>(scale), dx.data<T>());
@@ -46,7 +57,7 @@ Tensor reduce_sum(const Tensor& x, const std::vector<bool>& reduced, const Shape
                   double scale, const char* op) {
   ENGINE_CHECK(x.dim() <= kernels::kMaxDims, op, ": at most ", kernels::kMaxDims,
                " dimensions are supported, got ", shape_str(x.shape()));
-  detail::check_cpu_only(x, op);
+  if (x.device().is_cuda()) check_cuda_f32(x, op);
   Tensor current = x.contiguous();
   Shape current_shape = x.shape();
 
@@ -72,11 +83,16 @@ Tensor reduce_sum(const Tensor& x, const std::vector<bool>& reduced, const Shape
     for (int64_t d = begin; d < end; ++d) current_shape[d] = 1;
     const bool last = k + 1 == runs.size();
     Tensor next = Tensor::empty(last ? out_shape : current_shape, x.dtype(), x.device());
-    detail::dispatch_floating(x.dtype(), op, [&](auto zero) {
-      using T = decltype(zero);
-      kernels::sum_axis_cpu<T>(current.data<T>(), outer, length, inner,
-                               static_cast<T>(last ? scale : 1.0), next.data<T>());
-    });
+    if (x.device().is_cuda()) {
+      kernels::sum_axis_cuda(current.data<float>(), outer, length, inner,
+                             static_cast<float>(last ? scale : 1.0), next.data<float>());
+    } else {
+      detail::dispatch_floating(x.dtype(), op, [&](auto zero) {
+        using T = decltype(zero);
+        kernels::sum_axis_cpu<T>(current.data<T>(), outer, length, inner,
+                                 static_cast<T>(last ? scale : 1.0), next.data<T>());
+      });
+    }
     current = next;
     out = next;
   }
@@ -174,7 +190,7 @@ Tensor sum_to_shape(const Tensor& grad, const Shape& shape) {
 Tensor logsumexp(const Tensor& x, int64_t dim, bool keepdim) {
   const char* op = "logsumexp";
   check_float_input(x, op);
-  detail::check_cpu_only(x, op);
+  if (x.device().is_cuda()) check_cuda_f32(x, op);
   const int64_t d = detail::normalize_dim(dim, x.dim(), op);
   ReducedDims r = reduced_dims(x, {d}, keepdim, op);
   int64_t outer = 1, inner = 1;
@@ -186,25 +202,34 @@ Tensor logsumexp(const Tensor& x, int64_t dim, bool keepdim) {
 
   Tensor xc = x.contiguous();
   Tensor out = Tensor::empty(r.out_shape, x.dtype(), x.device());
-  detail::dispatch_floating(x.dtype(), op, [&](auto zero) {
-    using T = decltype(zero);
-    kernels::logsumexp_cpu<T>(xc.data<T>(), outer, length, inner, out.data<T>());
-  });
+  if (x.device().is_cuda()) {
+    kernels::logsumexp_cuda(xc.data<float>(), outer, length, inner, out.data<float>());
+  } else {
+    detail::dispatch_floating(x.dtype(), op, [&](auto zero) {
+      using T = decltype(zero);
+      kernels::logsumexp_cpu<T>(xc.data<T>(), outer, length, inner, out.data<T>());
+    });
+  }
   if (!needs_tape({x})) return out;
-  return record(op, {x}, out,
-                [x_saved = xc.detach(), out_saved = out.detach(), outer, length, inner, op](
-                    const Tensor& grad, const std::vector<bool>& needs) {
-                  if (!needs[0]) return std::vector<Tensor>{Tensor()};
-                  Tensor g = grad.contiguous();
-                  Tensor dx = Tensor::empty(x_saved.shape(), g.dtype(), g.device());
-                  detail::dispatch_floating(g.dtype(), op, [&](auto zero) {
-                    using T = decltype(zero);
-                    kernels::logsumexp_backward_cpu<T>(x_saved.data<T>(), out_saved.data<T>(),
-                                                       g.data<T>(), outer, length, inner,
-                                                       dx.data<T>());
-                  });
-                  return std::vector<Tensor>{dx};
-                });
+  return record(
+      op, {x}, out,
+      [x_saved = xc.detach(), out_saved = out.detach(), outer, length, inner, op](
+          const Tensor& grad, const std::vector<bool>& needs) {
+        if (!needs[0]) return std::vector<Tensor>{Tensor()};
+        Tensor g = grad.contiguous();
+        Tensor dx = Tensor::empty(x_saved.shape(), g.dtype(), g.device());
+        if (g.device().is_cuda()) {
+          kernels::logsumexp_backward_cuda(x_saved.data<float>(), out_saved.data<float>(),
+                                           g.data<float>(), outer, length, inner, dx.data<float>());
+          return std::vector<Tensor>{dx};
+        }
+        detail::dispatch_floating(g.dtype(), op, [&](auto zero) {
+          using T = decltype(zero);
+          kernels::logsumexp_backward_cpu<T>(x_saved.data<T>(), out_saved.data<T>(), g.data<T>(),
+                                             outer, length, inner, dx.data<T>());
+        });
+        return std::vector<Tensor>{dx};
+      });
 }
 
 }  // namespace engine

@@ -9,6 +9,14 @@
 namespace engine {
 namespace {
 
+// The CUDA kernels are f32 (SPEC §2: f32 everywhere on the GPU; f64 is the CPU's gradient-check
+// precision). A clear error instead of a reinterpretation of the bytes. (Backward passes need no
+// check: a gradient has its forward input's dtype.)
+void check_cuda_f32(const Tensor& t, const char* op) {
+  ENGINE_CHECK(t.dtype() == DType::F32, op, ": the CUDA kernel takes f32, got ", t.str(),
+               " (f64 is CPU-only: convert with .to(DType::F32) or compute on the CPU)");
+}
+
 // The [outer, n, inner] view of x around `dim` that the kernels work on.
 struct LineView {
   int64_t outer = 1, n = 1, inner = 1;
@@ -27,18 +35,26 @@ Tensor softmax_like(bool log, const Tensor& x, int64_t dim) {
   const char* name = log ? "log_softmax" : "softmax";
   detail::check_defined(x, name, "x");
   detail::check_floating(x, name, "x");
-  detail::check_cpu_only(x, name);  // the CUDA kernel comes in a later phase
+  if (x.device().is_cuda()) check_cuda_f32(x, name);
   const LineView v = line_view(x.shape(), detail::normalize_dim(dim, x.dim(), name));
   Tensor xc = x.contiguous();
   Tensor y = Tensor::empty(x.shape(), x.dtype(), x.device());
-  detail::dispatch_floating(x.dtype(), name, [&](auto zero) {
-    using T = decltype(zero);
+  if (x.device().is_cuda()) {
     if (log) {
-      kernels::log_softmax_cpu<T>(xc.data<T>(), v.outer, v.n, v.inner, y.data<T>());
+      kernels::log_softmax_cuda(xc.data<float>(), v.outer, v.n, v.inner, y.data<float>());
     } else {
-      kernels::softmax_cpu<T>(xc.data<T>(), v.outer, v.n, v.inner, y.data<T>());
+      kernels::softmax_cuda(xc.data<float>(), v.outer, v.n, v.inner, y.data<float>());
     }
-  });
+  } else {
+    detail::dispatch_floating(x.dtype(), name, [&](auto zero) {
+      using T = decltype(zero);
+      if (log) {
+        kernels::log_softmax_cpu<T>(xc.data<T>(), v.outer, v.n, v.inner, y.data<T>());
+      } else {
+        kernels::softmax_cpu<T>(xc.data<T>(), v.outer, v.n, v.inner, y.data<T>());
+      }
+    });
+  }
   if (!needs_tape({x})) return y;
   return record(
       name, {x}, y,
@@ -46,6 +62,16 @@ Tensor softmax_like(bool log, const Tensor& x, int64_t dim) {
         if (!needs[0]) return std::vector<Tensor>{Tensor()};
         Tensor g = grad.contiguous();
         Tensor dx = Tensor::empty(y_saved.shape(), g.dtype(), g.device());
+        if (g.device().is_cuda()) {
+          if (log) {
+            kernels::log_softmax_backward_cuda(y_saved.data<float>(), g.data<float>(), v.outer, v.n,
+                                               v.inner, dx.data<float>());
+          } else {
+            kernels::softmax_backward_cuda(y_saved.data<float>(), g.data<float>(), v.outer, v.n,
+                                           v.inner, dx.data<float>());
+          }
+          return std::vector<Tensor>{dx};
+        }
         detail::dispatch_floating(g.dtype(), name, [&](auto zero) {
           using T = decltype(zero);
           if (log) {
@@ -82,17 +108,24 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& labels) {
                " need one label per row, got labels ", shape_str(labels.shape()));
   ENGINE_CHECK(rows > 0 && classes > 0, name, ": logits ", shape_str(logits.shape()),
                " must have at least one row and one class");
-  detail::check_cpu_only(logits, name);  // the CUDA kernel comes in a later phase
+  if (logits.device().is_cuda()) check_cuda_f32(logits, name);
 
   Tensor xc = logits.contiguous();
   Tensor yc = labels.contiguous();
   Tensor loss = Tensor::empty({}, logits.dtype(), logits.device());
   Tensor row_lse = Tensor::empty({rows}, logits.dtype(), logits.device());
-  detail::dispatch_floating(logits.dtype(), name, [&](auto zero) {
-    using T = decltype(zero);
-    kernels::cross_entropy_cpu<T>(xc.data<T>(), yc.data<int64_t>(), rows, classes, loss.data<T>(),
-                                  row_lse.data<T>());
-  });
+  if (logits.device().is_cuda()) {
+    // Labels are checked inside the kernel (a bad one traps; see kernels/softmax/softmax.h):
+    // checking them here would copy them to the host, a synchronization.
+    kernels::cross_entropy_cuda(xc.data<float>(), yc.data<int64_t>(), rows, classes,
+                                loss.data<float>(), row_lse.data<float>());
+  } else {
+    detail::dispatch_floating(logits.dtype(), name, [&](auto zero) {
+      using T = decltype(zero);
+      kernels::cross_entropy_cpu<T>(xc.data<T>(), yc.data<int64_t>(), rows, classes, loss.data<T>(),
+                                    row_lse.data<T>());
+    });
+  }
   if (!needs_tape({logits})) return loss;
   // Labels are never differentiated: their gradient slot is always undefined.
   return record(name, {logits, labels}, loss,
@@ -101,6 +134,13 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& labels) {
                   if (!needs[0]) return std::vector<Tensor>{Tensor(), Tensor()};
                   Tensor g = grad.contiguous();
                   Tensor dx = Tensor::empty(x_saved.shape(), g.dtype(), g.device());
+                  if (g.device().is_cuda()) {
+                    // g stays on the device: the kernel reads grad_loss[0] itself (no sync).
+                    kernels::cross_entropy_backward_cuda(
+                        x_saved.data<float>(), labels_saved.data<int64_t>(), row_lse.data<float>(),
+                        rows, classes, g.data<float>(), dx.data<float>());
+                    return std::vector<Tensor>{dx, Tensor()};
+                  }
                   detail::dispatch_floating(g.dtype(), name, [&](auto zero) {
                     using T = decltype(zero);
                     kernels::cross_entropy_backward_cpu<T>(

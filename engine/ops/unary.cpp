@@ -15,16 +15,28 @@ namespace {
 using kernels::UnaryOp;
 using kernels::UnaryParams;
 
+// The CUDA kernels are f32 (SPEC §2: f32 everywhere on the GPU; f64 is the CPU's gradient-check
+// precision). A clear error instead of a reinterpretation of the bytes. (Backward passes need no
+// check: a gradient has its forward input's dtype.)
+void check_cuda_f32(const Tensor& t, const char* op) {
+  ENGINE_CHECK(t.dtype() == DType::F32, op, ": the CUDA kernel takes f32, got ", t.str(),
+               " (f64 is CPU-only: convert with .to(DType::F32) or compute on the CPU)");
+}
+
 Tensor unary(UnaryOp op, const char* name, const Tensor& x, UnaryParams params = {}) {
   detail::check_defined(x, name, "x");
   detail::check_floating(x, name, "x");
-  detail::check_cpu_only(x, name);  // the CUDA kernel comes in a later phase
+  if (x.device().is_cuda()) check_cuda_f32(x, name);
   Tensor xc = x.contiguous();
   Tensor y = Tensor::empty(x.shape(), x.dtype(), x.device());
-  detail::dispatch_floating(x.dtype(), name, [&](auto zero) {
-    using T = decltype(zero);
-    kernels::unary_cpu<T>(op, xc.data<T>(), xc.numel(), params, y.data<T>());
-  });
+  if (x.device().is_cuda()) {
+    kernels::unary_cuda(op, xc.data<float>(), xc.numel(), params, y.data<float>());
+  } else {
+    detail::dispatch_floating(x.dtype(), name, [&](auto zero) {
+      using T = decltype(zero);
+      kernels::unary_cpu<T>(op, xc.data<T>(), xc.numel(), params, y.data<T>());
+    });
+  }
   if (!needs_tape({x})) return y;
 
   Tensor x_saved = kernels::unary_backward_reads_x(op) ? xc.detach() : Tensor();
@@ -35,6 +47,13 @@ Tensor unary(UnaryOp op, const char* name, const Tensor& x, UnaryParams params =
                   if (!needs[0]) return std::vector<Tensor>{Tensor()};
                   Tensor g = grad.contiguous();
                   Tensor dx = Tensor::empty(x_shape, g.dtype(), g.device());
+                  if (g.device().is_cuda()) {
+                    const float* x_data = x_saved.defined() ? x_saved.data<float>() : nullptr;
+                    const float* y_data = y_saved.defined() ? y_saved.data<float>() : nullptr;
+                    kernels::unary_backward_cuda(op, x_data, y_data, g.data<float>(), g.numel(),
+                                                 params, dx.data<float>());
+                    return std::vector<Tensor>{dx};
+                  }
                   detail::dispatch_floating(g.dtype(), name, [&](auto zero) {
                     using T = decltype(zero);
                     const T* x_data = x_saved.defined() ? x_saved.data<T>() : nullptr;

@@ -60,9 +60,9 @@ double Adam::lr(size_t group) const {
 
 void Adam::set_lr(size_t group, double lr) { options(group).lr = lr; }
 
-void Adam::update(size_t group, const Tensor& param, const Tensor& grad, ParamState& state) {
-  const AdamOptions& o = options_[group];
-  detail::check_cpu_only(param, name().c_str());
+namespace {
+
+kernels::AdamHyper hyper_of(const AdamOptions& o) {
   kernels::AdamHyper hyper;
   hyper.lr = o.lr;
   hyper.beta1 = o.beta1;
@@ -70,6 +70,15 @@ void Adam::update(size_t group, const Tensor& param, const Tensor& grad, ParamSt
   hyper.eps = o.eps;
   hyper.weight_decay = o.weight_decay;
   hyper.decoupled_weight_decay = o.decoupled_weight_decay;
+  return hyper;
+}
+
+}  // namespace
+
+void Adam::update(size_t group, const Tensor& param, const Tensor& grad, ParamState& state) {
+  const AdamOptions& o = options_[group];
+  detail::check_cpu_only(param, name().c_str());
+  kernels::AdamHyper hyper = hyper_of(o);
   hyper.step = state.step;
   Tensor exp_avg = state_buffer(state, "exp_avg", param);
   Tensor exp_avg_sq = state_buffer(state, "exp_avg_sq", param);
@@ -78,6 +87,27 @@ void Adam::update(size_t group, const Tensor& param, const Tensor& grad, ParamSt
     kernels::adam_update_cpu<T>(param.numel(), param.data<T>(), grad.data<T>(), exp_avg.data<T>(),
                                 exp_avg_sq.data<T>(), hyper);
   });
+}
+
+// All CUDA parameters of the group in one multi-tensor call; each tensor carries its own step
+// count (and so its own bias corrections), since parameters may have been updated unequally often.
+void Adam::update_cuda(size_t group, const std::vector<PendingUpdate>& pending) {
+  std::vector<kernels::AdamTensorRef> refs;
+  refs.reserve(pending.size());
+  for (const PendingUpdate& item : pending) {
+    ENGINE_CHECK(item.param.dtype() == DType::F32, name(), ": CUDA parameter ", item.index, " ",
+                 item.param.str(), " must be f32 (the CUDA optimizer kernels are f32)");
+    kernels::AdamTensorRef ref;
+    ref.param = item.param.data<float>();
+    ref.grad = item.grad.data<float>();
+    ref.exp_avg = state_buffer(*item.state, "exp_avg", item.param).data<float>();
+    ref.exp_avg_sq = state_buffer(*item.state, "exp_avg_sq", item.param).data<float>();
+    ref.n = item.param.numel();
+    ref.step = item.state->step;
+    refs.push_back(ref);
+  }
+  kernels::adam_update_multi_cuda(refs.data(), static_cast<int64_t>(refs.size()),
+                                  hyper_of(options_[group]));
 }
 
 AdamOptions AdamW::defaults() {

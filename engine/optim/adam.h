@@ -37,6 +37,7 @@ class Adam : public Optimizer {
  protected:
   Adam(std::string name, std::vector<AdamGroup> groups);
   void update(size_t group, const Tensor& param, const Tensor& grad, ParamState& state) override;
+  void update_cuda(size_t group, const std::vector<PendingUpdate>& pending) override;
   std::vector<std::string> state_names() const override { return {"exp_avg", "exp_avg_sq"}; }
 
  private:

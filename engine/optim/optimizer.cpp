@@ -49,10 +49,15 @@ Tensor& Optimizer::state_buffer(ParamState& state, const std::string& buffer, co
   return slot;
 }
 
+void Optimizer::update_cuda(size_t group, const std::vector<PendingUpdate>& pending) {
+  for (const PendingUpdate& item : pending) update(group, item.param, item.grad, *item.state);
+}
+
 void Optimizer::step() {
   NoGradGuard no_grad;
   size_t index = 0;
   for (size_t g = 0; g < groups_.size(); ++g) {
+    std::vector<PendingUpdate> cuda_pending;  // this group's CUDA parameters, updated together
     for (const Tensor& param : groups_[g]) {
       ParamState& state = state_[index];
       Tensor grad = param.grad();
@@ -73,9 +78,14 @@ void Optimizer::step() {
         if (buffer.dtype() != param.dtype()) buffer = buffer.to(param.dtype());
       }
       state.step += 1;
-      update(g, param, grad.contiguous(), state);
+      if (param.device().is_cuda()) {
+        cuda_pending.push_back(PendingUpdate{index, param, grad.contiguous(), &state});
+      } else {
+        update(g, param, grad.contiguous(), state);
+      }
       ++index;
     }
+    if (!cuda_pending.empty()) update_cuda(g, cuda_pending);
   }
 }
 

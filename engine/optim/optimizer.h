@@ -4,6 +4,8 @@
 // the model owns, so Module::to() keeps them valid); step() updates, in place and under
 // NoGradGuard, every parameter whose .grad is defined and skips the others (their state is not
 // created or advanced), as PyTorch skips `grad is None`; zero_grad() resets grads to undefined.
+// CUDA parameters (f32) of a group are updated together, in a few fused launches (update_cuda;
+// kernels/optim/optim_cuda.cu), with the same arithmetic as the CPU path.
 //
 // State export (checkpoints): state_dict() returns one flat name -> tensor map, numbering the
 // parameters 0, 1, 2, ... across groups in order (PyTorch's optimizer.state_dict() ids):
@@ -56,9 +58,22 @@ class Optimizer {
   // Validates the parameters: defined floating-point leaves, each in one group only.
   Optimizer(std::string name, std::vector<std::vector<Tensor>> groups);
 
-  // One in-place update of `param` (contiguous) with `grad` (same shape, dtype, device,
+  // One in-place update of a CPU `param` (contiguous) with `grad` (same shape, dtype, device,
   // contiguous). state.step has already been incremented for this update.
   virtual void update(size_t group, const Tensor& param, const Tensor& grad, ParamState& state) = 0;
+
+  // A parameter due for an update in this step, as handed to update_cuda.
+  struct PendingUpdate {
+    size_t index = 0;             // flat parameter index (state numbering), for messages
+    Tensor param;                 // contiguous
+    Tensor grad;                  // contiguous, same shape, dtype and device
+    ParamState* state = nullptr;  // step already incremented
+  };
+  // Updates all CUDA parameters of a group that have a gradient, in place. step() collects them
+  // and calls this once per group, so an optimizer can update every tensor in a few fused
+  // launches (multi-tensor apply) instead of one launch per tensor. The default calls update()
+  // on each.
+  virtual void update_cuda(size_t group, const std::vector<PendingUpdate>& pending);
   // The buffer names this optimizer keeps, for load_state_dict's checks.
   virtual std::vector<std::string> state_names() const = 0;
 

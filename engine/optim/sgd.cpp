@@ -52,15 +52,24 @@ double Sgd::lr(size_t group) const {
 
 void Sgd::set_lr(size_t group, double lr) { options(group).lr = lr; }
 
-void Sgd::update(size_t group, const Tensor& param, const Tensor& grad, ParamState& state) {
-  const SgdOptions& o = options_[group];
-  detail::check_cpu_only(param, "sgd");
+namespace {
+
+kernels::SgdHyper hyper_of(const SgdOptions& o) {
   kernels::SgdHyper hyper;
   hyper.lr = o.lr;
   hyper.momentum = o.momentum;
   hyper.dampening = o.dampening;
   hyper.weight_decay = o.weight_decay;
   hyper.nesterov = o.nesterov;
+  return hyper;
+}
+
+}  // namespace
+
+void Sgd::update(size_t group, const Tensor& param, const Tensor& grad, ParamState& state) {
+  const SgdOptions& o = options_[group];
+  detail::check_cpu_only(param, "sgd");
+  kernels::SgdHyper hyper = hyper_of(o);
   Tensor buffer;
   if (o.momentum != 0.0) {
     hyper.first_step = state.buffers.count("momentum_buffer") == 0;
@@ -71,6 +80,28 @@ void Sgd::update(size_t group, const Tensor& param, const Tensor& grad, ParamSta
     kernels::sgd_update_cpu<T>(param.numel(), param.data<T>(), grad.data<T>(),
                                buffer.defined() ? buffer.data<T>() : nullptr, hyper);
   });
+}
+
+// All CUDA parameters of the group in one multi-tensor call; each tensor carries its own
+// first_step flag, since a parameter may have joined later (its grad was undefined before).
+void Sgd::update_cuda(size_t group, const std::vector<PendingUpdate>& pending) {
+  const SgdOptions& o = options_[group];
+  std::vector<kernels::SgdTensorRef> refs;
+  refs.reserve(pending.size());
+  for (const PendingUpdate& item : pending) {
+    ENGINE_CHECK(item.param.dtype() == DType::F32, "sgd: CUDA parameter ", item.index, " ",
+                 item.param.str(), " must be f32 (the CUDA optimizer kernels are f32)");
+    kernels::SgdTensorRef ref;
+    ref.param = item.param.data<float>();
+    ref.grad = item.grad.data<float>();
+    ref.n = item.param.numel();
+    if (o.momentum != 0.0) {
+      ref.first_step = item.state->buffers.count("momentum_buffer") == 0;
+      ref.momentum_buffer = state_buffer(*item.state, "momentum_buffer", item.param).data<float>();
+    }
+    refs.push_back(ref);
+  }
+  kernels::sgd_update_multi_cuda(refs.data(), static_cast<int64_t>(refs.size()), hyper_of(o));
 }
 
 }  // namespace engine::optim

@@ -34,6 +34,7 @@ class Sgd : public Optimizer {
 
  protected:
   void update(size_t group, const Tensor& param, const Tensor& grad, ParamState& state) override;
+  void update_cuda(size_t group, const std::vector<PendingUpdate>& pending) override;
   std::vector<std::string> state_names() const override { return {"momentum_buffer"}; }
 
  private:

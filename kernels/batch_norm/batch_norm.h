@@ -57,6 +57,19 @@ void batch_norm_backward_cpu(const BatchNormShape& shape, bool training, const T
                              const T* weight, const T* save_mean, const T* save_invstd, T* dx,
                              T* dweight, T* dbias);
 
-// CUDA twins (f32, same arguments) come with the CUDA phase.
+// CUDA twins (f32, same arguments; batch_norm_cuda.cu), all branches in a fixed number of
+// launches. One extra precondition: batch_norm_backward_cuda computing dx in training mode needs
+// dweight and dbias too (the dx pass reads its per-channel sums from them).
+void batch_norm_forward_train_cuda(const BatchNormShape& shape, const float* x, const float* weight,
+                                   const float* bias, float momentum, float eps, float* y,
+                                   float* save_mean, float* save_invstd, float* running_mean,
+                                   float* running_var);
+void batch_norm_forward_eval_cuda(const BatchNormShape& shape, const float* x, const float* weight,
+                                  const float* bias, const float* running_mean,
+                                  const float* running_var, float eps, float* y, float* save_mean,
+                                  float* save_invstd);
+void batch_norm_backward_cuda(const BatchNormShape& shape, bool training, const float* dy,
+                              const float* x, const float* weight, const float* save_mean,
+                              const float* save_invstd, float* dx, float* dweight, float* dbias);
 
 }  // namespace engine::kernels

@@ -21,5 +21,8 @@ enum class BinaryOp { Add, Sub, Mul, Div };
 template <typename T>
 void binary_cpu(BinaryOp op, const T* a, StridedLayout a_layout, const T* b, StridedLayout b_layout,
                 T* out, StridedLayout out_layout);
+// CUDA twin (f32, device pointers; parallelization in binary_cuda.cu).
+void binary_cuda(BinaryOp op, const float* a, StridedLayout a_layout, const float* b,
+                 StridedLayout b_layout, float* out, StridedLayout out_layout);
 
 }  // namespace engine::kernels

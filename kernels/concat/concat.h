@@ -19,4 +19,11 @@ template <typename T>
 void concat_cpu(int64_t count, const T* const* inputs, const int64_t* widths, int64_t outer,
                 T* out);
 
+// CUDA twins, f32 and i64 (labels are concatenated too). `inputs` is a HOST array of `count`
+// DEVICE pointers and `widths` a host array; `out` is device memory (concat_cuda.cu).
+void concat_cuda(int64_t count, const float* const* inputs, const int64_t* widths, int64_t outer,
+                 float* out);
+void concat_cuda(int64_t count, const int64_t* const* inputs, const int64_t* widths, int64_t outer,
+                 int64_t* out);
+
 }  // namespace engine::kernels

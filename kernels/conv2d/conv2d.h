@@ -15,6 +15,10 @@
 //    straight from the formulas above, no cleverness.
 //  - conv2d_*_fast_cpu: im2col + one GEMM per image (Eigen), OpenMP over the batch. This is what
 //    engine::conv2d runs; tests hold it to the reference.
+// On CUDA (f32, device pointers, launched on the current stream, no host synchronization):
+//  - conv2d_*_cuda: our implicit-GEMM kernels (conv2d_cuda.cu; mapping, tiles and costs there);
+//  - conv2d_*_cudnn: cuDNN's convolutions (conv2d_cudnn.cu), the run-time alternative
+//    (engine/backend.h); without cuDNN, conv2d_cudnn_stub.cpp makes them throw.
 // All outputs are overwritten, never accumulated into. Pointers are to contiguous arrays.
 // Callers validate the geometry (engine/ops/conv2d.cpp): out_h(), out_w() >= 1.
 #pragma once
@@ -53,5 +57,25 @@ template <typename T>
 void conv2d_dgrad_fast_cpu(const Conv2dShape& shape, const T* dy, const T* w, T* dx);
 template <typename T>
 void conv2d_wgrad_fast_cpu(const Conv2dShape& shape, const T* dy, const T* x, T* dw, T* db);
+
+// ---- CUDA, ours: implicit GEMM tiled through shared memory (conv2d_cuda.cu) ----
+void conv2d_fprop_cuda(const Conv2dShape& shape, const float* x, const float* w, const float* bias,
+                       float* y);
+void conv2d_dgrad_cuda(const Conv2dShape& shape, const float* dy, const float* w, float* dx);
+// wgrad splits its N P Q reduction across blocks and sums the partial dW in a second pass
+// (deterministic); the partials need this many floats of device scratch (0: no split).
+int64_t conv2d_wgrad_cuda_workspace_size(const Conv2dShape& shape);
+// dw and/or db may be nullptr (not computed); `workspace` holds
+// conv2d_wgrad_cuda_workspace_size(shape) floats (may be nullptr when that is 0).
+void conv2d_wgrad_cuda(const Conv2dShape& shape, const float* dy, const float* x, float* dw,
+                       float* db, float* workspace);
+
+// ---- CUDA, cuDNN (conv2d_cudnn.cu): same contracts, strict FP32 (no TF32 tensor cores) ----
+bool cudnn_available();  // false when built without cuDNN
+void conv2d_fprop_cudnn(const Conv2dShape& shape, const float* x, const float* w, const float* bias,
+                        float* y);
+void conv2d_dgrad_cudnn(const Conv2dShape& shape, const float* dy, const float* w, float* dx);
+void conv2d_wgrad_cudnn(const Conv2dShape& shape, const float* dy, const float* x, float* dw,
+                        float* db);
 
 }  // namespace engine::kernels

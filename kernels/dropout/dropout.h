@@ -20,6 +20,9 @@ void dropout_forward_cpu(const T* x, const T* u, int64_t n, T p, T* y, T* mask);
 template <typename T>
 void dropout_backward_cpu(const T* dy, const T* mask, int64_t n, T* dx);
 
-// CUDA twins (f32, same arguments) come with the CUDA phase.
+// CUDA twins (f32, device pointers, same arguments; dropout_cuda.cu).
+void dropout_forward_cuda(const float* x, const float* u, int64_t n, float p, float* y,
+                          float* mask);
+void dropout_backward_cuda(const float* dy, const float* mask, int64_t n, float* dx);
 
 }  // namespace engine::kernels

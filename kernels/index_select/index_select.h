@@ -24,4 +24,21 @@ template <typename T>
 void index_select_backward_cpu(const T* dy, const int64_t* index, int64_t count, int64_t rows,
                                int64_t row_size, T* dx);
 
+// CUDA twins (device pointers; index_select_cuda.cu). The forward exists for f32 and i64 (labels
+// are gathered with the same index as their embeddings).
+// The index lives on the device, so it is checked inside the kernel, not on the host (that would
+// need a device->host copy, i.e. a sync): an index outside [0, rows) makes the kernel print
+//   "index_select_cuda: index R (at position I) is out of range for dimension 0 of size ROWS"
+// and __trap(); the error surfaces at the next synchronizing CUDA call as an engine::Error
+// ("unspecified launch failure") and the CUDA context is unusable from then on.
+void index_select_forward_cuda(const float* x, int64_t rows, int64_t row_size, const int64_t* index,
+                               int64_t count, float* out);
+void index_select_forward_cuda(const int64_t* x, int64_t rows, int64_t row_size,
+                               const int64_t* index, int64_t count, int64_t* out);
+// The backward scatter-adds with atomicAdd: where an index repeats, the order in which its rows
+// are added is not fixed, so the result is NON-DETERMINISTIC in the last bits (float addition is
+// not associative). Tests compare it with a reduction tolerance, not exactly.
+void index_select_backward_cuda(const float* dy, const int64_t* index, int64_t count, int64_t rows,
+                                int64_t row_size, float* dx);
+
 }  // namespace engine::kernels

@@ -22,6 +22,10 @@ template <typename T>
 void l2_normalize_backward_cpu(const T* dy, const T* x, const T* norm, int64_t N, int64_t D, T eps,
                                T* dx);
 
-// CUDA twins (f32, same arguments) come with the CUDA phase.
+// CUDA twins (f32, device pointers, same arguments): one block per row (l2_normalize_cuda.cu).
+void l2_normalize_forward_cuda(const float* x, int64_t N, int64_t D, float eps, float* y,
+                               float* norm);
+void l2_normalize_backward_cuda(const float* dy, const float* x, const float* norm, int64_t N,
+                                int64_t D, float eps, float* dx);
 
 }  // namespace engine::kernels

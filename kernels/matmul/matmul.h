@@ -13,7 +13,10 @@
 // Two CPU versions with identical signatures:
 //   matmul_cpu       the reference: the triple loop of the formula, the oracle in tests;
 //   matmul_fast_cpu  Eigen's blocked GEMM on Eigen::Map views of the same buffers; the engine
-//                    calls this one.
+//                    calls this one for CPU tensors.
+// Two CUDA versions (f32), chosen at run time by engine::gemm_backend() (engine/backend.h):
+//   matmul_cuda      our tiled SGEMM (tiles, loads and costs in matmul_cuda.cu);
+//   matmul_cublas    cublasSgemm with the row-major <-> column-major swap (matmul_cublas.cu).
 #pragma once
 
 #include <cstdint>
@@ -35,5 +38,15 @@ void add_row_bias_cpu(int64_t m, int64_t n, const T* bias, T* c);
 // linear's bias gradient: db[j] = sum_i dy[i, j] (column sums of a row-major dy [m, n]).
 template <typename T>
 void column_sums_cpu(int64_t m, int64_t n, const T* dy, T* db);
+
+// ---- CUDA: f32, device pointers, current stream; same contracts as the CPU versions ----
+// Our tiled SGEMM (matmul_cuda.cu).
+void matmul_cuda(int64_t m, int64_t n, int64_t k, const float* a, const float* b, bool trans_a,
+                 bool trans_b, float* c, bool accumulate);
+// cublasSgemm on the same row-major buffers (matmul_cublas.cu), strict FP32.
+void matmul_cublas(int64_t m, int64_t n, int64_t k, const float* a, const float* b, bool trans_a,
+                   bool trans_b, float* c, bool accumulate);
+void add_row_bias_cuda(int64_t m, int64_t n, const float* bias, float* c);
+void column_sums_cuda(int64_t m, int64_t n, const float* dy, float* db);
 
 }  // namespace engine::kernels

@@ -16,7 +16,7 @@
 //   p = p - lr * (m / (1 - beta1^t)) / (sqrt(v / (1 - beta2^t)) + eps)
 //
 // All arrays are contiguous with n elements. The per-tensor scalars (bias corrections) are
-// computed once in double; the per-element arithmetic runs in T, as the CUDA twin will.
+// computed once in double; the per-element arithmetic runs in T, as the CUDA twin does.
 #pragma once
 
 #include <cstdint>
@@ -49,5 +49,31 @@ struct AdamHyper {
 template <typename T>
 void adam_update_cpu(int64_t n, T* param, const T* grad, T* exp_avg, T* exp_avg_sq,
                      const AdamHyper& hyper);
+
+// ---- CUDA: multi-tensor updates (optim_cuda.cu) ----
+// The same per-element arithmetic in f32 over many parameter tensors at once: all tensors of a
+// list (one parameter group) are updated in ceil(count / tensors-per-launch) launches, with the
+// tensors' pointers and sizes passed inside the kernel's arguments (no upload, no host sync).
+// Device pointers; every array is contiguous with n elements.
+struct SgdTensorRef {
+  float* param = nullptr;
+  const float* grad = nullptr;
+  float* momentum_buffer = nullptr;  // may be null when hyper.momentum == 0
+  int64_t n = 0;
+  bool first_step = false;  // per tensor; hyper.first_step is ignored by the multi-tensor call
+};
+void sgd_update_multi_cuda(const SgdTensorRef* tensors, int64_t count, const SgdHyper& hyper);
+
+struct AdamTensorRef {
+  float* param = nullptr;
+  const float* grad = nullptr;
+  float* exp_avg = nullptr;
+  float* exp_avg_sq = nullptr;
+  int64_t n = 0;
+  int64_t step = 1;  // this tensor's t (>= 1); hyper.step is ignored by the multi-tensor call
+};
+// The bias corrections lr / (1 - beta1^t) and sqrt(1 - beta2^t) are computed per tensor on the
+// host in double, exactly as adam_update_cpu does.
+void adam_update_multi_cuda(const AdamTensorRef* tensors, int64_t count, const AdamHyper& hyper);
 
 }  // namespace engine::kernels

@@ -38,6 +38,13 @@ template <typename T>
 void pairwise_distance_backward_cpu(const T* grad_out, const T* a, const T* b, int64_t N, int64_t M,
                                     int64_t D, PairwiseMetric metric, T eps, T* grad_a, T* grad_b);
 
-// CUDA twins (f32, same arguments) come with the CUDA phase.
+// CUDA twins (f32, device pointers, same arguments): 64x64 output tiles through shared memory;
+// the backward materializes an [N, M] coefficient matrix in a stream-ordered workspace and runs
+// two tiled GEMMs (pairwise_distance_cuda.cu).
+void pairwise_distance_forward_cuda(const float* a, const float* b, int64_t N, int64_t M, int64_t D,
+                                    PairwiseMetric metric, float eps, float* out);
+void pairwise_distance_backward_cuda(const float* grad_out, const float* a, const float* b,
+                                     int64_t N, int64_t M, int64_t D, PairwiseMetric metric,
+                                     float eps, float* grad_a, float* grad_b);
 
 }  // namespace engine::kernels

@@ -51,4 +51,14 @@ void adaptive_avg_pool2d_forward_cpu(int64_t planes, int64_t plane_size, const T
 template <typename T>
 void adaptive_avg_pool2d_backward_cpu(int64_t planes, int64_t plane_size, const T* dy, T* dx);
 
+// ---- CUDA (pool_cuda.cu): f32, device pointers, same contracts; the backwards are gathers (one
+// thread per input cell, no atomics) and match the reference's summation order ----
+void max_pool2d_forward_cuda(const Pool2dShape& shape, const float* x, float* y);
+void max_pool2d_backward_cuda(const Pool2dShape& shape, const float* x, const float* dy, float* dx);
+void avg_pool2d_forward_cuda(const Pool2dShape& shape, const float* x, float* y);
+void avg_pool2d_backward_cuda(const Pool2dShape& shape, const float* dy, float* dx);
+void adaptive_avg_pool2d_forward_cuda(int64_t planes, int64_t plane_size, const float* x, float* y);
+void adaptive_avg_pool2d_backward_cuda(int64_t planes, int64_t plane_size, const float* dy,
+                                       float* dx);
+
 }  // namespace engine::kernels

@@ -8,8 +8,9 @@ namespace engine::kernels {
 
 template <typename T>
 void random_uniform_cpu(T* out, int64_t n, uint64_t seed, uint64_t offset, T low, T high) {
+  PhiloxBlock block{};
   for (int64_t i = 0; i < n; ++i) {
-    PhiloxBlock block = philox4x32_10(offset + uint64_t(i) / 4, 0, seed);
+    if (i % 4 == 0) block = philox4x32_10(offset + uint64_t(i) / 4, 0, seed);  // 4 words a block
     T u = static_cast<T>(philox_uniform01(block.word[i % 4]));
     out[i] = low + (high - low) * u;
   }
@@ -18,8 +19,9 @@ void random_uniform_cpu(T* out, int64_t n, uint64_t seed, uint64_t offset, T low
 template <typename T>
 void random_normal_cpu(T* out, int64_t n, uint64_t seed, uint64_t offset, T mean, T stddev) {
   const double two_pi = 6.283185307179586476925286766559;
+  PhiloxBlock block{};
   for (int64_t i = 0; i < n; ++i) {
-    PhiloxBlock block = philox4x32_10(offset + uint64_t(i) / 2, 0, seed);
+    if (i % 2 == 0) block = philox4x32_10(offset + uint64_t(i) / 2, 0, seed);  // 2 outputs a block
     // Box-Muller in float, as the CUDA kernel does, so both devices give the same numbers.
     float u1 = philox_uniform01_open_low(block.word[0]);
     float u2 = philox_uniform01(block.word[1]);
@@ -33,8 +35,9 @@ void random_normal_cpu(T* out, int64_t n, uint64_t seed, uint64_t offset, T mean
 void random_randint_cpu(int64_t* out, int64_t n, uint64_t seed, uint64_t offset, int64_t low,
                         int64_t high) {
   uint64_t range = static_cast<uint64_t>(high - low);
+  PhiloxBlock block{};
   for (int64_t i = 0; i < n; ++i) {
-    PhiloxBlock block = philox4x32_10(offset + uint64_t(i) / 4, 0, seed);
+    if (i % 4 == 0) block = philox4x32_10(offset + uint64_t(i) / 4, 0, seed);
     out[i] = low + static_cast<int64_t>((uint64_t(block.word[i % 4]) * range) >> 32);
   }
 }

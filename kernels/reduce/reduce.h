@@ -30,4 +30,11 @@ void sum_axis_cpu(const T* x, int64_t outer, int64_t reduce, int64_t inner, T sc
 template <typename T>
 void broadcast_cpu(const T* src, StridedLayout src_layout, T scale, T* dst);
 
+// CUDA twins (f32, device pointers). sum_axis_cuda is a block/warp tree reduction in f32; long
+// reductions with few outputs are split across blocks and finished by a second kernel in a fixed
+// order, so results are deterministic (reduce_cuda.cu).
+void sum_axis_cuda(const float* x, int64_t outer, int64_t reduce, int64_t inner, float scale,
+                   float* out);
+void broadcast_cuda(const float* src, StridedLayout src_layout, float scale, float* dst);
+
 }  // namespace engine::kernels

@@ -52,4 +52,27 @@ template <typename T>
 void cross_entropy_backward_cpu(const T* logits, const int64_t* labels, const T* row_logsumexp,
                                 int64_t rows, int64_t classes, const T* grad_loss, T* grad_logits);
 
+// CUDA twins (f32, device pointers, same arguments; parallelization in softmax_cuda.cu).
+void logsumexp_cuda(const float* x, int64_t outer, int64_t n, int64_t inner, float* out);
+void logsumexp_backward_cuda(const float* x, const float* out, const float* grad_out, int64_t outer,
+                             int64_t n, int64_t inner, float* grad_x);
+void softmax_cuda(const float* x, int64_t outer, int64_t n, int64_t inner, float* y);
+void softmax_backward_cuda(const float* y, const float* grad_y, int64_t outer, int64_t n,
+                           int64_t inner, float* grad_x);
+void log_softmax_cuda(const float* x, int64_t outer, int64_t n, int64_t inner, float* y);
+void log_softmax_backward_cuda(const float* y, const float* grad_y, int64_t outer, int64_t n,
+                               int64_t inner, float* grad_x);
+// Labels live on the device, so they are checked inside the kernel, not on the host (that would
+// need a device->host copy, i.e. a sync). A label outside [0, classes) makes the kernel print
+//   "cross_entropy_cuda: label L of row I is out of range [0, C)"
+// and __trap(): the error surfaces at the next synchronizing CUDA call (e.g. loss.item()) as an
+// engine::Error "unspecified launch failure", and the CUDA context is unusable from then on (a
+// sticky error; the process must exit). The backward reads labels only to compare with c, so it
+// needs no check.
+void cross_entropy_cuda(const float* logits, const int64_t* labels, int64_t rows, int64_t classes,
+                        float* loss, float* row_logsumexp);
+void cross_entropy_backward_cuda(const float* logits, const int64_t* labels,
+                                 const float* row_logsumexp, int64_t rows, int64_t classes,
+                                 const float* grad_loss, float* grad_logits);
+
 }  // namespace engine::kernels

@@ -41,6 +41,11 @@ template <typename T>
 void unary_backward_cpu(UnaryOp op, const T* x, const T* y, const T* grad_y, int64_t n,
                         UnaryParams params, T* grad_x);
 
+// CUDA twins (f32, device pointers; parallelization in unary_cuda.cu).
+void unary_cuda(UnaryOp op, const float* x, int64_t n, UnaryParams params, float* y);
+void unary_backward_cuda(UnaryOp op, const float* x, const float* y, const float* grad_y, int64_t n,
+                         UnaryParams params, float* grad_x);
+
 // Which saved tensors unary_backward_cpu reads for `op` (the engine saves only those).
 inline bool unary_backward_reads_x(UnaryOp op) {
   return op == UnaryOp::Relu || op == UnaryOp::Log || op == UnaryOp::Pow || op == UnaryOp::Abs ||

@@ -1,0 +1,28 @@
+// Small helpers for the data sets' text list files (images.txt, Ebay_train.txt, anno_train.csv):
+// reading lines and parsing fields, with errors that name the file and the line.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace data::detail {
+
+// Lines of a text file without their line endings ("\n" or "\r\n"); blank lines are kept so that
+// line numbers stay right. A missing file is an error naming it and what it is (`what`).
+std::vector<std::string> read_lines(const std::string& path, const std::string& what);
+
+// Fields separated by runs of spaces/tabs (sep == ' ') or by one character (e.g. ',').
+std::vector<std::string> split_fields(const std::string& line, char sep);
+
+bool is_blank(const std::string& line);
+
+// A whole-token decimal integer; otherwise an error "<path>:<line>: <field> '<token>' ...".
+int64_t parse_int(const std::string& token, const std::string& path, int64_t line,
+                  const char* field);
+
+bool file_exists(const std::string& path);
+bool directory_exists(const std::string& path);
+std::string join_path(const std::string& dir, const std::string& name);
+
+}  // namespace data::detail

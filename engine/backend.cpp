@@ -1,0 +1,82 @@
+// Backend selection (contract in backend.h). Each choice is one process-wide atomic holding
+// -1 until it is first read or set, so neither the environment nor anything else is touched
+// during static initialization.
+#include "engine/backend.h"
+
+#include <atomic>
+#include <cstdlib>
+
+#include "kernels/common/check.h"
+
+namespace engine {
+
+namespace {
+
+constexpr int kUnset = -1;
+std::atomic<int> conv_choice{kUnset};
+std::atomic<int> gemm_choice{kUnset};
+
+// The value of an environment variable, or "" when unset.
+std::string env_value(const char* name) {
+  const char* value = std::getenv(name);
+  return value == nullptr ? std::string() : std::string(value);
+}
+
+// Stores `value` unless a choice was made meanwhile (a concurrent set_*_backend() wins over
+// the environment).
+void store_if_unset(std::atomic<int>& choice, int value) {
+  int expected = kUnset;
+  choice.compare_exchange_strong(expected, value, std::memory_order_acq_rel);
+}
+
+}  // namespace
+
+void set_conv_backend(ConvBackend backend) {
+  conv_choice.store(static_cast<int>(backend), std::memory_order_release);
+}
+
+ConvBackend conv_backend() {
+  if (conv_choice.load(std::memory_order_acquire) == kUnset) {
+    const std::string text = env_value("ENGINE_CONV");
+    const ConvBackend chosen =
+        text.empty() ? ConvBackend::Ours : parse_conv_backend(text, "ENGINE_CONV");
+    store_if_unset(conv_choice, static_cast<int>(chosen));
+  }
+  return static_cast<ConvBackend>(conv_choice.load(std::memory_order_acquire));
+}
+
+void set_gemm_backend(GemmBackend backend) {
+  gemm_choice.store(static_cast<int>(backend), std::memory_order_release);
+}
+
+GemmBackend gemm_backend() {
+  if (gemm_choice.load(std::memory_order_acquire) == kUnset) {
+    const std::string text = env_value("ENGINE_GEMM");
+    const GemmBackend chosen =
+        text.empty() ? GemmBackend::Ours : parse_gemm_backend(text, "ENGINE_GEMM");
+    store_if_unset(gemm_choice, static_cast<int>(chosen));
+  }
+  return static_cast<GemmBackend>(gemm_choice.load(std::memory_order_acquire));
+}
+
+const char* backend_name(ConvBackend backend) {
+  return backend == ConvBackend::Cudnn ? "cudnn" : "ours";
+}
+
+const char* backend_name(GemmBackend backend) {
+  return backend == GemmBackend::Cublas ? "cublas" : "ours";
+}
+
+ConvBackend parse_conv_backend(const std::string& text, const std::string& what) {
+  if (text == "ours") return ConvBackend::Ours;
+  if (text == "cudnn") return ConvBackend::Cudnn;
+  fail(what, ": unknown convolution backend '", text, "' (expected 'ours' or 'cudnn')");
+}
+
+GemmBackend parse_gemm_backend(const std::string& text, const std::string& what) {
+  if (text == "ours") return GemmBackend::Ours;
+  if (text == "cublas") return GemmBackend::Cublas;
+  fail(what, ": unknown GEMM backend '", text, "' (expected 'ours' or 'cublas')");
+}
+
+}  // namespace engine

@@ -1,0 +1,40 @@
+// Run-time choice of the implementation behind convolution and dense GEMM on CUDA tensors.
+//
+//   ConvBackend::Ours   our implicit-GEMM kernels (kernels/conv2d/conv2d_cuda.cu)   [default]
+//   ConvBackend::Cudnn  cuDNN's convolutions (kernels/conv2d/conv2d_cudnn.cu), for validation and
+//                       as the peer in `dml bench`
+//   GemmBackend::Ours   our tiled SGEMM (kernels/matmul/matmul_cuda.cu)             [default]
+//   GemmBackend::Cublas cublasSgemm (kernels/matmul/matmul_cublas.cu)
+//
+// Both defaults are Ours: the product's claim is that every operator runs through kernels we
+// wrote, so a library is only ever used when asked for (API, `--conv cudnn`, or the environment).
+// Every backend computes in strict FP32 (no TF32 tensor cores), so the choice changes speed and
+// the rounding of sums, never the precision class.
+//
+// Initial value: the first read of conv_backend() (gemm_backend()) looks at the environment
+// variable ENGINE_CONV=ours|cudnn (ENGINE_GEMM=ours|cublas); unset or empty means Ours, anything
+// else is an engine::Error naming the variable and the value. It is read lazily (never during
+// static initialization), once per process; set_*_backend() overrides it from then on. The
+// setting is process-wide (all threads) and affects only CUDA tensors; CPU ops ignore it.
+#pragma once
+
+#include <string>
+
+namespace engine {
+
+enum class ConvBackend { Ours, Cudnn };
+enum class GemmBackend { Ours, Cublas };
+
+void set_conv_backend(ConvBackend backend);
+ConvBackend conv_backend();
+void set_gemm_backend(GemmBackend backend);
+GemmBackend gemm_backend();
+
+// "ours" / "cudnn" / "cublas": the spelling used by the environment variables and `dml --conv`.
+const char* backend_name(ConvBackend backend);
+const char* backend_name(GemmBackend backend);
+// Parse that spelling; `what` names the source in the error ("ENGINE_CONV", "--conv", ...).
+ConvBackend parse_conv_backend(const std::string& text, const std::string& what = "conv backend");
+GemmBackend parse_gemm_backend(const std::string& text, const std::string& what = "gemm backend");
+
+}  // namespace engine

@@ -1,0 +1,530 @@
+// conv2d on CUDA: our own implicit-GEMM kernels for fprop, dgrad and wgrad, strict FP32 (FFMA).
+//
+// Math: conv2d.h. Layout: x NCHW, w KCRS, y/dy NKPQ, contiguous f32, device pointers; every
+// launch is on current_stream() and nothing here synchronizes with the host.
+//
+// Each pass is one matrix product C[M, Ncols] = sum_k A[m, k] B[k, n] whose operands are never
+// materialized (no im2col buffer): a tile loader computes, for every (row, k) it needs, the
+// address in x / w / dy the matrix element would have come from, and reads 0 for padding.
+//
+//   pass   M (rows)        Ncols        Kdim (reduction)   A[m, k]              B[k, n]
+//   fprop  N P Q (n,p,q)   K            C R S (c,r,s)      x[n,c,p sh-ph+r dh,  w[n_k, c, r, s]
+//                                                           q sw-pw+s dw]
+//   dgrad  N H W (n,h,w)   C            K R S (k,r,s)      dy[n,k,p,q] with     w[k, c, r, s]
+//          (per phase)                  (valid taps only)  p = (h+ph-r dh)/sh
+//   wgrad  K               C R S        N P Q (n,p,q)      dy[n,k,p,q]          x[n,c,p sh-ph+r dh,
+//                                                                                 q sw-pw+s dw]
+//
+// dgrad and strides: output pixel h only receives taps r with (h + ph - r dh) divisible by sh.
+// Pixels are split into sh sw "phases" (h mod sh, w mod sw; blockIdx.z); within a phase the valid
+// r form an arithmetic progression r0, r0 + sh/gcd(sh, dh), ..., so the GEMM of a phase runs over
+// exactly the valid taps and skips the others instead of multiplying zeros (for stride 2 that is
+// 4x less work than the zero-filled formulation). Stride 1 is one phase with every tap.
+//
+// wgrad and split-K: Kdim = N P Q is long and M N small (layer1 of ResNet-18: 64 x 576), so the
+// reduction is cut into `splits` contiguous chunks of (n, p, q) (blockIdx.z). Each chunk writes
+// its partial dW to workspace[split] and a second kernel sums the partials in split order, so the
+// result is deterministic (no atomics). db is a separate deterministic block reduction.
+//
+// Tiles (all three passes): block tile 128 x 128 of C, Kdim step 8, 256 threads (16 x 16), each
+// thread an 8 x 8 register tile = two 4-wide strips 64 apart in each direction (so its shared
+// reads are float4 and a warp's stores cover contiguous runs). Shared memory: A and B tiles of
+// 8 x (128 + 4) floats, double-buffered: 16.5 KiB per block; the +4 row padding makes the
+// transposing stores of k-contiguous operands bank-conflict free. Registers: 64 accumulators +
+// 16 fragment values + 8 staged global values + addressing, capped at 128 per thread by
+// __launch_bounds__(256, 2) (two blocks per SM). Pipeline: the next tile is read from global
+// memory into registers while the current one is multiplied out of shared memory; one
+// __syncthreads per k step.
+//
+// Cost: FLOPs = 2 N K P Q C R S for each pass, the number benchmarks divide by. fprop and wgrad
+// run a GEMM of exactly that size (padding taps multiply zeros, as the formula counts them;
+// partial edge tiles add idle lanes); dgrad runs sum over phases of 2 N Hp Wp C K Rp Sp
+// ~ 2 N (H W / (sh sw)) C K R S ~ the same, thanks to the phase split.
+// Registers: ~128 per thread (ptxas, sm_90: fprop 127, wgrad 128, dgrad 128 + 8 bytes spilled).
+// Minimal bytes (the memory floor, each tensor touched once, 4 bytes per element):
+//   fprop 4 (N C H W + K C R S + N K P Q)      (read x, w; write y; + K for the bias)
+//   dgrad 4 (N K P Q + K C R S + N C H W)      (read dy, w; write dx)
+//   wgrad 4 (N K P Q + N C H W + K C R S)      (read dy, x; write dw) + 8 splits K C R S when
+//         split-K is on (partials written, then read by the sum); db reads dy again: 4 N K P Q.
+// Indexing is 32-bit: every tensor must have fewer than 2^31 elements (checked, with the shapes).
+#include <algorithm>
+#include <climits>
+
+#include "kernels/common/cuda_check.cuh"
+#include "kernels/common/launch.cuh"
+#include "kernels/conv2d/conv2d.h"
+
+namespace engine::kernels {
+
+namespace {
+
+constexpr int kTileM = 128, kTileN = 128, kTileK = 8;
+constexpr int kThreads = 256;
+constexpr int kLd = kTileM + 4;  // padded row length of a shared tile (kTileM == kTileN)
+constexpr int kStaged = 4;       // global values each thread stages per operand per k step
+
+// One pipeline stage: the A tile stored k-major (a[k][m]) and the B tile (b[k][n]).
+struct alignas(16) Stage {
+  float a[kTileK][kLd];
+  float b[kTileK][kLd];
+};
+
+// The 8 rows (or columns) of a thread's register tile: group g owns g*4 .. g*4+3 and the same
+// four 64 further on.
+__device__ __forceinline__ int micro_offset(int group, int i) {
+  return (i / 4) * 64 + group * 4 + (i % 4);
+}
+
+// acc[i][j] += sum over the stage's 8 k of a[k][row i] b[k][col j].
+__device__ __forceinline__ void multiply_stage(const Stage& stage, int mg, int ng,
+                                               float (&acc)[8][8]) {
+#pragma unroll
+  for (int kk = 0; kk < kTileK; ++kk) {
+    const float4 a0 = *reinterpret_cast<const float4*>(&stage.a[kk][mg * 4]);
+    const float4 a1 = *reinterpret_cast<const float4*>(&stage.a[kk][64 + mg * 4]);
+    const float4 b0 = *reinterpret_cast<const float4*>(&stage.b[kk][ng * 4]);
+    const float4 b1 = *reinterpret_cast<const float4*>(&stage.b[kk][64 + ng * 4]);
+    const float a[8] = {a0.x, a0.y, a0.z, a0.w, a1.x, a1.y, a1.z, a1.w};
+    const float b[8] = {b0.x, b0.y, b0.z, b0.w, b1.x, b1.y, b1.z, b1.w};
+#pragma unroll
+    for (int i = 0; i < 8; ++i) {
+#pragma unroll
+      for (int j = 0; j < 8; ++j) acc[i][j] = fmaf(a[i], b[j], acc[i][j]);
+    }
+  }
+}
+
+// Two ways a thread's 4 staged values map into a tile (tid = threadIdx.x):
+//  row-fast: row tid % 128, k = tid / 128 + 2 i   (operand contiguous along its rows, e.g. m)
+//  k-fast:   k = tid % 8,   row = tid / 8 + 32 i  (operand contiguous along k, e.g. w's CRS)
+// Consecutive threads then read consecutive addresses in both cases.
+__device__ __forceinline__ void store_row_fast(float (&tile)[kTileK][kLd],
+                                               const float (&v)[kStaged]) {
+  const int tid = threadIdx.x;
+#pragma unroll
+  for (int i = 0; i < kStaged; ++i) tile[tid / kTileM + 2 * i][tid % kTileM] = v[i];
+}
+
+__device__ __forceinline__ void store_k_fast(float (&tile)[kTileK][kLd],
+                                             const float (&v)[kStaged]) {
+  const int tid = threadIdx.x;
+#pragma unroll
+  for (int i = 0; i < kStaged; ++i) tile[tid % kTileK][tid / kTileK + 32 * i] = v[i];
+}
+
+// ---- fprop ----------------------------------------------------------------------------------
+
+struct Geometry {  // Conv2dShape in 32-bit, plus derived sizes
+  int N, C, H, W, K, R, S, P, Q;
+  int sh, sw, ph, pw, dh, dw;
+};
+
+// A row-fast: thread's row m = (n, p, q) is fixed; its 4 k = (c, r, s) change every step.
+__device__ __forceinline__ void load_fprop_a(const Geometry& g, const float* __restrict__ x,
+                                             bool row_valid, int x_image, int h_base, int w_base,
+                                             int k0, int k_end, float (&v)[kStaged]) {
+  const int RS = g.R * g.S;
+#pragma unroll
+  for (int i = 0; i < kStaged; ++i) {
+    const int k = k0 + threadIdx.x / kTileM + 2 * i;
+    const int c = k / RS, rs = k - c * RS;
+    const int r = rs / g.S, s = rs - r * g.S;
+    const int h = h_base + r * g.dh, w = w_base + s * g.dw;
+    const bool inside = row_valid && k < k_end && h >= 0 && h < g.H && w >= 0 && w < g.W;
+    v[i] = inside ? x[x_image + (c * g.H + h) * g.W + w] : 0.0f;
+  }
+}
+
+// B k-fast: B[k, n] = w[n Kdim + k] (w viewed as [K, CRS]).
+__device__ __forceinline__ void load_rows_k_contiguous(const float* __restrict__ src, int rows,
+                                                       int kdim, int row0, int k0, int k_end,
+                                                       float (&v)[kStaged]) {
+  const int k = k0 + threadIdx.x % kTileK;
+#pragma unroll
+  for (int i = 0; i < kStaged; ++i) {
+    const int row = row0 + threadIdx.x / kTileK + 32 * i;
+    v[i] = (k < k_end && row < rows) ? src[row * kdim + k] : 0.0f;
+  }
+}
+
+__global__ void __launch_bounds__(kThreads, 2)
+    conv2d_fprop_kernel(Geometry g, const float* __restrict__ x, const float* __restrict__ w,
+                        const float* __restrict__ bias, float* __restrict__ y) {
+  __shared__ Stage stages[2];
+  const int M = g.N * g.P * g.Q, kdim = g.C * g.R * g.S;
+  const int m0 = blockIdx.x * kTileM, n0 = blockIdx.y * kTileN;
+  const int mg = threadIdx.x % 16, ng = threadIdx.x / 16;  // lanes run along m = output pixels
+
+  const int m = m0 + threadIdx.x % kTileM;  // this thread's A row (row-fast)
+  const bool row_valid = m < M;
+  const int n_img = row_valid ? m / (g.P * g.Q) : 0;
+  const int pq = row_valid ? m - n_img * g.P * g.Q : 0;
+  const int p = pq / g.Q, q = pq % g.Q;
+  const int x_image = n_img * g.C * g.H * g.W;
+  const int h_base = p * g.sh - g.ph, w_base = q * g.sw - g.pw;
+
+  float acc[8][8] = {};
+  float va[kStaged], vb[kStaged];
+  const int tiles = (kdim + kTileK - 1) / kTileK;
+  for (int t = -1; t < tiles; ++t) {
+    // t == -1 only fills stage 0; afterwards step t multiplies stage t & 1 while the registers
+    // bring in tile t + 1, which goes to the other stage.
+    const bool more = t + 1 < tiles;
+    if (more) {
+      const int k0 = (t + 1) * kTileK;
+      load_fprop_a(g, x, row_valid, x_image, h_base, w_base, k0, kdim, va);
+      load_rows_k_contiguous(w, g.K, kdim, n0, k0, kdim, vb);
+    }
+    if (t >= 0) multiply_stage(stages[t & 1], mg, ng, acc);
+    if (more) {
+      store_row_fast(stages[(t + 1) & 1].a, va);
+      store_k_fast(stages[(t + 1) & 1].b, vb);
+    }
+    __syncthreads();
+  }
+
+  // Epilogue: y[n, k, p, q] = acc + bias[k].
+#pragma unroll
+  for (int i = 0; i < 8; ++i) {
+    const int row = m0 + micro_offset(mg, i);
+    if (row >= M) continue;
+    const int img = row / (g.P * g.Q), pix = row - img * g.P * g.Q;
+#pragma unroll
+    for (int j = 0; j < 8; ++j) {
+      const int k = n0 + micro_offset(ng, j);
+      if (k >= g.K) continue;
+      y[(img * g.K + k) * g.P * g.Q + pix] = acc[i][j] + (bias != nullptr ? bias[k] : 0.0f);
+    }
+  }
+}
+
+// ---- dgrad ----------------------------------------------------------------------------------
+
+// The taps of one phase along one axis: r = first + j step, j < count, are exactly the r in
+// [0, R) with (phase + pad - r dil) divisible by stride.
+struct Taps {
+  int first, step, count;
+};
+
+__device__ __forceinline__ Taps phase_taps(int phase, int pad, int dil, int stride, int R) {
+  int a = stride, b = dil;  // gcd(stride, dil)
+  while (b != 0) {
+    const int t = a % b;
+    a = b;
+    b = t;
+  }
+  Taps taps{0, stride / a, 0};
+  int r = 0;
+  while (r < R && (phase + pad - r * dil) % stride != 0) ++r;
+  taps.first = r;
+  taps.count = r < R ? (R - 1 - r) / taps.step + 1 : 0;
+  return taps;
+}
+
+// Pixels of a phase along one axis: phase, phase + stride, ... below `size`.
+__device__ __forceinline__ int phase_extent(int phase, int stride, int size) {
+  return phase < size ? (size - phase + stride - 1) / stride : 0;
+}
+
+__global__ void __launch_bounds__(kThreads, 2)
+    conv2d_dgrad_kernel(Geometry g, const float* __restrict__ dy, const float* __restrict__ w,
+                        float* __restrict__ dx) {
+  __shared__ Stage stages[2];
+  const int phase_h = blockIdx.z / g.sw, phase_w = blockIdx.z % g.sw;
+  const int Hp = phase_extent(phase_h, g.sh, g.H), Wp = phase_extent(phase_w, g.sw, g.W);
+  const int M = g.N * Hp * Wp;
+  const int m0 = blockIdx.x * kTileM, n0 = blockIdx.y * kTileN;
+  if (m0 >= M) return;  // this phase has fewer pixels than the grid was sized for (whole block)
+  const Taps tr = phase_taps(phase_h, g.ph, g.dh, g.sh, g.R);
+  const Taps ts = phase_taps(phase_w, g.pw, g.dw, g.sw, g.S);
+  const int taps = tr.count * ts.count, kdim = g.K * taps;
+  const int mg = threadIdx.x % 16, ng = threadIdx.x / 16;
+
+  // This thread's A row m = (n, i, j): pixel h = phase_h + i sh, w = phase_w + j sw.
+  const int m = m0 + threadIdx.x % kTileM;
+  const bool row_valid = m < M;
+  const int n_img = row_valid ? m / (Hp * Wp) : 0;
+  const int ij = row_valid ? m - n_img * Hp * Wp : 0;
+  const int h = phase_h + (ij / Wp) * g.sh, wx = phase_w + (ij % Wp) * g.sw;
+
+  float acc[8][8] = {};
+  float va[kStaged], vb[kStaged];
+  const int tiles = (kdim + kTileK - 1) / kTileK;
+  for (int t = -1; t < tiles; ++t) {
+    // Same pipeline as fprop. Loads happen only when tiles > 0, i.e. taps >= 1.
+    const bool more = t + 1 < tiles;
+    if (more) {
+      const int k0 = (t + 1) * kTileK;
+      // A (row-fast): k = (kout, tap) -> dy[n, kout, p, q] with p = (h + ph - r dh) / sh exact.
+#pragma unroll
+      for (int i = 0; i < kStaged; ++i) {
+        const int k = k0 + threadIdx.x / kTileM + 2 * i;
+        const int kout = k / taps, tap = k - kout * taps;
+        const int r = tr.first + (tap / ts.count) * tr.step;
+        const int s = ts.first + (tap % ts.count) * ts.step;
+        // Exact divisions (the phase guarantees it), so p < 0 iff the numerator is negative.
+        const int p = (h + g.ph - r * g.dh) / g.sh, q = (wx + g.pw - s * g.dw) / g.sw;
+        const bool inside = row_valid && k < kdim && p >= 0 && p < g.P && q >= 0 && q < g.Q;
+        va[i] = inside ? dy[((n_img * g.K + kout) * g.P + p) * g.Q + q] : 0.0f;
+      }
+      // B (k-fast): B[k, c] = w[kout, c, r, s].
+      {
+        const int k = k0 + threadIdx.x % kTileK;
+        const int kout = k / taps, tap = k - kout * taps;
+        const int r = tr.first + (tap / ts.count) * tr.step;
+        const int s = ts.first + (tap % ts.count) * ts.step;
+#pragma unroll
+        for (int i = 0; i < kStaged; ++i) {
+          const int c = n0 + threadIdx.x / kTileK + 32 * i;
+          vb[i] = (k < kdim && c < g.C) ? w[((kout * g.C + c) * g.R + r) * g.S + s] : 0.0f;
+        }
+      }
+    }
+    if (t >= 0) multiply_stage(stages[t & 1], mg, ng, acc);
+    if (more) {
+      store_row_fast(stages[(t + 1) & 1].a, va);
+      store_k_fast(stages[(t + 1) & 1].b, vb);
+    }
+    __syncthreads();
+  }
+
+  // Epilogue: dx[n, c, h, w]; a phase without taps writes zeros (tiles == 0).
+#pragma unroll
+  for (int i = 0; i < 8; ++i) {
+    const int row = m0 + micro_offset(mg, i);
+    if (row >= M) continue;
+    const int img = row / (Hp * Wp), pix = row - img * Hp * Wp;
+    const int hh = phase_h + (pix / Wp) * g.sh, ww = phase_w + (pix % Wp) * g.sw;
+#pragma unroll
+    for (int j = 0; j < 8; ++j) {
+      const int c = n0 + micro_offset(ng, j);
+      if (c >= g.C) continue;
+      dx[((img * g.C + c) * g.H + hh) * g.W + ww] = acc[i][j];
+    }
+  }
+}
+
+// ---- wgrad ----------------------------------------------------------------------------------
+
+// Partial dW over reduction indices [split * chunk, min((split + 1) * chunk, N P Q)) of split
+// blockIdx.z, written to out + split * K C R S.
+__global__ void __launch_bounds__(kThreads, 2)
+    conv2d_wgrad_kernel(Geometry g, const float* __restrict__ dy, const float* __restrict__ x,
+                        int chunk, float* __restrict__ out) {
+  __shared__ Stage stages[2];
+  const int PQ = g.P * g.Q, RS = g.R * g.S, crs_total = g.C * RS;
+  const int k_begin = blockIdx.z * chunk;
+  const int k_end = min(k_begin + chunk, g.N * PQ);
+  const int m0 = blockIdx.x * kTileM, n0 = blockIdx.y * kTileN;
+  // Output dW[kout, crs] is contiguous along crs: lanes run along n for coalesced stores.
+  const int ng = threadIdx.x % 16, mg = threadIdx.x / 16;
+
+  // The 4 B columns (c, r, s) this thread loads never change: decompose them once.
+  int x_channel[kStaged], r_off[kStaged], s_off[kStaged];
+  bool col_valid[kStaged];
+#pragma unroll
+  for (int i = 0; i < kStaged; ++i) {
+    const int col = n0 + threadIdx.x / kTileK + 32 * i;
+    col_valid[i] = col < crs_total;
+    const int c = col / RS, rs = col - c * RS;
+    x_channel[i] = c * g.H * g.W;
+    r_off[i] = (rs / g.S) * g.dh;
+    s_off[i] = (rs % g.S) * g.dw;
+  }
+
+  float acc[8][8] = {};
+  float va[kStaged], vb[kStaged];
+  const int tiles = (k_end - k_begin + kTileK - 1) / kTileK;
+  for (int t = -1; t < tiles; ++t) {
+    const bool more = t + 1 < tiles;
+    if (more) {
+      // Both operands are k-fast and share this thread's reduction index k = (n, p, q).
+      const int k = k_begin + (t + 1) * kTileK + threadIdx.x % kTileK;
+      const bool k_valid = k < k_end;
+      const int n_img = k_valid ? k / PQ : 0, pq = k_valid ? k - n_img * PQ : 0;
+      const int h0 = (pq / g.Q) * g.sh - g.ph, w0 = (pq % g.Q) * g.sw - g.pw;
+      const int x_image = n_img * g.C * g.H * g.W;
+#pragma unroll
+      for (int i = 0; i < kStaged; ++i) {
+        const int kout = m0 + threadIdx.x / kTileK + 32 * i;
+        va[i] = (k_valid && kout < g.K) ? dy[(n_img * g.K + kout) * PQ + pq] : 0.0f;
+        const int hh = h0 + r_off[i], ww = w0 + s_off[i];
+        const bool inside = k_valid && col_valid[i] && hh >= 0 && hh < g.H && ww >= 0 && ww < g.W;
+        vb[i] = inside ? x[x_image + x_channel[i] + hh * g.W + ww] : 0.0f;
+      }
+    }
+    if (t >= 0) multiply_stage(stages[t & 1], mg, ng, acc);
+    if (more) {
+      store_k_fast(stages[(t + 1) & 1].a, va);
+      store_k_fast(stages[(t + 1) & 1].b, vb);
+    }
+    __syncthreads();
+  }
+
+  float* dst = out + static_cast<size_t>(blockIdx.z) * g.K * crs_total;
+#pragma unroll
+  for (int i = 0; i < 8; ++i) {
+    const int kout = m0 + micro_offset(mg, i);
+    if (kout >= g.K) continue;
+#pragma unroll
+    for (int j = 0; j < 8; ++j) {
+      const int col = n0 + micro_offset(ng, j);
+      if (col < crs_total) dst[kout * crs_total + col] = acc[i][j];
+    }
+  }
+}
+
+// dw[i] = sum over splits s = 0, 1, ... of partial[s][i], always in that order.
+__global__ void sum_splits_kernel(const float* __restrict__ partial, int splits, int total,
+                                  float* __restrict__ dw) {
+  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < total; i += gridDim.x * blockDim.x) {
+    float sum = 0.0f;
+    for (int s = 0; s < splits; ++s) sum += partial[static_cast<size_t>(s) * total + i];
+    dw[i] = sum;
+  }
+}
+
+// db[k] = sum_{n, p, q} dy[n, k, p, q]: one block per k (grid-stride), each thread a strided
+// partial sum over (n, pq), then a fixed-shape shared-memory tree: deterministic.
+constexpr int kBiasThreads = 256;
+__global__ void bias_grad_kernel(const float* __restrict__ dy, int N, int K, int PQ,
+                                 float* __restrict__ db) {
+  __shared__ float partial[kBiasThreads];
+  for (int k = blockIdx.x; k < K; k += gridDim.x) {
+    float sum = 0.0f;
+    for (int e = threadIdx.x; e < N * PQ; e += kBiasThreads) {
+      const int n = e / PQ;
+      sum += dy[(n * K + k) * PQ + (e - n * PQ)];
+    }
+    partial[threadIdx.x] = sum;
+    __syncthreads();
+    for (int half = kBiasThreads / 2; half > 0; half /= 2) {
+      if (threadIdx.x < half) partial[threadIdx.x] += partial[threadIdx.x + half];
+      __syncthreads();
+    }
+    if (threadIdx.x == 0) db[k] = partial[0];
+    __syncthreads();  // partial[] is reused by the next k
+  }
+}
+
+// ---- host side ------------------------------------------------------------------------------
+
+Geometry geometry(const Conv2dShape& s, const char* op) {
+  const int64_t P = s.out_h(), Q = s.out_w();
+  const int64_t largest =
+      std::max({s.N * s.C * s.H * s.W, s.N * s.K * P * Q, s.K * s.C * s.R * s.S});
+  ENGINE_CHECK(largest < INT_MAX && P >= 1 && Q >= 1, op, ": shape N=", s.N, " C=", s.C, " H=", s.H,
+               " W=", s.W, " K=", s.K, " R=", s.R, " S=", s.S,
+               " needs 64-bit indexing or has an empty output (P=", P, ", Q=", Q,
+               "); the CUDA kernels index in 32 bits");
+  Geometry g;
+  g.N = int(s.N);
+  g.C = int(s.C);
+  g.H = int(s.H);
+  g.W = int(s.W);
+  g.K = int(s.K);
+  g.R = int(s.R);
+  g.S = int(s.S);
+  g.P = int(P);
+  g.Q = int(Q);
+  g.sh = int(s.stride_h);
+  g.sw = int(s.stride_w);
+  g.ph = int(s.pad_h);
+  g.pw = int(s.pad_w);
+  g.dh = int(s.dilation_h);
+  g.dw = int(s.dilation_w);
+  return g;
+}
+
+unsigned blocks_for(int64_t n, int64_t tile) { return static_cast<unsigned>(ceil_div(n, tile)); }
+
+// How wgrad cuts its reduction: `splits` chunks of `chunk` (a multiple of kTileK) indices.
+struct WgradSplit {
+  int splits = 1;
+  int chunk = 0;
+};
+
+WgradSplit wgrad_split(const Geometry& g) {
+  const int64_t kdim = int64_t(g.N) * g.P * g.Q;
+  const int64_t tiles = ceil_div(g.K, kTileM) * ceil_div(int64_t(g.C) * g.R * g.S, kTileN);
+  int device = 0, sms = 0;
+  CUDA_CHECK(cudaGetDevice(&device), "conv2d_wgrad_cuda: cudaGetDevice");
+  CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device),
+             "conv2d_wgrad_cuda: multiprocessor count");
+  // Aim for two blocks per SM, but give every split at least 64 k steps (512 reduction indices)
+  // so the partial-sum traffic stays small next to the split's own reads; at most 64 splits.
+  int64_t splits = ceil_div(2 * int64_t(sms), tiles);
+  splits = std::min<int64_t>({splits, std::max<int64_t>(1, kdim / (64 * kTileK)), 64});
+  splits = std::max<int64_t>(splits, 1);
+  const int64_t chunk = ceil_div(ceil_div(kdim, splits), kTileK) * kTileK;
+  WgradSplit split;
+  split.chunk = static_cast<int>(std::max<int64_t>(chunk, kTileK));
+  split.splits = static_cast<int>(std::max<int64_t>(1, ceil_div(kdim, split.chunk)));
+  return split;
+}
+
+}  // namespace
+
+void conv2d_fprop_cuda(const Conv2dShape& shape, const float* x, const float* w, const float* bias,
+                       float* y) {
+  const Geometry g = geometry(shape, "conv2d_fprop_cuda");
+  if (g.N == 0) return;
+  const dim3 grid(blocks_for(int64_t(g.N) * g.P * g.Q, kTileM), blocks_for(g.K, kTileN));
+  conv2d_fprop_kernel<<<grid, kThreads, 0, current_stream()>>>(g, x, w, bias, y);
+  CUDA_CHECK_LAUNCH("conv2d_fprop_cuda N=", g.N, " C=", g.C, " H=", g.H, " W=", g.W, " K=", g.K,
+                    " R=", g.R, " S=", g.S);
+}
+
+void conv2d_dgrad_cuda(const Conv2dShape& shape, const float* dy, const float* w, float* dx) {
+  const Geometry g = geometry(shape, "conv2d_dgrad_cuda");
+  if (g.N == 0 || g.H == 0 || g.W == 0) return;
+  // Phase (0, 0) has the most pixels: ceil(H / sh) ceil(W / sw) per image.
+  const int64_t rows = int64_t(g.N) * ceil_div(g.H, g.sh) * ceil_div(g.W, g.sw);
+  const dim3 grid(blocks_for(rows, kTileM), blocks_for(g.C, kTileN), g.sh * g.sw);
+  ENGINE_CHECK(g.sh * g.sw <= 65535, "conv2d_dgrad_cuda: stride ", g.sh, "x", g.sw,
+               " gives too many phases");
+  conv2d_dgrad_kernel<<<grid, kThreads, 0, current_stream()>>>(g, dy, w, dx);
+  CUDA_CHECK_LAUNCH("conv2d_dgrad_cuda N=", g.N, " C=", g.C, " H=", g.H, " W=", g.W, " K=", g.K,
+                    " R=", g.R, " S=", g.S);
+}
+
+int64_t conv2d_wgrad_cuda_workspace_size(const Conv2dShape& shape) {
+  const Geometry g = geometry(shape, "conv2d_wgrad_cuda");
+  const WgradSplit split = wgrad_split(g);
+  return split.splits > 1 ? int64_t(split.splits) * g.K * g.C * g.R * g.S : 0;
+}
+
+void conv2d_wgrad_cuda(const Conv2dShape& shape, const float* dy, const float* x, float* dw,
+                       float* db, float* workspace) {
+  const Geometry g = geometry(shape, "conv2d_wgrad_cuda");
+  const int64_t PQ = int64_t(g.P) * g.Q, dw_size = int64_t(g.K) * g.C * g.R * g.S;
+  if (g.N == 0) {  // an empty reduction: the gradients are zero
+    if (dw != nullptr) cuda_memset_zero(dw, dw_size * sizeof(float));
+    if (db != nullptr) cuda_memset_zero(db, g.K * sizeof(float));
+    return;
+  }
+  if (dw != nullptr) {
+    const WgradSplit split = wgrad_split(g);
+    ENGINE_CHECK(split.splits == 1 || workspace != nullptr, "conv2d_wgrad_cuda: ", split.splits,
+                 "-way split-K needs a workspace of conv2d_wgrad_cuda_workspace_size() floats");
+    float* out = split.splits > 1 ? workspace : dw;
+    const dim3 grid(blocks_for(g.K, kTileM), blocks_for(dw_size / g.K, kTileN), split.splits);
+    conv2d_wgrad_kernel<<<grid, kThreads, 0, current_stream()>>>(g, dy, x, split.chunk, out);
+    CUDA_CHECK_LAUNCH("conv2d_wgrad_cuda N=", g.N, " C=", g.C, " H=", g.H, " W=", g.W, " K=", g.K,
+                      " R=", g.R, " S=", g.S, " splits=", split.splits);
+    if (split.splits > 1) {
+      sum_splits_kernel<<<grid_for(dw_size, 256), 256, 0, current_stream()>>>(
+          workspace, split.splits, static_cast<int>(dw_size), dw);
+      CUDA_CHECK_LAUNCH("conv2d_wgrad_cuda split-K sum, K=", g.K, " CRS=", dw_size / g.K,
+                        " splits=", split.splits);
+    }
+  }
+  if (db != nullptr) {
+    const unsigned blocks = static_cast<unsigned>(std::min(g.K, 65535));
+    bias_grad_kernel<<<blocks, kBiasThreads, 0, current_stream()>>>(dy, g.N, g.K,
+                                                                    static_cast<int>(PQ), db);
+    CUDA_CHECK_LAUNCH("conv2d_wgrad_cuda db, N=", g.N, " K=", g.K, " P=", g.P, " Q=", g.Q);
+  }
+}
+
+}  // namespace engine::kernels

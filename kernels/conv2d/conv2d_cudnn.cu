@@ -1,0 +1,282 @@
+// conv2d through cuDNN: the library alternative to our implicit-GEMM kernels
+// (engine::ConvBackend::Cudnn), for validation in tests and as the peer in `dml bench`.
+//
+// Math and layout: conv2d.h (NCHW x, KCRS w, cross-correlation, f32); same contracts as
+// conv2d_*_cuda, so the engine swaps one for the other without touching anything else.
+//   fprop: cudnnConvolutionForward, then cudnnAddTensor for the bias;
+//   dgrad: cudnnConvolutionBackwardData;
+//   wgrad: cudnnConvolutionBackwardFilter and cudnnConvolutionBackwardBias for db.
+// Numerics: the convolution descriptor is set to CUDNN_FMA_MATH and only algorithms reported
+//   with a non-tensor-core math type are taken, so this is strict FP32 like our kernels (cuDNN's
+//   default would use TF32 tensor cores on Ampere and later). Among those, deterministic
+//   algorithms are preferred (cuDNN's own heuristic order otherwise).
+// Algorithms: chosen by cuDNN's heuristics (cudnnGetConvolution*Algorithm_v7, which does not run
+//   or time anything, so no host synchronization), once per shape and thread, then cached with
+//   the descriptors. Workspaces above 1 GiB are not considered. If no listed algorithm
+//   qualifies, ALGO_0 of that pass (implicit GEMM, FMA) is used.
+// Workspace: one device buffer per thread, grown (never shrunk) with cudaMalloc when a shape
+//   needs more; a steady-state loop therefore allocates nothing. Growing frees the old buffer
+//   (cudaFree waits for the device, so in-flight work that used it is finished first). Like the
+//   engine, this assumes each thread issues its work on one stream at a time: two streams of
+//   one thread running cuDNN convolutions concurrently would share the buffer.
+// Handles: one cudnnHandle_t per host thread, created on first use, stream set to
+//   current_stream() before every call. Handles, descriptors and the workspace live until the
+//   thread ends and are then left to the driver (destroying them during process exit can race
+//   with the CUDA runtime's own teardown).
+// Errors: every cuDNN call is checked; the message has the op, the shape and cuDNN's status
+//   string.
+// Cost: 2 N K P Q C R S FLOPs per pass; bytes as in conv2d_cuda.cu (plus the algorithm's
+//   workspace traffic, which cuDNN does not report).
+#include <cudnn.h>
+
+#include <array>
+#include <climits>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <sstream>
+#include <string>
+
+#include "kernels/common/cuda_check.cuh"
+#include "kernels/common/launch.cuh"
+#include "kernels/conv2d/conv2d.h"
+
+// CUDNN_CHECK(call, what...): a failed cuDNN call becomes engine::Error naming the op.
+#define CUDNN_CHECK(call, ...)                                                                 \
+  do {                                                                                         \
+    cudnnStatus_t status_ = (call);                                                            \
+    if (status_ != CUDNN_STATUS_SUCCESS) {                                                     \
+      ::engine::fail("cuDNN error in ", __VA_ARGS__, ": ", cudnnGetErrorString(status_), " (", \
+                     #call, ")");                                                              \
+    }                                                                                          \
+  } while (0)
+
+namespace engine::kernels {
+
+namespace {
+
+constexpr size_t kMaxWorkspaceBytes = size_t(1) << 30;
+
+// Descriptors and chosen algorithms for one convolution geometry.
+struct Plan {
+  cudnnTensorDescriptor_t x = nullptr, y = nullptr, bias = nullptr;
+  cudnnFilterDescriptor_t w = nullptr;
+  cudnnConvolutionDescriptor_t conv = nullptr;
+  bool have_fwd = false, have_bwd_data = false, have_bwd_filter = false;
+  cudnnConvolutionFwdAlgo_t fwd = CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM;
+  cudnnConvolutionBwdDataAlgo_t bwd_data = CUDNN_CONVOLUTION_BWD_DATA_ALGO_0;
+  cudnnConvolutionBwdFilterAlgo_t bwd_filter = CUDNN_CONVOLUTION_BWD_FILTER_ALGO_0;
+  size_t fwd_bytes = 0, bwd_data_bytes = 0, bwd_filter_bytes = 0;
+};
+
+using ShapeKey = std::array<int64_t, 13>;
+
+struct ThreadState {
+  cudnnHandle_t handle = nullptr;
+  void* workspace = nullptr;
+  size_t workspace_bytes = 0;
+  std::map<ShapeKey, std::unique_ptr<Plan>> plans;
+};
+
+// Created on first use and intentionally never destroyed (see the header comment).
+ThreadState& thread_state() {
+  thread_local ThreadState* state = new ThreadState();
+  if (state->handle == nullptr) CUDNN_CHECK(cudnnCreate(&state->handle), "conv2d: cudnnCreate");
+  CUDNN_CHECK(cudnnSetStream(state->handle, current_stream()), "conv2d: cudnnSetStream");
+  return *state;
+}
+
+void* workspace(ThreadState& state, size_t bytes) {
+  if (bytes > state.workspace_bytes) {
+    if (state.workspace != nullptr) cuda_free(state.workspace);
+    state.workspace = nullptr;
+    state.workspace_bytes = 0;
+    state.workspace = cuda_malloc(bytes);
+    state.workspace_bytes = bytes;
+  }
+  return state.workspace;
+}
+
+int to_int(int64_t v) { return static_cast<int>(v); }
+
+Plan& plan_for(ThreadState& state, const Conv2dShape& s, const char* op) {
+  const ShapeKey key = {s.N,        s.C,        s.H,     s.W,     s.K,          s.R,         s.S,
+                        s.stride_h, s.stride_w, s.pad_h, s.pad_w, s.dilation_h, s.dilation_w};
+  std::unique_ptr<Plan>& slot = state.plans[key];
+  if (slot) return *slot;
+
+  const int64_t P = s.out_h(), Q = s.out_w();
+  ENGINE_CHECK(s.N * s.C * s.H * s.W < INT_MAX && s.N * s.K * P * Q < INT_MAX &&
+                   s.K * s.C * s.R * s.S < INT_MAX,
+               op, ": cuDNN needs every tensor below 2^31 elements (N=", s.N, " C=", s.C,
+               " H=", s.H, " W=", s.W, " K=", s.K, ")");
+  auto plan = std::make_unique<Plan>();
+  CUDNN_CHECK(cudnnCreateTensorDescriptor(&plan->x), op, ": x descriptor");
+  CUDNN_CHECK(cudnnCreateTensorDescriptor(&plan->y), op, ": y descriptor");
+  CUDNN_CHECK(cudnnCreateTensorDescriptor(&plan->bias), op, ": bias descriptor");
+  CUDNN_CHECK(cudnnCreateFilterDescriptor(&plan->w), op, ": w descriptor");
+  CUDNN_CHECK(cudnnCreateConvolutionDescriptor(&plan->conv), op, ": conv descriptor");
+  CUDNN_CHECK(cudnnSetTensor4dDescriptor(plan->x, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, to_int(s.N),
+                                         to_int(s.C), to_int(s.H), to_int(s.W)),
+              op, ": x [", s.N, ", ", s.C, ", ", s.H, ", ", s.W, "]");
+  CUDNN_CHECK(cudnnSetTensor4dDescriptor(plan->y, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, to_int(s.N),
+                                         to_int(s.K), to_int(P), to_int(Q)),
+              op, ": y [", s.N, ", ", s.K, ", ", P, ", ", Q, "]");
+  CUDNN_CHECK(cudnnSetTensor4dDescriptor(plan->bias, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, 1,
+                                         to_int(s.K), 1, 1),
+              op, ": bias [", s.K, "]");
+  CUDNN_CHECK(cudnnSetFilter4dDescriptor(plan->w, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, to_int(s.K),
+                                         to_int(s.C), to_int(s.R), to_int(s.S)),
+              op, ": w [", s.K, ", ", s.C, ", ", s.R, ", ", s.S, "]");
+  CUDNN_CHECK(cudnnSetConvolution2dDescriptor(plan->conv, to_int(s.pad_h), to_int(s.pad_w),
+                                              to_int(s.stride_h), to_int(s.stride_w),
+                                              to_int(s.dilation_h), to_int(s.dilation_w),
+                                              CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT),
+              op, ": stride ", s.stride_h, "x", s.stride_w, " padding ", s.pad_h, "x", s.pad_w,
+              " dilation ", s.dilation_h, "x", s.dilation_w);
+  CUDNN_CHECK(cudnnSetConvolutionMathType(plan->conv, CUDNN_FMA_MATH), op, ": math type");
+  int n = 0, k = 0, p = 0, q = 0;
+  CUDNN_CHECK(cudnnGetConvolution2dForwardOutputDim(plan->conv, plan->x, plan->w, &n, &k, &p, &q),
+              op, ": output size");
+  ENGINE_CHECK(n == s.N && k == s.K && p == P && q == Q, op, ": cuDNN computes output [", n, ", ",
+               k, ", ", p, ", ", q, "] but conv2d expects [", s.N, ", ", s.K, ", ", P, ", ", Q,
+               "]");
+  slot = std::move(plan);
+  return *slot;
+}
+
+bool is_tensor_core(cudnnMathType_t math) {
+  return math == CUDNN_TENSOR_OP_MATH || math == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION;
+}
+
+// Index of the algorithm to use among cuDNN's ranked results: the first usable strict-FP32
+// deterministic one, else the first usable strict-FP32 one, else -1.
+template <typename Perf>
+int choose(const Perf* results, int count) {
+  for (int pass = 0; pass < 2; ++pass) {
+    for (int i = 0; i < count; ++i) {
+      const Perf& r = results[i];
+      if (r.status != CUDNN_STATUS_SUCCESS || is_tensor_core(r.mathType) ||
+          r.memory > kMaxWorkspaceBytes) {
+        continue;
+      }
+      if (pass == 0 && r.determinism != CUDNN_DETERMINISTIC) continue;
+      return i;
+    }
+  }
+  return -1;
+}
+
+std::string describe(const Conv2dShape& s) {
+  std::ostringstream out;
+  out << "N=" << s.N << " C=" << s.C << " H=" << s.H << " W=" << s.W << " K=" << s.K << " R=" << s.R
+      << " S=" << s.S << " stride=" << s.stride_h << "x" << s.stride_w << " pad=" << s.pad_h << "x"
+      << s.pad_w << " dilation=" << s.dilation_h << "x" << s.dilation_w;
+  return out.str();
+}
+
+}  // namespace
+
+bool cudnn_available() { return true; }
+
+void conv2d_fprop_cudnn(const Conv2dShape& shape, const float* x, const float* w, const float* bias,
+                        float* y) {
+  if (shape.N == 0) return;
+  ThreadState& state = thread_state();
+  Plan& plan = plan_for(state, shape, "conv2d_fprop_cudnn");
+  const std::string where = "conv2d_fprop_cudnn " + describe(shape);
+  if (!plan.have_fwd) {
+    cudnnConvolutionFwdAlgoPerf_t results[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
+    int count = 0;
+    CUDNN_CHECK(
+        cudnnGetConvolutionForwardAlgorithm_v7(state.handle, plan.x, plan.w, plan.conv, plan.y,
+                                               CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &count, results),
+        where, ": algorithm heuristics");
+    const int best = choose(results, count);
+    plan.fwd = best >= 0 ? results[best].algo : CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM;
+    CUDNN_CHECK(cudnnGetConvolutionForwardWorkspaceSize(state.handle, plan.x, plan.w, plan.conv,
+                                                        plan.y, plan.fwd, &plan.fwd_bytes),
+                where, ": workspace size of algorithm ", int(plan.fwd));
+    plan.have_fwd = true;
+  }
+  void* ws = workspace(state, plan.fwd_bytes);
+  const float one = 1.0f, zero = 0.0f;
+  CUDNN_CHECK(cudnnConvolutionForward(state.handle, &one, plan.x, x, plan.w, w, plan.conv, plan.fwd,
+                                      ws, plan.fwd_bytes, &zero, plan.y, y),
+              where, " (algorithm ", int(plan.fwd), ")");
+  if (bias != nullptr) {
+    CUDNN_CHECK(cudnnAddTensor(state.handle, &one, plan.bias, bias, &one, plan.y, y), where,
+                ": bias add");
+  }
+}
+
+void conv2d_dgrad_cudnn(const Conv2dShape& shape, const float* dy, const float* w, float* dx) {
+  if (shape.N == 0) return;
+  ThreadState& state = thread_state();
+  Plan& plan = plan_for(state, shape, "conv2d_dgrad_cudnn");
+  const std::string where = "conv2d_dgrad_cudnn " + describe(shape);
+  if (!plan.have_bwd_data) {
+    cudnnConvolutionBwdDataAlgoPerf_t results[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
+    int count = 0;
+    CUDNN_CHECK(cudnnGetConvolutionBackwardDataAlgorithm_v7(
+                    state.handle, plan.w, plan.y, plan.conv, plan.x,
+                    CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &count, results),
+                where, ": algorithm heuristics");
+    const int best = choose(results, count);
+    plan.bwd_data = best >= 0 ? results[best].algo : CUDNN_CONVOLUTION_BWD_DATA_ALGO_0;
+    CUDNN_CHECK(
+        cudnnGetConvolutionBackwardDataWorkspaceSize(state.handle, plan.w, plan.y, plan.conv,
+                                                     plan.x, plan.bwd_data, &plan.bwd_data_bytes),
+        where, ": workspace size of algorithm ", int(plan.bwd_data));
+    plan.have_bwd_data = true;
+  }
+  void* ws = workspace(state, plan.bwd_data_bytes);
+  const float one = 1.0f, zero = 0.0f;
+  CUDNN_CHECK(
+      cudnnConvolutionBackwardData(state.handle, &one, plan.w, w, plan.y, dy, plan.conv,
+                                   plan.bwd_data, ws, plan.bwd_data_bytes, &zero, plan.x, dx),
+      where, " (algorithm ", int(plan.bwd_data), ")");
+}
+
+void conv2d_wgrad_cudnn(const Conv2dShape& shape, const float* dy, const float* x, float* dw,
+                        float* db) {
+  if (shape.N == 0) {  // an empty reduction: the gradients are zero
+    if (dw != nullptr) {
+      cuda_memset_zero(dw, shape.K * shape.C * shape.R * shape.S * sizeof(float));
+    }
+    if (db != nullptr) cuda_memset_zero(db, shape.K * sizeof(float));
+    return;
+  }
+  ThreadState& state = thread_state();
+  Plan& plan = plan_for(state, shape, "conv2d_wgrad_cudnn");
+  const std::string where = "conv2d_wgrad_cudnn " + describe(shape);
+  const float one = 1.0f, zero = 0.0f;
+  if (dw != nullptr) {
+    if (!plan.have_bwd_filter) {
+      cudnnConvolutionBwdFilterAlgoPerf_t results[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
+      int count = 0;
+      CUDNN_CHECK(cudnnGetConvolutionBackwardFilterAlgorithm_v7(
+                      state.handle, plan.x, plan.y, plan.conv, plan.w,
+                      CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &count, results),
+                  where, ": algorithm heuristics");
+      const int best = choose(results, count);
+      plan.bwd_filter = best >= 0 ? results[best].algo : CUDNN_CONVOLUTION_BWD_FILTER_ALGO_0;
+      CUDNN_CHECK(cudnnGetConvolutionBackwardFilterWorkspaceSize(state.handle, plan.x, plan.y,
+                                                                 plan.conv, plan.w, plan.bwd_filter,
+                                                                 &plan.bwd_filter_bytes),
+                  where, ": workspace size of algorithm ", int(plan.bwd_filter));
+      plan.have_bwd_filter = true;
+    }
+    void* ws = workspace(state, plan.bwd_filter_bytes);
+    CUDNN_CHECK(cudnnConvolutionBackwardFilter(state.handle, &one, plan.x, x, plan.y, dy, plan.conv,
+                                               plan.bwd_filter, ws, plan.bwd_filter_bytes, &zero,
+                                               plan.w, dw),
+                where, " (algorithm ", int(plan.bwd_filter), ")");
+  }
+  if (db != nullptr) {
+    CUDNN_CHECK(cudnnConvolutionBackwardBias(state.handle, &one, plan.y, dy, &zero, plan.bias, db),
+                where, ": bias gradient");
+  }
+}
+
+}  // namespace engine::kernels

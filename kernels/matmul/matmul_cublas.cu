@@ -1,0 +1,78 @@
+// matmul through cuBLAS: the library alternative to our SGEMM (engine::GemmBackend::Cublas),
+// used as the reference in tests and the peer in `dml bench`.
+//
+// Math:    C (+)= op(A) op(B) on row-major buffers (matmul.h).
+// Layout:  cuBLAS is column-major, and a row-major [r, c] buffer is, read column-major, its
+//          transpose [c, r]. So instead of C = op(A) op(B) we ask for C^T = op(B)^T op(A)^T,
+//          which column-major cuBLAS writes straight into C's row-major buffer:
+//            cublasSgemm(opB, opA, n, m, k, b, ldb, a, lda, c, ldc = n)
+//          op(B)^T is the column-major view of B's buffer as stored when B is [k, n] (no
+//          transpose: OP_N, ldb = n) and its transpose when B is stored [n, k] (OP_T, ldb = k);
+//          likewise A: stored [m, k] -> OP_N, lda = k; stored [k, m] -> OP_T, lda = m.
+// Numerics: CUBLAS_DEFAULT_MATH, pinned explicitly: strict FP32 FFMA (TF32 tensor cores are a
+//          separate, labelled mode, never a silent substitute).
+// Handles: one cublasHandle_t per host thread (cuBLAS handles are not safe to share across
+//          threads that run concurrently), created on first use; the stream is set to
+//          current_stream() on every call. The handle lives until the thread ends; a thread that
+//          never calls this creates none. Every call is checked with cuBLAS's status string.
+// Cost:    2 m n k FLOPs; minimal bytes 4 (m k + k n + m n) (+ 4 m n read when accumulating).
+#include <cublas_v2.h>
+
+#include <climits>
+
+#include "kernels/common/cuda_check.cuh"
+#include "kernels/common/launch.cuh"
+#include "kernels/matmul/matmul.h"
+
+// CUBLAS_CHECK(call, what...): a failed cuBLAS call becomes engine::Error naming the op.
+#define CUBLAS_CHECK(call, ...)                                                                   \
+  do {                                                                                            \
+    cublasStatus_t status_ = (call);                                                              \
+    if (status_ != CUBLAS_STATUS_SUCCESS) {                                                       \
+      ::engine::fail("cuBLAS error in ", __VA_ARGS__, ": ", cublasGetStatusString(status_), " (", \
+                     #call, ")");                                                                 \
+    }                                                                                             \
+  } while (0)
+
+namespace engine::kernels {
+
+namespace {
+
+// The calling thread's handle. Not destroyed at thread exit: cublasDestroy may run after the
+// CUDA runtime has shut down during process exit, and the driver reclaims it anyway.
+cublasHandle_t thread_handle() {
+  thread_local cublasHandle_t handle = nullptr;
+  if (handle == nullptr) {
+    CUBLAS_CHECK(cublasCreate(&handle), "matmul_cublas: cublasCreate");
+    CUBLAS_CHECK(cublasSetMathMode(handle, CUBLAS_DEFAULT_MATH),
+                 "matmul_cublas: cublasSetMathMode");
+  }
+  return handle;
+}
+
+}  // namespace
+
+void matmul_cublas(int64_t m, int64_t n, int64_t k, const float* a, const float* b, bool trans_a,
+                   bool trans_b, float* c, bool accumulate) {
+  ENGINE_CHECK(m >= 0 && n >= 0 && k >= 0 && m <= INT_MAX && n <= INT_MAX && k <= INT_MAX,
+               "matmul_cublas: m=", m, " n=", n, " k=", k,
+               " must be non-negative and fit cuBLAS's 32-bit sizes");
+  if (m == 0 || n == 0) return;
+  if (k == 0) {  // an empty sum; cuBLAS would also do this, but say it plainly
+    if (!accumulate) cuda_memset_zero(c, static_cast<size_t>(m * n) * sizeof(float));
+    return;
+  }
+  cublasHandle_t handle = thread_handle();
+  CUBLAS_CHECK(cublasSetStream(handle, current_stream()), "matmul_cublas: cublasSetStream");
+  const float alpha = 1.0f, beta = accumulate ? 1.0f : 0.0f;
+  const cublasOperation_t op_b = trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
+  const cublasOperation_t op_a = trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
+  const int ldb = static_cast<int>(trans_b ? k : n);
+  const int lda = static_cast<int>(trans_a ? m : k);
+  CUBLAS_CHECK(
+      cublasSgemm(handle, op_b, op_a, static_cast<int>(n), static_cast<int>(m), static_cast<int>(k),
+                  &alpha, b, ldb, a, lda, &beta, c, static_cast<int>(n)),
+      "matmul_cublas m=", m, " n=", n, " k=", k, " trans_a=", trans_a, " trans_b=", trans_b);
+}
+
+}  // namespace engine::kernels

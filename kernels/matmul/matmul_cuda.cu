@@ -1,0 +1,196 @@
+// matmul on CUDA: our own tiled SGEMM (strict FP32, FFMA) plus linear's bias add and bias
+// gradient.
+//
+// Math:    C[i, j] (+)= sum_p op(A)[i, p] op(B)[p, j] (matmul.h); row-major buffers with no
+//          padding; a transposed operand is read in place.
+// Tiles:   block tile 128 (rows of C) x 128 (columns) x 8 (p), 256 threads (16 x 16), each
+//          thread an 8 x 8 register tile made of two 4-wide strips 64 apart per direction, so
+//          its shared-memory reads are float4. Shared memory: A and B tiles of 8 x (128 + 4)
+//          floats, double-buffered (16.5 KiB per block); the +4 padding makes the transposing
+//          stores of p-contiguous operands conflict-free. Registers ~128 per thread
+//          (64 accumulators, 16 fragments, 8 staged loads; __launch_bounds__(256, 2)).
+// Loads:   each operand is read either along p (A untransposed, B transposed: 8 consecutive
+//          floats per row) or along its rows (A^T, B untransposed: 128 consecutive floats), and
+//          the thread-to-element mapping is chosen so consecutive threads read consecutive
+//          addresses in both cases. Edges (M, N, K not multiples of the tile) read zeros and
+//          skip the stores. Pipeline: the next tile goes global -> registers while the current
+//          one is multiplied from shared memory; one __syncthreads per p step.
+// Output:  lanes run along the columns of C (contiguous), 4 consecutive floats per thread.
+// Cost:    2 m n k FLOPs; minimal bytes 4 (m k + k n + m n) (+ 4 m n more read when
+//          accumulating). Indexing is 32-bit (each matrix < 2^31 elements, checked).
+//
+// Known limit: one tile shape for all sizes, so a small C (e.g. 112 x 512 from a linear layer)
+// gets only a few blocks on a 132-SM GPU; a split-K or smaller-tile variant is future work.
+//
+// add_row_bias: c[i, j] += bias[j], one thread per element: m n FLOPs, 4 (2 m n + n) bytes.
+// column_sums:  db[j] = sum_i dy[i, j], one thread per column summing down the rows in order
+//               (consecutive threads read consecutive columns, so every row read is coalesced):
+//               m n FLOPs, 4 (m n + n) bytes; deterministic and in the CPU reference's order.
+#include <climits>
+
+#include "kernels/common/cuda_check.cuh"
+#include "kernels/common/launch.cuh"
+#include "kernels/matmul/matmul.h"
+
+namespace engine::kernels {
+
+namespace {
+
+constexpr int kTileM = 128, kTileN = 128, kTileK = 8;
+constexpr int kThreads = 256;
+constexpr int kLd = kTileM + 4;  // padded row of a shared tile
+constexpr int kStaged = 4;       // values each thread stages per operand per step
+
+struct alignas(16) Stage {
+  float a[kTileK][kLd];  // op(A) tile, p-major: a[p][row of C]
+  float b[kTileK][kLd];  // op(B) tile: b[p][column of C]
+};
+
+__device__ __forceinline__ int micro_offset(int group, int i) {
+  return (i / 4) * 64 + group * 4 + (i % 4);
+}
+
+__device__ __forceinline__ void multiply_stage(const Stage& stage, int mg, int ng,
+                                               float (&acc)[8][8]) {
+#pragma unroll
+  for (int kk = 0; kk < kTileK; ++kk) {
+    const float4 a0 = *reinterpret_cast<const float4*>(&stage.a[kk][mg * 4]);
+    const float4 a1 = *reinterpret_cast<const float4*>(&stage.a[kk][64 + mg * 4]);
+    const float4 b0 = *reinterpret_cast<const float4*>(&stage.b[kk][ng * 4]);
+    const float4 b1 = *reinterpret_cast<const float4*>(&stage.b[kk][64 + ng * 4]);
+    const float a[8] = {a0.x, a0.y, a0.z, a0.w, a1.x, a1.y, a1.z, a1.w};
+    const float b[8] = {b0.x, b0.y, b0.z, b0.w, b1.x, b1.y, b1.z, b1.w};
+#pragma unroll
+    for (int i = 0; i < 8; ++i) {
+#pragma unroll
+      for (int j = 0; j < 8; ++j) acc[i][j] = fmaf(a[i], b[j], acc[i][j]);
+    }
+  }
+}
+
+// Loads this thread's 4 values of the tile rows [row0, row0 + 128) x p [k0, k0 + 8) of an
+// operand with `rows` rows and `kdim` p-values, stored p-contiguous (element (row, p) at
+// src[row kdim + p]) or row-contiguous (at src[p rows + row]). Mapping (tid = threadIdx.x):
+//   p-contiguous:   p = k0 + tid % 8,   row = row0 + tid / 8 + 32 i
+//   row-contiguous: row = row0 + tid % 128, p = k0 + tid / 128 + 2 i
+__device__ __forceinline__ void load_operand(const float* __restrict__ src, bool p_contiguous,
+                                             int rows, int kdim, int row0, int k0,
+                                             float (&v)[kStaged]) {
+  const int tid = threadIdx.x;
+#pragma unroll
+  for (int i = 0; i < kStaged; ++i) {
+    const int row = p_contiguous ? row0 + tid / kTileK + 32 * i : row0 + tid % kTileM;
+    const int p = p_contiguous ? k0 + tid % kTileK : k0 + tid / kTileM + 2 * i;
+    const bool inside = row < rows && p < kdim;
+    v[i] = inside ? src[p_contiguous ? row * kdim + p : p * rows + row] : 0.0f;
+  }
+}
+
+// Stores the values load_operand produced at their (p, row) place in the shared tile.
+__device__ __forceinline__ void store_operand(float (&tile)[kTileK][kLd], bool p_contiguous,
+                                              const float (&v)[kStaged]) {
+  const int tid = threadIdx.x;
+#pragma unroll
+  for (int i = 0; i < kStaged; ++i) {
+    if (p_contiguous) {
+      tile[tid % kTileK][tid / kTileK + 32 * i] = v[i];
+    } else {
+      tile[tid / kTileM + 2 * i][tid % kTileM] = v[i];
+    }
+  }
+}
+
+__global__ void __launch_bounds__(kThreads, 2)
+    sgemm_kernel(int m, int n, int k, const float* __restrict__ a, const float* __restrict__ b,
+                 bool trans_a, bool trans_b, float* __restrict__ c, bool accumulate) {
+  __shared__ Stage stages[2];
+  const int m0 = blockIdx.y * kTileM, n0 = blockIdx.x * kTileN;
+  const int ng = threadIdx.x % 16, mg = threadIdx.x / 16;  // lanes along C's columns
+  // op(A) is p-contiguous when A is stored [m, k]; op(B) when B is stored transposed [n, k].
+  const bool a_p_contiguous = !trans_a, b_p_contiguous = trans_b;
+
+  float acc[8][8] = {};
+  float va[kStaged], vb[kStaged];
+  const int tiles = (k + kTileK - 1) / kTileK;
+  for (int t = -1; t < tiles; ++t) {
+    // t == -1 only fills stage 0; step t multiplies stage t & 1 while tile t + 1 is loaded.
+    const bool more = t + 1 < tiles;
+    if (more) {
+      const int k0 = (t + 1) * kTileK;
+      load_operand(a, a_p_contiguous, m, k, m0, k0, va);
+      load_operand(b, b_p_contiguous, n, k, n0, k0, vb);
+    }
+    if (t >= 0) multiply_stage(stages[t & 1], mg, ng, acc);
+    if (more) {
+      store_operand(stages[(t + 1) & 1].a, a_p_contiguous, va);
+      store_operand(stages[(t + 1) & 1].b, b_p_contiguous, vb);
+    }
+    __syncthreads();
+  }
+
+#pragma unroll
+  for (int i = 0; i < 8; ++i) {
+    const int row = m0 + micro_offset(mg, i);
+    if (row >= m) continue;
+#pragma unroll
+    for (int j = 0; j < 8; ++j) {
+      const int col = n0 + micro_offset(ng, j);
+      if (col >= n) continue;
+      float* out = c + row * n + col;
+      *out = accumulate ? *out + acc[i][j] : acc[i][j];
+    }
+  }
+}
+
+__global__ void add_row_bias_kernel(int64_t m, int64_t n, const float* __restrict__ bias,
+                                    float* __restrict__ c) {
+  for (int64_t e = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; e < m * n;
+       e += int64_t(gridDim.x) * blockDim.x) {
+    c[e] += bias[e % n];
+  }
+}
+
+__global__ void column_sums_kernel(int64_t m, int64_t n, const float* __restrict__ dy,
+                                   float* __restrict__ db) {
+  for (int64_t j = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; j < n;
+       j += int64_t(gridDim.x) * blockDim.x) {
+    float sum = 0.0f;
+    for (int64_t i = 0; i < m; ++i) sum += dy[i * n + j];
+    db[j] = sum;
+  }
+}
+
+}  // namespace
+
+void matmul_cuda(int64_t m, int64_t n, int64_t k, const float* a, const float* b, bool trans_a,
+                 bool trans_b, float* c, bool accumulate) {
+  ENGINE_CHECK(m >= 0 && n >= 0 && k >= 0 && m * k < INT_MAX && k * n < INT_MAX && m * n < INT_MAX,
+               "matmul_cuda: m=", m, " n=", n, " k=", k,
+               " is negative or needs 64-bit indexing (the kernel indexes in 32 bits)");
+  if (m == 0 || n == 0) return;
+  if (k == 0) {  // an empty sum: C unchanged when accumulating, else zeros
+    if (!accumulate) cuda_memset_zero(c, static_cast<size_t>(m * n) * sizeof(float));
+    return;
+  }
+  const dim3 grid(static_cast<unsigned>(ceil_div(n, kTileN)),
+                  static_cast<unsigned>(ceil_div(m, kTileM)));
+  ENGINE_CHECK(grid.y <= 65535, "matmul_cuda: m=", m, " has too many row tiles for the grid");
+  sgemm_kernel<<<grid, kThreads, 0, current_stream()>>>(int(m), int(n), int(k), a, b, trans_a,
+                                                        trans_b, c, accumulate);
+  CUDA_CHECK_LAUNCH("matmul_cuda m=", m, " n=", n, " k=", k, " trans_a=", trans_a,
+                    " trans_b=", trans_b);
+}
+
+void add_row_bias_cuda(int64_t m, int64_t n, const float* bias, float* c) {
+  if (m * n == 0) return;
+  add_row_bias_kernel<<<grid_for(m * n, 256), 256, 0, current_stream()>>>(m, n, bias, c);
+  CUDA_CHECK_LAUNCH("add_row_bias_cuda m=", m, " n=", n);
+}
+
+void column_sums_cuda(int64_t m, int64_t n, const float* dy, float* db) {
+  if (n == 0) return;
+  column_sums_kernel<<<grid_for(n, 128), 128, 0, current_stream()>>>(m, n, dy, db);
+  CUDA_CHECK_LAUNCH("column_sums_cuda m=", m, " n=", n);
+}
+
+}  // namespace engine::kernels

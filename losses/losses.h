@@ -1,0 +1,13 @@
+// Everything in losses/: metrics, miners and the DML losses (shared/SPEC.md §6).
+#pragma once
+
+#include "losses/arcface.h"
+#include "losses/contrastive.h"
+#include "losses/distance.h"
+#include "losses/ics.h"
+#include "losses/lifted.h"
+#include "losses/margin.h"
+#include "losses/miners.h"
+#include "losses/multi_similarity.h"
+#include "losses/npair.h"
+#include "losses/triplet.h"

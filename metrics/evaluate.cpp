@@ -1,0 +1,73 @@
+// All benign metrics of one embedding set (evaluate.h).
+#include "metrics/evaluate.h"
+
+#include <chrono>
+#include <cmath>
+#include <limits>
+#include <string>
+
+#include "metrics/labels.h"
+
+namespace metrics {
+
+namespace {
+
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+nlohmann::ordered_json number_or_null(double value) {
+  return std::isfinite(value) ? nlohmann::ordered_json(value) : nlohmann::ordered_json(nullptr);
+}
+
+}  // namespace
+
+Evaluation evaluate_embeddings(const Points& points, const std::vector<int64_t>& labels,
+                               const EvaluationOptions& options) {
+  Evaluation e;
+  e.metric = points.metric;
+  e.n = points.n;
+  e.classes = static_cast<int64_t>(group_by_label(labels).classes.size());
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+
+  auto start = std::chrono::steady_clock::now();
+  e.retrieval = evaluate_retrieval(points, labels, options.retrieval);
+  e.seconds_retrieval = seconds_since(start);
+
+  e.nmi = nan;
+  if (options.clustering && points.n > 0) {
+    start = std::chrono::steady_clock::now();
+    KMeansOptions k;
+    k.k = e.classes;
+    k.seed = options.kmeans_seed;
+    k.max_iterations = options.kmeans_iterations;
+    const KMeansResult clusters = kmeans(points, k);
+    e.nmi = normalized_mutual_info(labels, clusters.assignment);
+    e.kmeans_iterations = clusters.iterations;
+    e.kmeans_converged = clusters.converged;
+    e.seconds_clustering = seconds_since(start);
+  }
+
+  e.spread.intra = e.spread.inter = e.spread.ratio = nan;
+  if (options.spread) {
+    start = std::chrono::steady_clock::now();
+    e.spread = embedding_spread(points, labels);
+    e.seconds_spread = seconds_since(start);
+  }
+  return e;
+}
+
+nlohmann::ordered_json metrics_json(const Evaluation& e) {
+  nlohmann::ordered_json j = nlohmann::ordered_json::object();
+  for (size_t i = 0; i < e.retrieval.ks.size(); ++i) {
+    j["recall@" + std::to_string(e.retrieval.ks[i])] = number_or_null(e.retrieval.recall[i]);
+  }
+  j["map"] = number_or_null(e.retrieval.map);
+  j["map_at_r10"] = number_or_null(e.retrieval.map_at_r10);
+  j["map_at_r"] = number_or_null(e.retrieval.map_at_r);
+  j["nmi"] = number_or_null(e.nmi);
+  j["pi_ratio"] = number_or_null(e.spread.ratio);
+  return j;
+}
+
+}  // namespace metrics

@@ -1,0 +1,45 @@
+// Every benign metric of one embedding set in one call: what `dml metrics` prints and what an
+// evaluation after training logs (SPEC §7). Retrieval (retrieval.h), NMI from seeded k-means++
+// (clustering.h) and pi_ratio (spread.h), all on the same prepared points.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "metrics/clustering.h"
+#include "metrics/distance.h"
+#include "metrics/retrieval.h"
+#include "metrics/spread.h"
+
+namespace metrics {
+
+struct EvaluationOptions {
+  RetrievalOptions retrieval;  // ks and tiling
+  uint64_t kmeans_seed = 0;
+  int64_t kmeans_iterations = 25;
+  bool clustering = true;  // NMI (k-means: the slowest part after the ranking on large sets)
+  bool spread = true;      // pi_ratio
+};
+
+struct Evaluation {
+  Metric metric = Metric::N;
+  int64_t n = 0;
+  int64_t classes = 0;
+  RetrievalResult retrieval;
+  double nmi = 0.0;  // NaN when not computed
+  int64_t kmeans_iterations = 0;
+  bool kmeans_converged = false;
+  Spread spread;
+  double seconds_retrieval = 0.0, seconds_clustering = 0.0, seconds_spread = 0.0;
+};
+
+Evaluation evaluate_embeddings(const Points& points, const std::vector<int64_t>& labels,
+                               const EvaluationOptions& options = {});
+
+// {"recall@1": .., "recall@2": .., ..., "map": .., "map_at_r10": .., "map_at_r": .., "nmi": ..,
+//  "pi_ratio": ..} in this order: fractions in [0, 1] (pi_ratio unbounded); NaN becomes null.
+nlohmann::ordered_json metrics_json(const Evaluation& evaluation);
+
+}  // namespace metrics

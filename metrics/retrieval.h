@@ -1,0 +1,72 @@
+// Retrieval metrics over the full ranking (SPEC §7; robrank-spec §7; PML AccuracyCalculator).
+//
+// Query set = gallery = the set. For query q the ranking is every item j != q (self excluded BY
+// INDEX) in ascending (key(q, j), j) order: by distance, an exact tie goes to the smaller index.
+// Its relevant items are those with q's label. With pos_1 < pos_2 < ... < pos_R their 1-based
+// positions in the ranking (R = number of same-label items other than q):
+//
+//   recall@K    1 if pos_1 <= K, else 0     (DML "Recall@K"; PML precision@1 is recall@1)
+//   map         (1/R) sum_{k=1..R} k / pos_k                AP over the full ranking
+//   map_at_r    (1/R) sum_{k: pos_k <= R} k / pos_k         PML mean_average_precision_at_r
+//   map_at_r10  (1/10) sum_{k: pos_k <= 10} k / pos_k       robrank's fixed R = 10: the sum of
+//               precision@i over the relevant i <= 10, divided by 10 even when R < 10
+//
+// Every metric is the mean over queries that have at least one relevant item; queries without one
+// ("lone" labels) are left out and counted, as PML does (robrank has no special case for them).
+//
+// Whole-set algorithm (evaluate_retrieval): queries in blocks of B rows; for a block, the keys to
+// all N items (B x N floats, tiled GEMMs, distance.h), then per query, without sorting the row:
+//   1. gather the R relevant (key, index) pairs and sort them: t_1 <= ... <= t_R    O(R log R)
+//   2. for every other item j, p(j) = #{relevant r : (t_r, r) <= (key_j, j)} by binary search;
+//      items beyond t_R are skipped with one comparison                            O(N log R)
+//   3. j precedes the k-th relevant item iff p(j) < k, so with hist[p] = #{j : p(j) = p},
+//      pos_k = 1 + sum_{p < k} hist[p]                                            O(R)
+// Cost: 2 N^2 d FLOPs of GEMM (the floor) + N^2 log2(R) comparisons at most. Memory: B x N floats
+// for the block (B = memory_budget_bytes / 4N, at most 1024) + O(N) per thread; never N x N.
+// Parallelization: OpenMP over gallery chunks for the GEMM, over the block's queries for ranking.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "metrics/distance.h"
+
+namespace metrics {
+
+// ---- one query, from its row of keys (what the hand-computed tests exercise) ----
+
+// 1-based positions, ascending, of items `relevant` (indices, not containing `query`) in the
+// ranking of query `query` given keys[0..n) = key(query, j).
+std::vector<int64_t> relevant_positions(const float* keys, int64_t n, int64_t query,
+                                        const std::vector<int64_t>& relevant);
+bool hit_at_k(const std::vector<int64_t>& positions, int64_t k);
+// (1/R) sum over all relevant of k/pos_k; 0 when there is none.
+double average_precision(const std::vector<int64_t>& positions);
+// (1/r) sum over relevant with pos_k <= r of k/pos_k: r = 10 is map_at_r10, r = R is map_at_r.
+double average_precision_at(const std::vector<int64_t>& positions, int64_t r);
+
+// ---- the whole set ----
+
+struct RetrievalOptions {
+  std::vector<int64_t> ks = {1, 2, 4};
+  int64_t query_block = 0;  // rows per block; 0 = from memory_budget_bytes
+  int64_t memory_budget_bytes = int64_t{64} << 20;
+  int64_t gallery_block = 4096;  // columns per GEMM tile
+};
+
+struct RetrievalResult {
+  std::vector<int64_t> ks;
+  std::vector<double> recall;  // one per K, fraction in [0, 1]
+  double map = 0.0;
+  double map_at_r10 = 0.0;
+  double map_at_r = 0.0;
+  int64_t queries = 0;       // queries with at least one relevant item (the means' divisor)
+  int64_t lone_queries = 0;  // queries left out: no other item has their label
+  int64_t query_block = 0;   // the block size used
+};
+
+// labels.size() must equal points.n; ks must be >= 1. All means are NaN when every query is lone.
+RetrievalResult evaluate_retrieval(const Points& points, const std::vector<int64_t>& labels,
+                                   const RetrievalOptions& options = {});
+
+}  // namespace metrics

@@ -1,0 +1,185 @@
+// safetensors load/save of any model (contract in weights.h).
+#include "models/weights.h"
+
+#include <cctype>
+#include <cmath>
+#include <sstream>
+#include <vector>
+
+#include "engine/io/safetensors.h"
+#include "engine/nn/batch_norm.h"
+#include "kernels/common/check.h"
+#include "models/model.h"
+
+namespace models {
+
+namespace nn = engine::nn;
+using engine::Tensor;
+
+namespace {
+
+bool ends_with(const std::string& text, const std::string& suffix) {
+  return text.size() >= suffix.size() &&
+         text.compare(text.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+bool starts_with(const std::string& text, const std::string& prefix) {
+  return text.compare(0, prefix.size(), prefix) == 0;
+}
+
+// "aux_bn<N>" with N a positive decimal without leading zero -> N, else 0.
+long mdprop_branch(const std::string& component) {
+  const std::string stem = "aux_bn";
+  if (!starts_with(component, stem) || component.size() == stem.size()) return 0;
+  if (component[stem.size()] == '0') return 0;
+  long n = 0;
+  for (size_t i = stem.size(); i < component.size(); ++i) {
+    if (!std::isdigit(static_cast<unsigned char>(component[i])) || n > 100000) return 0;
+    n = 10 * n + (component[i] - '0');
+  }
+  return n;
+}
+
+std::string join(const std::vector<std::string>& items) {
+  std::string out;
+  for (const std::string& item : items) out += (out.empty() ? "" : ", ") + item;
+  return out;
+}
+
+// First non-finite element of a floating tensor, or -1.
+int64_t first_non_finite(const Tensor& t) {
+  if (!engine::is_floating(t.dtype())) return -1;
+  Tensor c = t.device().is_cpu() ? t.contiguous() : t.to(engine::Device::cpu());
+  for (int64_t i = 0; i < c.numel(); ++i) {
+    double v = c.dtype() == engine::DType::F32 ? double(c.data<float>()[i]) : c.data<double>()[i];
+    if (!std::isfinite(v)) return i;
+  }
+  return -1;
+}
+
+// Adds branch-0 copies under aux_bn.<k-1>. for every BN of `model` whose entries in `state`
+// name no aux branch (WeightLoadOptions::aux_from_main).
+void fill_aux_from_main(nn::Module& model, nn::StateDict& state) {
+  for (const auto& entry : model.named_modules()) {
+    auto* bn = dynamic_cast<nn::BatchNorm*>(entry.second);
+    if (bn == nullptr || bn->branches() == 1) continue;
+    const std::string prefix = entry.first.empty() ? "" : entry.first + ".";
+    bool has_aux = false;
+    for (const auto& item : state) has_aux = has_aux || starts_with(item.first, prefix + "aux_bn.");
+    if (has_aux) continue;
+    for (const char* field :
+         {"weight", "bias", "running_mean", "running_var", "num_batches_tracked"}) {
+      if (!state.contains(prefix + field)) continue;
+      for (int64_t k = 1; k < bn->branches(); ++k) {
+        state.set(prefix + "aux_bn." + std::to_string(k - 1) + "." + field,
+                  state.at(prefix + field));
+      }
+    }
+  }
+}
+
+}  // namespace
+
+std::string canonical_weight_name(const std::string& name) {
+  std::string out;
+  size_t begin = 0;
+  while (true) {
+    size_t end = name.find('.', begin);
+    std::string component = name.substr(begin, end == std::string::npos ? end : end - begin);
+    long branch = mdprop_branch(component);
+    out += branch > 0 ? "aux_bn." + std::to_string(branch - 1) : component;
+    if (end == std::string::npos) break;
+    out += '.';
+    begin = end + 1;
+  }
+  return out;
+}
+
+void load_weights(nn::Module& model, const std::map<std::string, Tensor>& tensors,
+                  const std::string& source, const WeightLoadOptions& options) {
+  std::vector<std::string> aliased, missing, unexpected, mis_shaped, mis_typed, non_finite;
+
+  // 1. Canonical names; two spellings of one branch would silently pick one, so refuse.
+  nn::StateDict state;
+  std::map<std::string, std::string> spelled;  // canonical -> name in the file
+  for (const auto& entry : tensors) {
+    std::string name = canonical_weight_name(entry.first);
+    if (state.contains(name)) {
+      aliased.push_back("'" + spelled[name] + "' and '" + entry.first + "'");
+      continue;
+    }
+    spelled[name] = entry.first;
+    state.insert(name, entry.second);
+  }
+  if (options.aux_from_main) fill_aux_from_main(model, state);
+
+  // 2. Compare with the model's own state, collecting every problem before failing.
+  nn::StateDict expected = model.state_dict();
+  size_t matched = 0;  // entries present with the right shape, for the hint below
+  for (const auto& entry : expected) {
+    const std::string& name = entry.first;
+    if (!state.contains(name)) {
+      if (!ends_with(name, "num_batches_tracked")) missing.push_back("'" + name + "'");
+      continue;
+    }
+    const Tensor& value = state.at(name);
+    const std::string shown = "'" + spelled[name] + "'";
+    if (value.shape() != entry.second.shape()) {
+      mis_shaped.push_back(shown + " (model " + engine::shape_str(entry.second.shape()) +
+                           ", file " + engine::shape_str(value.shape()) + ")");
+      continue;
+    }
+    ++matched;
+    if (engine::is_floating(entry.second.dtype()) && !engine::is_floating(value.dtype())) {
+      mis_typed.push_back(shown + " (integer data for a floating-point tensor)");
+    } else if (int64_t bad = first_non_finite(value); bad >= 0) {
+      std::ostringstream where;
+      where << shown << " (element " << bad << ")";
+      non_finite.push_back(where.str());
+    }
+  }
+  for (const auto& entry : state) {
+    if (!expected.contains(entry.first)) unexpected.push_back("'" + spelled[entry.first] + "'");
+  }
+
+  if (!aliased.empty() || !missing.empty() || !unexpected.empty() || !mis_shaped.empty() ||
+      !mis_typed.empty() || !non_finite.empty()) {
+    std::ostringstream message;
+    auto* named = dynamic_cast<Model*>(&model);
+    message << "weights " << source << " do not match the model"
+            << (named ? " " + named->name() + " (embedding_dim " +
+                            std::to_string(named->embedding_dim()) + ", bn_branches " +
+                            std::to_string(named->bn_branches()) + ")"
+                      : std::string());
+    auto section = [&](const char* title, const std::vector<std::string>& items) {
+      if (!items.empty())
+        message << "\n  " << title << " (" << items.size() << "): " << join(items);
+    };
+    section("one branch named twice", aliased);
+    section("missing keys", missing);
+    section("unexpected keys", unexpected);
+    section("mis-shaped keys", mis_shaped);
+    section("wrong dtype", mis_typed);
+    section("non-finite values", non_finite);
+    if (2 * matched < expected.size()) {
+      message << "\n  (only " << matched << " of the model's " << expected.size()
+              << " entries match: is this file for another model or embedding dimension?)";
+    }
+    engine::fail(message.str());
+  }
+  model.load_state_dict(state);
+}
+
+void load_weights(nn::Module& model, const std::string& path, const WeightLoadOptions& options) {
+  load_weights(model, engine::load_safetensors(path), path, options);
+}
+
+void save_weights(const nn::Module& model, const std::string& path,
+                  std::map<std::string, std::string> metadata) {
+  std::map<std::string, Tensor> tensors;
+  for (const auto& entry : model.state_dict()) tensors[entry.first] = entry.second;
+  metadata.emplace("format", "pt");
+  engine::save_safetensors(path, tensors, metadata);
+}
+
+}  // namespace models

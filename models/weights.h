@@ -1,0 +1,49 @@
+// Model weights as safetensors files (engine/io/safetensors.h; SPEC §4).
+//
+// Names are the model's state_dict keys: exactly torchvision's for the ResNets (conv1.weight,
+// bn1.running_mean, layer2.0.downsample.1.weight, fc.bias, ...), conv1/conv2/fc1/fc2 (+ bn1..bn3)
+// for C2F2, and `<bn>.aux_bn.<k-1>.{weight,bias,running_mean,running_var,num_batches_tracked}`
+// for BN branches k >= 1 (timm's SplitBatchNorm2d spelling). So a torchvision checkpoint
+// converted with one line of Python (safetensors.torch.save_file(model.state_dict(), path))
+// loads unchanged, and our files load in PyTorch.
+//
+// Loading accepts:
+//   * MDProp's branch names: `<bn>.aux_bn1.X` -> `<bn>.aux_bn.0.X`, `<bn>.aux_bn2.X` ->
+//     `<bn>.aux_bn.1.X` (aux_bnN -> aux_bn.<N-1>); a file naming one branch both ways is an error;
+//   * missing `num_batches_tracked` (pre-1.0 torchvision checkpoints lack it);
+//   * F32, F64, F16, BF16 tensors for floating parameters (converted to the model's dtype).
+// Everything else that does not match is reported in ONE engine::Error naming the file and every
+// missing, unexpected, mis-shaped, wrongly typed (integer data for a floating tensor) and
+// non-finite key; the model is left untouched then.
+#pragma once
+
+#include <map>
+#include <string>
+
+#include "engine/nn/module.h"
+
+namespace models {
+
+// "layer1.0.bn1.aux_bn2.weight" -> "layer1.0.bn1.aux_bn.1.weight"; other names unchanged.
+std::string canonical_weight_name(const std::string& name);
+
+struct WeightLoadOptions {
+  // For a K-branch model loading a file without aux branches (e.g. ImageNet weights into an
+  // MDProp model): a BN whose file entries have no aux_bn.* key at all gets branch 0's values
+  // copied into every aux branch (MDProp's initialization) instead of "missing key" errors.
+  bool aux_from_main = false;
+};
+
+// Reads `path` (names canonicalized) and loads it into `model` as described above.
+void load_weights(engine::nn::Module& model, const std::string& path,
+                  const WeightLoadOptions& options = {});
+// The same from tensors already in memory; `source` names them in errors (e.g. the path).
+void load_weights(engine::nn::Module& model, const std::map<std::string, engine::Tensor>& tensors,
+                  const std::string& source, const WeightLoadOptions& options = {});
+
+// Writes every state_dict entry (num_batches_tracked as I64 scalars, floats as F32 or F64 as
+// held) atomically; metadata gets "format": "pt" unless given.
+void save_weights(const engine::nn::Module& model, const std::string& path,
+                  std::map<std::string, std::string> metadata = {});
+
+}  // namespace models

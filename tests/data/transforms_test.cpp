@@ -1,0 +1,182 @@
+// Image decoding and the resize / crop / flip transforms, against values worked out by hand.
+#include <stb/stb_image_write.h>
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "data/transforms.h"
+#include "tests/io/io_test_util.h"
+
+using Catch::Contains;
+using engine::Tensor;
+
+namespace {
+
+// A [C, H, W] image with pixel (c, y, x) = (c * 65536 + y * 256 + x) / 2^20: exact in f32 and
+// different everywhere, so any crop offset or flip shows.
+Tensor coordinate_image(int64_t c, int64_t h, int64_t w) {
+  std::vector<double> values;
+  for (int64_t k = 0; k < c; ++k) {
+    for (int64_t y = 0; y < h; ++y) {
+      for (int64_t x = 0; x < w; ++x) values.push_back(double(k * 65536 + y * 256 + x) / 1048576.0);
+    }
+  }
+  return Tensor::from_vector(values, {c, h, w});
+}
+
+double coordinate(int64_t c, int64_t y, int64_t x) {
+  return double(c * 65536 + y * 256 + x) / 1048576.0;
+}
+
+double at(const Tensor& t, int64_t c, int64_t y, int64_t x) {
+  return t.to_vector()[static_cast<std::size_t>((c * t.size(1) + y) * t.size(2) + x)];
+}
+
+}  // namespace
+
+TEST_CASE("decode image: PNG bytes become RGB [3, H, W] = byte / 255", "[data]") {
+  test::TempDir dir;
+  // 2x1 RGB image: pixel (0,0) = (255, 0, 51), pixel (0,1) = (102, 153, 204).
+  const std::vector<uint8_t> rgb = {255, 0, 51, 102, 153, 204};
+  REQUIRE(stbi_write_png(dir.file("a.png").c_str(), 2, 1, 3, rgb.data(), 6) != 0);
+  const Tensor x = data::decode_image(dir.file("a.png"));
+  CHECK(x.shape() == engine::Shape{3, 1, 2});
+  // CHW order: R plane (255, 102), G plane (0, 153), B plane (51, 204); /255 -> 1, .4, 0, .6, .2,
+  // .8
+  const std::vector<double> expected = {1.0, 0.4, 0.0, 0.6, 0.2, 0.8};
+  const std::vector<double> got = x.to_vector();
+  for (std::size_t i = 0; i < expected.size(); ++i)
+    CHECK(got[i] == Approx(expected[i]).epsilon(1e-7));
+
+  // A grey PNG is replicated into three channels.
+  const std::vector<uint8_t> grey = {0, 255};
+  REQUIRE(stbi_write_png(dir.file("g.png").c_str(), 1, 2, 1, grey.data(), 1) != 0);
+  CHECK(data::decode_image(dir.file("g.png")).to_vector() == std::vector<double>{0, 1, 0, 1, 0, 1});
+}
+
+TEST_CASE("decode image: a JPEG of one colour decodes to that colour", "[data]") {
+  test::TempDir dir;
+  // 16x16 (two 8x8 blocks per side) of RGB (200, 100, 50): a flat block has only a DC term, so
+  // the JPEG round trip is exact up to rounding (we allow 2/255).
+  std::vector<uint8_t> rgb;
+  for (int i = 0; i < 16 * 16; ++i) rgb.insert(rgb.end(), {200, 100, 50});
+  REQUIRE(stbi_write_jpg(dir.file("c.jpg").c_str(), 16, 16, 3, rgb.data(), 95) != 0);
+  const Tensor x = data::decode_image(dir.file("c.jpg"));
+  REQUIRE(x.shape() == engine::Shape{3, 16, 16});
+  CHECK(at(x, 0, 5, 9) == Approx(200.0 / 255.0).margin(2.0 / 255.0));
+  CHECK(at(x, 1, 15, 0) == Approx(100.0 / 255.0).margin(2.0 / 255.0));
+  CHECK(at(x, 2, 0, 15) == Approx(50.0 / 255.0).margin(2.0 / 255.0));
+}
+
+TEST_CASE("decode image errors: empty, garbage, truncated and missing files are named", "[data]") {
+  test::TempDir dir;
+  test::write_bytes(dir.file("empty.jpg"), {});
+  REQUIRE_THROWS_WITH(data::decode_image(dir.file("empty.jpg")), Contains(dir.file("empty.jpg")));
+  test::write_bytes(dir.file("junk.jpg"), test::bytes_of("definitely not an image"));
+  REQUIRE_THROWS_WITH(data::decode_image(dir.file("junk.jpg")),
+                      Contains(dir.file("junk.jpg")) && Contains("cannot decode"));
+  std::vector<uint8_t> rgb(64 * 64 * 3, 100);
+  REQUIRE(stbi_write_png(dir.file("cut.png").c_str(), 64, 64, 3, rgb.data(), 64 * 3) != 0);
+  std::vector<uint8_t> png = test::read_bytes(dir.file("cut.png"));
+  png.resize(png.size() / 2);
+  test::write_bytes(dir.file("cut.png"), png);
+  REQUIRE_THROWS_WITH(data::decode_image(dir.file("cut.png")), Contains(dir.file("cut.png")));
+  REQUIRE_THROWS_WITH(data::decode_image(dir.file("none.png")), Contains(dir.file("none.png")));
+}
+
+TEST_CASE("resize: same size is the identity", "[data]") {
+  const Tensor x = coordinate_image(2, 5, 7);
+  CHECK(data::resize_bilinear(x, 5, 7).to_vector() == x.to_vector());
+}
+
+TEST_CASE("resize: enlarging 2 -> 4 is bilinear with half-pixel centers", "[data]") {
+  // Output centers (i + 0.5) / 2 - 0.5 in input pixels: -0.25, 0.25, 0.75, 1.25 -> clamped
+  // [v0, 0.75 v0 + 0.25 v1, 0.25 v0 + 0.75 v1, v1]. Row (0.2, 0.6) -> (0.2, 0.3, 0.5, 0.6).
+  const Tensor x = Tensor::from_vector({0.2, 0.6}, {1, 1, 2});
+  const std::vector<double> y = data::resize_bilinear(x, 1, 4).to_vector();
+  const std::vector<double> expected = {0.2, 0.3, 0.5, 0.6};
+  for (int i = 0; i < 4; ++i) CHECK(y[i] == Approx(expected[i]).epsilon(1e-6));
+}
+
+TEST_CASE("resize: shrinking 4 -> 2 widens the triangle filter (antialiasing)", "[data]") {
+  // scale 2: the filter's half-width is 2 input pixels. Output 0 has center 1.0; input pixels
+  // 0, 1, 2 (centers 0.5, 1.5, 2.5) lie 0.25, 0.25, 0.75 filter units away: weights 0.75, 0.75,
+  // 0.25, sum 1.75. Output 1 (center 3.0): pixels 1, 2, 3 with weights 0.25, 0.75, 0.75.
+  // Row (0, 0.1, 0.2, 0.3): out0 = (0.075 + 0.05) / 1.75 = 0.0714286,
+  //                         out1 = (0.025 + 0.15 + 0.225) / 1.75 = 0.2285714.
+  const Tensor x = Tensor::from_vector({0.0, 0.1, 0.2, 0.3}, {1, 1, 4});
+  const std::vector<double> y = data::resize_bilinear(x, 1, 2).to_vector();
+  CHECK(y[0] == Approx(0.125 / 1.75).epsilon(1e-6));
+  CHECK(y[1] == Approx(0.4 / 1.75).epsilon(1e-6));
+  // The same filter applies along y: a 4x1 column gives the same two values.
+  const std::vector<double> col = data::resize_bilinear(x.reshape({1, 4, 1}), 2, 1).to_vector();
+  CHECK(col[0] == Approx(y[0]).epsilon(1e-6));
+  CHECK(col[1] == Approx(y[1]).epsilon(1e-6));
+}
+
+TEST_CASE("center crop: 256 -> 224 takes rows and columns 16..239", "[data]") {
+  const Tensor x = coordinate_image(3, 256, 256);
+  const Tensor y = data::center_crop(x, 224);
+  REQUIRE(y.shape() == engine::Shape{3, 224, 224});
+  CHECK(at(y, 0, 0, 0) == coordinate(0, 16, 16));
+  CHECK(at(y, 1, 10, 200) == coordinate(1, 26, 216));
+  CHECK(at(y, 2, 223, 223) == coordinate(2, 239, 239));
+  // Test transform of a 256x256 image: the resize is the identity, then the same crop.
+  data::ImageTransform test_transform;
+  engine::Generator gen(0);
+  CHECK(test_transform.apply(x, gen).to_vector() == y.to_vector());
+}
+
+TEST_CASE("center crop: offsets round half to even, as Python's round()", "[data]") {
+  // (8 - 3) / 2 = 2.5 -> 2; (6 - 3) / 2 = 1.5 -> 2; (7 - 3) / 2 = 2 -> 2.
+  CHECK(at(data::center_crop(coordinate_image(1, 8, 8), 3), 0, 0, 0) == coordinate(0, 2, 2));
+  CHECK(at(data::center_crop(coordinate_image(1, 6, 6), 3), 0, 0, 0) == coordinate(0, 2, 2));
+  CHECK(at(data::center_crop(coordinate_image(1, 7, 9), 3), 0, 0, 0) == coordinate(0, 2, 3));
+}
+
+TEST_CASE("hflip and crop: hand-checked pixels, bad windows are errors", "[data]") {
+  const Tensor x = Tensor::from_vector({1, 2, 3, 4, 5, 6}, {1, 2, 3});
+  CHECK(data::hflip(x).to_vector() == std::vector<double>{3, 2, 1, 6, 5, 4});
+  CHECK(data::crop(x, 1, 1, 1, 2).to_vector() == std::vector<double>{5, 6});
+  REQUIRE_THROWS_WITH(data::crop(x, 1, 2, 1, 2), Contains("crop") && Contains("does not fit"));
+  REQUIRE_THROWS_WITH(data::center_crop(x, 3), Contains("center_crop"));
+}
+
+TEST_CASE("random crop + flip: a crop of the input at the drawn offsets, flipped iff drawn",
+          "[data]") {
+  const Tensor x = coordinate_image(2, 9, 11);
+  std::set<int64_t> tops, lefts;
+  std::set<bool> flips;
+  for (uint64_t seed = 0; seed < 200; ++seed) {
+    engine::Generator gen(seed), copy(seed);
+    const Tensor y = data::random_crop_flip(x, 5, gen);
+    CHECK(gen.offset == 1);  // one Philox block per image
+    const data::CropFlip d = data::draw_crop_flip(9, 11, 5, copy);
+    REQUIRE(d.top >= 0);
+    REQUIRE(d.top <= 4);
+    REQUIRE(d.left >= 0);
+    REQUIRE(d.left <= 6);
+    const Tensor expected = d.flip ? data::hflip(data::crop(x, d.top, d.left, 5, 5))
+                                   : data::crop(x, d.top, d.left, 5, 5);
+    REQUIRE(y.to_vector() == expected.to_vector());
+    tops.insert(d.top);
+    lefts.insert(d.left);
+    flips.insert(d.flip);
+  }
+  CHECK(tops.size() == 5);   // every offset 0..4 occurs in 200 draws
+  CHECK(lefts.size() == 7);  // 0..6
+  CHECK(flips.size() == 2);
+}
+
+TEST_CASE("train transform: [3, 224, 224] from any size, same generator -> same pixels", "[data]") {
+  const Tensor x = coordinate_image(3, 30, 40);
+  data::ImageTransform train;
+  train.train = true;
+  engine::Generator a(7), b(7);
+  const Tensor ya = train.apply(x, a), yb = train.apply(x, b);
+  CHECK(ya.shape() == engine::Shape{3, 224, 224});
+  CHECK(ya.to_vector() == yb.to_vector());
+}

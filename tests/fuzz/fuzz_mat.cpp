@@ -1,0 +1,13 @@
+// libFuzzer target: the MATLAB v5 reader used for CARS196's cars_annos.mat (SPEC §13).
+#include <cstddef>
+#include <cstdint>
+
+#include "data/mat_file.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  try {
+    data::parse_mat(data, size, "fuzz-input");
+  } catch (const engine::Error&) {
+  }
+  return 0;
+}

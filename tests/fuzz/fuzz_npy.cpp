@@ -1,0 +1,13 @@
+// libFuzzer target: the .npy parser (SPEC §13).
+#include <cstddef>
+#include <cstdint>
+
+#include "engine/io/npy.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  try {
+    engine::parse_npy(data, size, "fuzz-input");
+  } catch (const engine::Error&) {
+  }
+  return 0;
+}

@@ -1,0 +1,78 @@
+#include <catch2/catch.hpp>
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "engine/io/npy.h"
+#include "metrics/evaluate.h"
+#include "metrics/labels.h"
+#include "tests/io/io_test_util.h"
+#include "tests/metrics/metrics_test_util.h"
+
+using metrics::Metric;
+
+TEST_CASE("evaluate: json keys, order and values of the hand-computed set") {
+  // The set of "recall@k: hand-computed set, metric E" (retrieval_test.cpp): recall@1 = 0,
+  // recall@2 = 0.6, map = 0.45, map_at_r10 = 11/150, map_at_r = 0.1. Classes A = {0, 3, 8} and
+  // B = {1, 4}: pi_intra = (mean(3, 8, 5) + 3) / 2 = (16/3 + 3) / 2 = 25/6; means 11/3 and 5/2
+  // are 7/6 apart -> pi_ratio = (25/6) / (7/6) = 25/7.
+  metrics::EvaluationOptions options;
+  options.retrieval.ks = {1, 2};
+  const metrics::Evaluation e = metrics::evaluate_embeddings(
+      test::points_from({0, 1, 3, 4, 8}, 1, Metric::E), {0, 1, 0, 1, 0}, options);
+  const nlohmann::ordered_json j = metrics::metrics_json(e);
+  std::vector<std::string> keys;
+  for (const auto& item : j.items()) keys.push_back(item.key());
+  CHECK(keys == std::vector<std::string>{"recall@1", "recall@2", "map", "map_at_r10", "map_at_r",
+                                         "nmi", "pi_ratio"});
+  CHECK(j["recall@1"].get<double>() == 0.0);
+  CHECK(j["recall@2"].get<double>() == Approx(0.6).epsilon(1e-12));
+  CHECK(j["map"].get<double>() == Approx(0.45).epsilon(1e-12));
+  CHECK(j["map_at_r10"].get<double>() == Approx(11.0 / 150.0).epsilon(1e-12));
+  CHECK(j["map_at_r"].get<double>() == Approx(0.1).epsilon(1e-12));
+  CHECK(j["pi_ratio"].get<double>() == Approx(25.0 / 7.0).epsilon(1e-6));
+  const double nmi = j["nmi"].get<double>();
+  CHECK(nmi >= 0.0);
+  CHECK(nmi <= 1.0);
+  CHECK(e.classes == 2);
+}
+
+TEST_CASE("evaluate: undefined values become null in json") {
+  // Every label distinct: no query has a relevant item and no class has a pair.
+  const metrics::Evaluation e =
+      metrics::evaluate_embeddings(test::points_from({0, 1, 3}, 1, Metric::E), {0, 1, 2});
+  const nlohmann::ordered_json j = metrics::metrics_json(e);
+  CHECK(j["map"].is_null());
+  CHECK(j["recall@1"].is_null());
+  CHECK(j["pi_ratio"].is_null());
+  CHECK(j["nmi"].get<double>() == Approx(1.0));  // k = 3 singletons: a perfect partition
+}
+
+TEST_CASE("evaluate: labels from i64, i32 and u8 .npy files; errors name the file") {
+  test::TempDir dir;
+  // Labels [2, 0, 2] stored as each integer dtype dml metrics accepts.
+  const std::vector<std::pair<engine::NpyDType, std::vector<uint8_t>>> files = {
+      {engine::NpyDType::I64,
+       {2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0}},
+      {engine::NpyDType::I32, {2, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0}},
+      {engine::NpyDType::U8, {2, 0, 2}}};
+  for (const auto& [dtype, bytes] : files) {
+    const std::string path = dir.file("labels_" + std::to_string(bytes.size()) + ".npy");
+    engine::write_npy(path, engine::NpyArray{dtype, {3}, bytes});
+    CHECK(metrics::labels_from_tensor(engine::load_npy(path), 3, path) ==
+          std::vector<int64_t>{2, 0, 2});
+  }
+  const std::string floats = dir.file("float_labels.npy");
+  engine::save_npy(floats, engine::Tensor::from_vector({1, 2, 3}, {3}));
+  CHECK_THROWS_WITH(metrics::labels_from_tensor(engine::load_npy(floats), 3, floats),
+                    Catch::Contains("float_labels.npy") && Catch::Contains("integers"));
+  const std::string u8 = dir.file("labels_3.npy");
+  CHECK_THROWS_WITH(metrics::labels_from_tensor(engine::load_npy(u8), 4, u8),
+                    Catch::Contains("3 labels for 4 embeddings"));
+  CHECK_THROWS_WITH(
+      metrics::labels_from_tensor(engine::Tensor::from_indices({1, 2}, {1, 2}), 2, "L.npy"),
+      Catch::Contains("L.npy: labels must be 1-D"));
+  CHECK_THROWS_WITH(metrics::make_points(engine::Tensor::zeros({4}), Metric::N, "E.npy"),
+                    Catch::Contains("E.npy: embeddings must be 2-D"));
+}

@@ -1,0 +1,106 @@
+// CPU and CUDA embeddings of the same weights agree (skipped without a GPU).
+//
+// Tolerance: f32 on both devices, but different summation orders in every conv/GEMM (reductions
+// of up to 3 * 3 * 512 = 4608 terms) compound through the layers; 1e-3 relative to the largest
+// embedding entry is far below any retrieval-relevant difference and far above order noise.
+#include <catch2/catch.hpp>
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine/device.h"
+#include "engine/nn/nn.h"
+#include "engine/random.h"
+#include "models/embed.h"
+#include "models/registry.h"
+#include "models/weights.h"
+#include "tests/support/allclose.h"
+#include "tests/support/cuda_guard.h"
+
+using engine::Tensor;
+namespace nn = engine::nn;
+
+namespace {
+
+std::shared_ptr<models::Model> build(const std::string& name, int64_t dim, int64_t k = 1) {
+  models::ModelConfig config;
+  config.name = name;
+  config.embedding_dim = dim;
+  config.bn_branches = k;
+  engine::Generator gen(41);
+  auto model = models::build_model(config, gen);
+  // Non-trivial BN statistics so the eval path is really exercised.
+  engine::Generator stats(42);
+  for (nn::BatchNorm* bn : nn::batch_norm_layers(*model)) {
+    const engine::Shape shape = bn->weight().shape();
+    Tensor(bn->running_mean()).copy_(engine::uniform(shape, -0.2, 0.2, stats));
+    Tensor(bn->running_var()).copy_(engine::uniform(shape, 0.5, 1.5, stats));
+    Tensor(bn->weight()).copy_(engine::uniform(shape, 0.5, 1.5, stats));
+  }
+  return model;
+}
+
+void require_cpu_cuda_agree(const std::string& name, const engine::Shape& image_shape) {
+  INFO(name);
+  auto model = build(name, 32);
+  engine::Generator gen(43);
+  engine::Shape shape = {5};
+  shape.insert(shape.end(), image_shape.begin(), image_shape.end());
+  Tensor images = engine::uniform(shape, 0.0, 1.0, gen);
+  models::EmbedOptions options;
+  options.batch_size = 3;
+  Tensor cpu = models::embed(*model, images, options);
+  model->to(engine::Device::cuda());
+  REQUIRE(models::module_device(*model).is_cuda());
+  Tensor cuda = models::embed(*model, images, options);  // images move batch by batch
+  REQUIRE(cuda.device().is_cpu());
+  double largest = 0;
+  for (double v : cpu.to_vector()) largest = std::max(largest, std::fabs(v));
+  test::require_close(cuda, cpu, 1e-3 * largest, 1e-3, name + " cuda vs cpu");
+}
+
+}  // namespace
+
+TEST_CASE("models cuda: c2f2 embeddings match the CPU", "[models][cuda]") {
+  REQUIRE_CUDA_OR_SKIP();
+  require_cpu_cuda_agree("c2f2", {1, 28, 28});
+}
+
+TEST_CASE("models cuda: c2f2-bn embeddings match the CPU", "[models][cuda]") {
+  REQUIRE_CUDA_OR_SKIP();
+  require_cpu_cuda_agree("c2f2-bn", {1, 28, 28});
+}
+
+TEST_CASE("models cuda: resnet18 embeddings match the CPU", "[models][cuda]") {
+  REQUIRE_CUDA_OR_SKIP();
+  require_cpu_cuda_agree("resnet18", {3, 64, 64});
+}
+
+TEST_CASE("models cuda: resnet50 embeddings match the CPU", "[models][cuda]") {
+  REQUIRE_CUDA_OR_SKIP();
+  require_cpu_cuda_agree("resnet50", {3, 64, 64});
+}
+
+TEST_CASE("models cuda: weights saved from a CUDA model load on the CPU", "[models][cuda]") {
+  REQUIRE_CUDA_OR_SKIP();
+  auto model = build("c2f2-bn", 8, 2);
+  nn::StateDict before = model->state_dict();
+  std::map<std::string, Tensor> copies;
+  for (const auto& entry : before) copies[entry.first] = entry.second.clone();
+  model->to(engine::Device::cuda());
+  const std::string path = "/tmp/models_cuda_test_" + std::to_string(::getpid()) + ".safetensors";
+  models::save_weights(*model, path);
+  auto fresh = build("c2f2-bn", 8, 2);
+  models::load_weights(*fresh, path);
+  std::remove(path.c_str());
+  for (const auto& entry : fresh->state_dict()) {
+    test::require_close(entry.second, copies.at(entry.first), 0, 0, entry.first);
+  }
+}

@@ -1,0 +1,116 @@
+#include "tools/dml/args.h"
+
+#include <sstream>
+
+namespace dml {
+
+Args::Args(int argc, char** argv, int first) {
+  for (int i = first; i < argc; ++i) tokens_.push_back({argv[i], false});
+}
+
+Args::Args(std::vector<std::string> tokens) {
+  for (auto& t : tokens) tokens_.push_back({std::move(t), false});
+}
+
+std::optional<size_t> Args::find(const std::string& key) const {
+  for (size_t i = 0; i < tokens_.size(); ++i) {
+    if (tokens_[i].used) continue;
+    const std::string& t = tokens_[i].text;
+    if (t == key || t.rfind(key + "=", 0) == 0) return i;
+  }
+  return std::nullopt;
+}
+
+std::string Args::value_at(size_t index, const std::string& key) {
+  Token& token = tokens_[index];
+  token.used = true;
+  if (token.text.size() > key.size()) return token.text.substr(key.size() + 1);  // --key=value
+  if (index + 1 >= tokens_.size() || tokens_[index + 1].used) {
+    throw UsageError("option " + key + " needs a value");
+  }
+  tokens_[index + 1].used = true;
+  return tokens_[index + 1].text;
+}
+
+bool Args::has(const std::string& key) const { return find(key).has_value(); }
+
+bool Args::take_flag(const std::string& key) {
+  std::optional<size_t> i = find(key);
+  if (!i) return false;
+  if (tokens_[*i].text != key) throw UsageError("flag " + key + " takes no value");
+  tokens_[*i].used = true;
+  return true;
+}
+
+std::optional<std::string> Args::take_optional(const std::string& key) {
+  std::optional<size_t> i = find(key);
+  if (!i) return std::nullopt;
+  return value_at(*i, key);
+}
+
+std::string Args::take_string(const std::string& key) {
+  std::optional<std::string> v = take_optional(key);
+  if (!v) throw UsageError("missing required option " + key);
+  return *v;
+}
+
+std::string Args::take_string(const std::string& key, const std::string& fallback) {
+  return take_optional(key).value_or(fallback);
+}
+
+namespace {
+int64_t to_int(const std::string& text, const std::string& what) {
+  try {
+    size_t used = 0;
+    long long value = std::stoll(text, &used);
+    if (used == text.size()) return value;
+  } catch (const std::exception&) {
+  }
+  throw UsageError(what + ": expected an integer, got '" + text + "'");
+}
+
+double to_double(const std::string& text, const std::string& what) {
+  try {
+    size_t used = 0;
+    double value = std::stod(text, &used);
+    if (used == text.size()) return value;
+  } catch (const std::exception&) {
+  }
+  throw UsageError(what + ": expected a number, got '" + text + "'");
+}
+}  // namespace
+
+int64_t Args::take_int(const std::string& key) { return to_int(take_string(key), key); }
+
+int64_t Args::take_int(const std::string& key, int64_t fallback) {
+  std::optional<std::string> v = take_optional(key);
+  return v ? to_int(*v, key) : fallback;
+}
+
+double Args::take_double(const std::string& key, double fallback) {
+  std::optional<std::string> v = take_optional(key);
+  return v ? to_double(*v, key) : fallback;
+}
+
+std::vector<std::string> Args::take_all(const std::string& key) {
+  std::vector<std::string> values;
+  while (std::optional<std::string> v = take_optional(key)) values.push_back(*v);
+  return values;
+}
+
+void Args::finish() const {
+  for (const Token& t : tokens_) {
+    if (!t.used) throw UsageError("unexpected argument '" + t.text + "'");
+  }
+}
+
+std::vector<int64_t> parse_int_list(const std::string& text, const std::string& what) {
+  std::vector<int64_t> values;
+  std::stringstream stream(text);
+  std::string item;
+  while (std::getline(stream, item, ',')) values.push_back(to_int(item, what));
+  if (values.empty()) throw UsageError(what + ": expected a comma-separated list of integers");
+  return values;
+}
+
+}  // namespace dml

@@ -1,0 +1,57 @@
+// A small, strict command-line parser for the `dml` subcommands.
+//
+//   Args args(argc, argv, 2);                 // skip "dml <subcommand>"
+//   std::string model = args.take_string("--model");            // required
+//   int64_t dim = args.take_int("--embedding-dim", 512);        // optional with default
+//   bool json = args.take_flag("--json");
+//   args.finish();                           // anything not taken is an error
+//
+// Both "--key value" and "--key=value" work. Every mistake throws UsageError, which `dml` turns
+// into exit code 2 with the message (SPEC §10).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace dml {
+
+class UsageError : public std::runtime_error {
+ public:
+  explicit UsageError(const std::string& message) : std::runtime_error(message) {}
+};
+
+class Args {
+ public:
+  Args(int argc, char** argv, int first);
+  explicit Args(std::vector<std::string> tokens);
+
+  bool has(const std::string& key) const;
+  bool take_flag(const std::string& key);
+  std::string take_string(const std::string& key);  // required
+  std::string take_string(const std::string& key, const std::string& fallback);
+  std::optional<std::string> take_optional(const std::string& key);
+  int64_t take_int(const std::string& key);
+  int64_t take_int(const std::string& key, int64_t fallback);
+  double take_double(const std::string& key, double fallback);
+  // A repeatable option: every value of --set k=v, in order.
+  std::vector<std::string> take_all(const std::string& key);
+  // Throws UsageError naming the first argument nobody asked for.
+  void finish() const;
+
+ private:
+  struct Token {
+    std::string text;
+    bool used = false;
+  };
+  std::optional<size_t> find(const std::string& key) const;
+  std::string value_at(size_t index, const std::string& key);
+  std::vector<Token> tokens_;
+};
+
+// "1,2,4" -> {1, 2, 4}; throws UsageError naming `what` on anything else.
+std::vector<int64_t> parse_int_list(const std::string& text, const std::string& what);
+
+}  // namespace dml

@@ -1,0 +1,22 @@
+// The `dml` subcommands. Each lives in its own file (tools/dml/<name>.cpp), takes the arguments
+// after "dml <name>", and returns the process exit code. Throw dml::UsageError for usage and
+// configuration mistakes (exit 2) and engine::Error for runtime failures (exit 1).
+#pragma once
+
+#include <string>
+
+#include "tools/dml/args.h"
+
+namespace dml {
+
+struct Command {
+  const char* name;
+  const char* summary;
+  int (*run)(Args& args);
+};
+
+int run_info(Args& args);     // tools/dml/info.cpp
+int run_embed(Args& args);    // tools/dml/embed.cpp
+int run_metrics(Args& args);  // tools/dml/metrics.cpp
+
+}  // namespace dml

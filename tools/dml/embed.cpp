@@ -1,0 +1,187 @@
+// dml embed: a model's embeddings (eval mode, before any L2 normalization) of an image array or
+// a dataset split, written as f32 .npy [N, D].
+//
+//   dml embed --model NAME --embedding-dim D --weights FILE.safetensors
+//             (--input images.npy | --data NAME [--split test] [--root DIR])
+//             --out emb.npy [--device cpu|cuda] [--batch-size B] [--bn-branches K]
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "data/dataset.h"
+#include "engine/device.h"
+#include "engine/io/npy.h"
+#include "models/embed.h"
+#include "models/registry.h"
+#include "models/weights.h"
+#include "tools/dml/commands.h"
+
+namespace dml {
+
+namespace {
+
+const char* kUsage =
+    "usage: dml embed --model NAME --embedding-dim D --weights FILE.safetensors\n"
+    "                 (--input images.npy | --data NAME [--split test] [--root DIR])\n"
+    "                 --out emb.npy [--device cpu|cuda] [--batch-size B] [--bn-branches K]\n"
+    "\n"
+    "Writes the model's output (eval mode, before any L2 normalization) as float32 .npy [N, D].\n"
+    "\n"
+    "  --model NAME         c2f2, c2f2-bn, resnet18, resnet34, resnet50, resnet101, resnet152\n"
+    "  --embedding-dim D    the model's embedding dimension (must match the weights)\n"
+    "  --weights FILE       safetensors with the model's state (torchvision names for ResNets)\n"
+    "  --input FILE         float32 (or float64) .npy [N, C, H, W] with pixels in [0, 1]\n"
+    "  --data NAME          a dataset instead (fashion-mnist, mnist, cub200, cars196, sop)\n"
+    "  --split SPLIT        train or test (default test)\n"
+    "  --root DIR           the dataset's directory\n"
+    "  --out FILE           output .npy (written atomically)\n"
+    "  --device DEV         cpu, cuda or cuda:N (default: cuda when a GPU is present)\n"
+    "  --batch-size B       images per forward pass (default 256)\n"
+    "  --bn-branches K      batch-norm branches of the weights (default 1); branch 0 embeds\n";
+
+// "embed: 2560/10000 images" on stderr, overwritten in place on a terminal, else about every 10%.
+class Progress {
+ public:
+  explicit Progress(int64_t total) : total_(total), tty_(isatty(fileno(stderr)) != 0) {}
+  void update(int64_t done) {
+    bool last = done >= total_;
+    if (!tty_ && !last && done * 10 / total_ == shown_ * 10 / total_) return;  // total_ > 0
+    shown_ = done;
+    std::fprintf(stderr, "%sembed: %lld/%lld images%s", tty_ ? "\r" : "",
+                 static_cast<long long>(done), static_cast<long long>(total_),
+                 tty_ && !last ? "" : "\n");
+    std::fflush(stderr);
+  }
+
+ private:
+  int64_t total_;
+  bool tty_;
+  int64_t shown_ = 0;
+};
+
+engine::Tensor embed_dataset(models::Model& model, const data::Dataset& dataset,
+                             int64_t batch_size) {
+  const int64_t n = dataset.size();
+  ENGINE_CHECK(n > 0, "dataset ", dataset.name(), " split ", dataset.split(), " is empty");
+  engine::Shape shape = dataset.image_shape();
+  engine::Tensor out = engine::Tensor::empty({n, model.embedding_dim()}, engine::DType::F32);
+  engine::Generator gen(0);  // test transforms are deterministic; train ones draw from it
+  Progress progress(n);
+  for (int64_t begin = 0; begin < n; begin += batch_size) {
+    const int64_t end = std::min(n, begin + batch_size);
+    engine::Shape batch_shape = {end - begin};
+    batch_shape.insert(batch_shape.end(), shape.begin(), shape.end());
+    engine::Tensor batch = engine::Tensor::empty(batch_shape, engine::DType::F32);
+    for (int64_t i = begin; i < end; ++i) batch.select(0, i - begin).copy_(dataset.image(i, gen));
+    out.slice(0, begin, end).copy_(models::embed_batch(model, batch));
+    progress.update(end);
+  }
+  return out;
+}
+
+engine::Tensor embed_file(models::Model& model, const std::string& path, int64_t batch_size) {
+  engine::Tensor images = engine::load_npy(path);
+  ENGINE_CHECK(engine::is_floating(images.dtype()), path, ": holds integers (", images.str(),
+               "); dml embed wants float32 pixels in [0, 1] (divide 0..255 bytes by 255)");
+  ENGINE_CHECK(images.dim() == 4 && images.size(0) > 0, path,
+               ": expected a non-empty image array [N, C, H, W], got ", images.str());
+  models::check_pixels(images, path);
+  try {
+    model.check_input(images);
+  } catch (const engine::Error& e) {
+    engine::fail(path, ": ", e.what());
+  }
+  Progress progress(images.size(0));
+  models::EmbedOptions options;
+  options.batch_size = batch_size;
+  options.progress = [&progress](int64_t done, int64_t) { progress.update(done); };
+  return models::embed(model, images, options);
+}
+
+}  // namespace
+
+int run_embed(Args& args) {
+  if (args.take_flag("--help") || args.take_flag("-h")) {
+    std::fputs(kUsage, stdout);
+    return 0;
+  }
+  models::ModelConfig config;
+  config.name = args.take_string("--model");
+  config.embedding_dim = args.take_int("--embedding-dim");
+  config.bn_branches = args.take_int("--bn-branches", 1);
+  const std::string weights = args.take_string("--weights");
+  std::optional<std::string> input = args.take_optional("--input");
+  std::optional<std::string> dataset = args.take_optional("--data");
+  const std::optional<std::string> split_given = args.take_optional("--split");
+  const std::string split = split_given.value_or("test");
+  const std::optional<std::string> root = args.take_optional("--root");
+  const std::string out = args.take_string("--out");
+  const std::optional<std::string> device_text = args.take_optional("--device");
+  const int64_t batch_size = args.take_int("--batch-size", 256);
+  args.finish();
+
+  if (!models::is_model_name(config.name)) {
+    std::string known;
+    for (const std::string& n : models::model_names()) known += (known.empty() ? "" : ", ") + n;
+    throw UsageError("unknown model '" + config.name + "' (known: " + known + ")");
+  }
+  if (config.embedding_dim <= 0) throw UsageError("--embedding-dim must be positive");
+  if (config.bn_branches <= 0) throw UsageError("--bn-branches must be positive");
+  if (config.name == "c2f2" && config.bn_branches != 1) {
+    throw UsageError("c2f2 has no batch norm: --bn-branches needs c2f2-bn");
+  }
+  if (batch_size <= 0) throw UsageError("--batch-size must be positive");
+  if (input.has_value() == dataset.has_value()) {
+    throw UsageError("give exactly one of --input images.npy and --data NAME");
+  }
+  if (input && (root || split_given)) {
+    throw UsageError("--split and --root go with --data, not --input");
+  }
+  if (split != "train" && split != "test") {
+    throw UsageError("--split must be train or test, got '" + split + "'");
+  }
+  engine::Device device = engine::default_device();
+  if (device_text) {
+    try {
+      device = engine::parse_device(*device_text);
+    } catch (const engine::Error& e) {
+      throw UsageError(std::string("--device: ") + e.what());
+    }
+  }
+  if (device.is_cuda() && device.index >= engine::cuda_device_count()) {
+    engine::fail("--device ", device.str(), ": no such CUDA device (", engine::cuda_device_count(),
+                 " found: no GPU, no driver, or a build without CUDA); use --device cpu");
+  }
+
+  std::shared_ptr<models::Model> model = models::build_model(config);
+  models::load_weights(*model, weights);
+  model->to(device);
+
+  engine::Tensor embeddings;
+  if (input) {
+    embeddings = embed_file(*model, *input, batch_size);
+  } else {
+    std::unique_ptr<data::Dataset> data;
+    try {
+      data = data::open_dataset(*dataset, split, root.value_or(""));
+    } catch (const engine::Error& e) {
+      // Unknown names are usage errors (the registry knows the aliases); file problems are not.
+      if (std::string(e.what()).rfind("unknown data set", 0) == 0) throw UsageError(e.what());
+      throw;
+    }
+    embeddings = embed_dataset(*model, *data, batch_size);
+  }
+  engine::save_npy(out, embeddings);
+  std::printf("wrote %s: %lld x %lld float32 embeddings (%s on %s)\n", out.c_str(),
+              static_cast<long long>(embeddings.size(0)),
+              static_cast<long long>(embeddings.size(1)), config.name.c_str(),
+              device.str().c_str());
+  return 0;
+}
+
+}  // namespace dml

@@ -1,0 +1,59 @@
+// dml: train, evaluate, attack and benchmark robust deep-metric-learning models.
+//
+//   dml <subcommand> [options]      dml help      dml <subcommand> --help
+//
+// Exit codes: 0 success, 2 usage or configuration error, 1 runtime error (SPEC §10).
+#include <cstdio>
+#include <cstring>
+#include <exception>
+#include <string>
+
+#include "kernels/common/check.h"
+#include "tools/dml/commands.h"
+
+namespace {
+
+const dml::Command kCommands[] = {
+    {"info", "print a model's module tree and parameter count, or a dataset's splits",
+     dml::run_info},
+    {"embed", "write a model's embeddings of images or a dataset split to .npy", dml::run_embed},
+    {"metrics", "retrieval and clustering metrics from .npy embeddings and labels",
+     dml::run_metrics},
+};
+
+void print_usage(FILE* out) {
+  std::fprintf(out, "usage: dml <subcommand> [options]\n\nsubcommands:\n");
+  for (const dml::Command& c : kCommands) std::fprintf(out, "  %-10s %s\n", c.name, c.summary);
+  std::fprintf(out, "\nexit codes: 0 success, 2 usage/config error, 1 runtime error\n");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2 || std::strcmp(argv[1], "help") == 0 || std::strcmp(argv[1], "--help") == 0 ||
+      std::strcmp(argv[1], "-h") == 0) {
+    print_usage(argc < 2 ? stderr : stdout);
+    return argc < 2 ? 2 : 0;
+  }
+  const std::string name = argv[1];
+  for (const dml::Command& command : kCommands) {
+    if (name != command.name) continue;
+    try {
+      dml::Args args(argc, argv, 2);
+      return command.run(args);
+    } catch (const dml::UsageError& e) {
+      std::fprintf(stderr, "dml %s: %s\n(run 'dml %s --help' for usage)\n", command.name, e.what(),
+                   command.name);
+      return 2;
+    } catch (const engine::Error& e) {
+      std::fprintf(stderr, "dml %s: error: %s\n", command.name, e.what());
+      return 1;
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "dml %s: unexpected error: %s\n", command.name, e.what());
+      return 1;
+    }
+  }
+  std::fprintf(stderr, "dml: unknown subcommand '%s'\n\n", name.c_str());
+  print_usage(stderr);
+  return 2;
+}

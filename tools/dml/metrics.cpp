@@ -1,0 +1,123 @@
+// dml metrics: retrieval and clustering metrics of saved embeddings (SPEC §7, §10).
+//
+//   dml metrics --embeddings E.npy --labels L.npy [--metric N|E|C] [--k 1,2,4] [--json]
+//
+// E.npy: [N, D] f32 or f64. L.npy: [N] integer labels (i64, i32 or u8). Query set = gallery =
+// the set, each query's own row excluded by index. The numbers come from metrics/evaluate.h.
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "engine/io/npy.h"
+#include "kernels/common/check.h"
+#include "metrics/evaluate.h"
+#include "metrics/labels.h"
+#include "tools/dml/commands.h"
+
+namespace dml {
+
+namespace {
+
+const char kUsage[] =
+    "usage: dml metrics --embeddings E.npy --labels L.npy [options]\n"
+    "\n"
+    "Retrieval and clustering metrics of an embedding set (query set = gallery = the set; each\n"
+    "query's own row is excluded by index).\n"
+    "\n"
+    "  --embeddings FILE   [N, D] .npy, f32 or f64\n"
+    "  --labels FILE       [N] .npy, i64, i32 or u8 class labels\n"
+    "  --metric N|E|C      N: L2-normalize then Euclidean (default); E: Euclidean; C: 1 - cosine\n"
+    "  --k LIST            recall@K for each K (default 1,2,4)\n"
+    "  --json              print one JSON object: recall@K..., map, map_at_r10, map_at_r, nmi,\n"
+    "                      pi_ratio (fractions in [0, 1]; pi_ratio unbounded; null if undefined)\n"
+    "  --seed S            k-means++ seed for NMI (default 0)\n"
+    "  --kmeans-iterations I   at most I Lloyd iterations (default 25)\n"
+    "\n"
+    "map: AP over the full ranking; map_at_r10: robrank's mAP@R with R fixed to 10; map_at_r:\n"
+    "PML's mAP@R with R = the query's same-class count. Queries with no other item of their class\n"
+    "are left out of the ranking metrics. nmi: k-means++ with k = number of classes, arithmetic\n"
+    "normalization. pi_ratio: mean intra-class distance / mean distance between class means.\n";
+
+void print_table(const metrics::Evaluation& e, const std::string& embeddings_path) {
+  std::printf("embeddings  %s\n", embeddings_path.c_str());
+  std::printf("items       %lld in %lld classes, metric %s\n", static_cast<long long>(e.n),
+              static_cast<long long>(e.classes), metrics::metric_name(e.metric));
+  std::printf("queries     %lld scored, %lld without a same-class item (left out)\n\n",
+              static_cast<long long>(e.retrieval.queries),
+              static_cast<long long>(e.retrieval.lone_queries));
+  std::printf("%-12s %8s\n", "metric", "%");
+  for (size_t i = 0; i < e.retrieval.ks.size(); ++i) {
+    const std::string name = "recall@" + std::to_string(e.retrieval.ks[i]);
+    std::printf("%-12s %8.2f\n", name.c_str(), 100.0 * e.retrieval.recall[i]);
+  }
+  std::printf("%-12s %8.2f\n", "map", 100.0 * e.retrieval.map);
+  std::printf("%-12s %8.2f\n", "map_at_r10", 100.0 * e.retrieval.map_at_r10);
+  std::printf("%-12s %8.2f\n", "map_at_r", 100.0 * e.retrieval.map_at_r);
+  std::printf("%-12s %8.2f   (k-means: %lld iterations, %s)\n", "nmi", 100.0 * e.nmi,
+              static_cast<long long>(e.kmeans_iterations),
+              e.kmeans_converged ? "converged" : "iteration limit");
+  std::printf("%-12s %8.4f   (ratio, not %%: intra %.4f / inter %.4f)\n", "pi_ratio",
+              e.spread.ratio, e.spread.intra, e.spread.inter);
+  std::printf("\ntime        ranking %.1f s, k-means %.1f s, pi_ratio %.1f s\n",
+              e.seconds_retrieval, e.seconds_clustering, e.seconds_spread);
+}
+
+}  // namespace
+
+int run_metrics(Args& args) {
+  if (args.take_flag("--help") || args.take_flag("-h")) {
+    std::fputs(kUsage, stdout);
+    return 0;
+  }
+  const std::string embeddings_path = args.take_string("--embeddings");
+  const std::string labels_path = args.take_string("--labels");
+  const std::string metric_text = args.take_string("--metric", "N");
+  const std::vector<int64_t> ks = parse_int_list(args.take_string("--k", "1,2,4"), "--k");
+  const bool json = args.take_flag("--json");
+  const int64_t seed = args.take_int("--seed", 0);
+  const int64_t iterations = args.take_int("--kmeans-iterations", 25);
+  args.finish();
+
+  metrics::Metric metric;
+  try {
+    metric = metrics::parse_metric(metric_text);
+  } catch (const engine::Error& e) {
+    throw UsageError(std::string("--metric: ") + e.what());
+  }
+  for (int64_t k : ks) {
+    if (k < 1) throw UsageError("--k: every K must be >= 1, got " + std::to_string(k));
+  }
+  if (seed < 0) throw UsageError("--seed: must be >= 0, got " + std::to_string(seed));
+  if (iterations < 1) {
+    throw UsageError("--kmeans-iterations: must be >= 1, got " + std::to_string(iterations));
+  }
+
+  metrics::Points points;
+  {  // the tensor is released once the prepared copy exists (peak memory)
+    const engine::Tensor embeddings = engine::load_npy(embeddings_path);
+    points = metrics::make_points(embeddings, metric, embeddings_path);
+  }
+  ENGINE_CHECK(points.n >= 1, embeddings_path, ": no embeddings (shape [0, ", points.d, "])");
+  const std::vector<int64_t> labels =
+      metrics::labels_from_tensor(engine::load_npy(labels_path), points.n, labels_path);
+
+  metrics::EvaluationOptions options;
+  options.retrieval.ks = ks;
+  options.kmeans_seed = static_cast<uint64_t>(seed);
+  options.kmeans_iterations = iterations;
+  const metrics::Evaluation e = metrics::evaluate_embeddings(points, labels, options);
+  if (e.retrieval.queries == 0) {
+    std::fprintf(stderr,
+                 "dml metrics: warning: no item of %s shares its label with another item; the "
+                 "ranking metrics are undefined\n",
+                 labels_path.c_str());
+  }
+  if (json) {
+    std::printf("%s\n", metrics::metrics_json(e).dump().c_str());
+  } else {
+    print_table(e, embeddings_path);
+  }
+  return 0;
+}
+
+}  // namespace dml
