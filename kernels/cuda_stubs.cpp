@@ -4,6 +4,7 @@
 // add its stub here (docs/adding-an-op.md).
 #include "kernels/axpy/axpy.h"
 #include "kernels/batch_norm/batch_norm.h"
+#include "kernels/bench/timer.h"
 #include "kernels/binary/binary.h"
 #include "kernels/common/check.h"
 #include "kernels/common/cuda_runtime.h"
@@ -180,6 +181,13 @@ void matmul_cublas(int64_t, int64_t, int64_t, const float*, const float*, bool, 
 }
 void add_row_bias_cuda(int64_t, int64_t, const float*, float*) { no_cuda("add_row_bias_cuda"); }
 void column_sums_cuda(int64_t, int64_t, const float*, float*) { no_cuda("column_sums_cuda"); }
+
+// ---- benchmark timing ----
+void* cuda_event_create() { no_cuda("cuda_event_create"); }
+void cuda_event_destroy(void*) { no_cuda("cuda_event_destroy"); }
+void cuda_event_record(void*) { no_cuda("cuda_event_record"); }
+float cuda_event_elapsed_ms(void*, void*) { no_cuda("cuda_event_elapsed_ms"); }
+int64_t cuda_l2_cache_bytes() { no_cuda("cuda_l2_cache_bytes"); }
 
 // ---- batch_norm ----
 void batch_norm_forward_train_cuda(const BatchNormShape&, const float*, const float*, const float*,

@@ -44,15 +44,19 @@ find_nvcc() {
   fi
 }
 
-configure_and_build() {
+configure_and_build() {  # [targets...]: all by default
   local jobs
   jobs="$(nproc 2>/dev/null || echo 2)"
   echo "==> configuring $BUILD_DIR (ENGINE_CUDA=$ENGINE_CUDA, $BUILD_TYPE)"
   cmake -S "$ROOT" -B "$BUILD_DIR" -DENGINE_CUDA="$ENGINE_CUDA" -DCMAKE_BUILD_TYPE="$BUILD_TYPE" \
     > "$BUILD_DIR.configure.log" 2>&1 || { cat "$BUILD_DIR.configure.log"; exit 1; }
   grep -E "ENGINE_CUDA=" "$BUILD_DIR.configure.log" || true
-  echo "==> building with $jobs jobs"
-  cmake --build "$BUILD_DIR" -j "$jobs"
+  echo "==> building ${*:-everything} with $jobs jobs"
+  if [ $# -gt 0 ]; then
+    cmake --build "$BUILD_DIR" -j "$jobs" --target "$@"
+  else
+    cmake --build "$BUILD_DIR" -j "$jobs"
+  fi
 }
 
 mkdir -p "$(dirname "$BUILD_DIR")"

@@ -89,7 +89,8 @@ fi
 
 # ---- benchmark ----
 if "$BUILD/dml" help 2>/dev/null | grep -q '^  bench'; then
-  run_step "dml bench" "$BUILD/dml" bench --json "$ROOT/docs/benchmarks/$DATE-$GPU_SLUG-$COMMIT.json"
+  run_step "dml bench" "$BUILD/dml" bench --json "$ROOT/docs/benchmarks/$DATE-$GPU_SLUG-$COMMIT.json" \
+    --commit "$COMMIT"
 else
   section "dml bench"; echo "not built yet: this commit has no 'dml bench' subcommand" >> "$LOG"
   end_section

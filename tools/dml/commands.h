@@ -18,5 +18,8 @@ struct Command {
 int run_info(Args& args);     // tools/dml/info.cpp
 int run_embed(Args& args);    // tools/dml/embed.cpp
 int run_metrics(Args& args);  // tools/dml/metrics.cpp
+int run_train(Args& args);    // tools/dml/train.cpp
+int run_eval(Args& args);     // tools/dml/eval.cpp
+int run_bench(Args& args);    // tools/dml/bench.cpp
 
 }  // namespace dml

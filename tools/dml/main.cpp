@@ -14,11 +14,15 @@
 namespace {
 
 const dml::Command kCommands[] = {
+    {"train", "train a model from a JSON config (checkpoints, logs, --resume)", dml::run_train},
+    {"eval", "benign retrieval metrics of a trained checkpoint on a dataset split", dml::run_eval},
     {"info", "print a model's module tree and parameter count, or a dataset's splits",
      dml::run_info},
     {"embed", "write a model's embeddings of images or a dataset split to .npy", dml::run_embed},
     {"metrics", "retrieval and clustering metrics from .npy embeddings and labels",
      dml::run_metrics},
+    {"bench", "time our CUDA kernels against cuDNN/cuBLAS and the measured ceilings",
+     dml::run_bench},
 };
 
 void print_usage(FILE* out) {

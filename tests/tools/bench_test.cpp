@@ -1,0 +1,213 @@
+// The GPU-free parts of `dml bench` (tools/dml/bench_table.h): the ResNet-18 workload tables and
+// their FLOP counts, the statistics over timings, L2 rotation, option validation and the row
+// formatting. The timing itself needs a GPU and is exercised by running `dml bench` there.
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <set>
+#include <string>
+
+#include "tools/dml/bench_table.h"
+
+using namespace dml::bench;
+
+TEST_CASE("bench conv table: ResNet-18 has 20 convolutions with torchvision's shapes") {
+  const std::vector<ConvLayer> convs = resnet18_convs(112);
+  REQUIRE(convs.size() == 20);
+  std::set<std::string> names;
+  for (const ConvLayer& c : convs) names.insert(c.name);
+  CHECK(names.size() == 20);  // every module once
+  CHECK(convs[0].name == "conv1");
+  CHECK(convs[19].name == "layer4.1.conv2");
+
+  // conv1: 3 -> 64, 7x7 stride 2 pad 3 on 224 -> 112.
+  const auto& stem = convs[0].shape;
+  CHECK(stem.C == 3);
+  CHECK(stem.K == 64);
+  CHECK(stem.R == 7);
+  CHECK(stem.stride_h == 2);
+  CHECK(stem.pad_h == 3);
+  CHECK(stem.out_h() == 112);
+  CHECK(stem.out_w() == 112);
+
+  // The downsample projections: 1x1 stride 2, no padding, C -> 2C, halving the map.
+  int downsamples = 0;
+  for (const ConvLayer& c : convs) {
+    if (c.name.find("downsample") == std::string::npos) continue;
+    ++downsamples;
+    CHECK(c.shape.R == 1);
+    CHECK(c.shape.stride_h == 2);
+    CHECK(c.shape.pad_h == 0);
+    CHECK(c.shape.K == 2 * c.shape.C);
+    CHECK(c.shape.out_h() == c.shape.H / 2);
+  }
+  CHECK(downsamples == 3);
+
+  // layer4.1.conv2: 512 -> 512, 3x3/1/1 on 7x7.
+  const auto& last = convs[19].shape;
+  CHECK(last.C == 512);
+  CHECK(last.K == 512);
+  CHECK(last.H == 7);
+  CHECK(last.out_h() == 7);
+  for (const ConvLayer& c : convs) CHECK(c.shape.N == 112);
+}
+
+TEST_CASE("bench conv table: FLOP counts worked out by hand") {
+  const std::vector<ConvLayer> convs = resnet18_convs(112);
+  // conv1: 2 N K P Q C R S = 2 * 112 * 64 * 112 * 112 * 3 * 7 * 7
+  //   112 * 64 = 7168; * 12544 (112^2) = 89,915,392; * 147 (3*49) = 13,217,562,624; * 2
+  //   = 26,435,125,248 (performance-anchors §7.2: "26.4 GFLOP").
+  CHECK(conv_flops(convs[0].shape) == 26435125248.0);
+  // layer1.0.conv1: 2 * 112 * 64 * 56 * 56 * 64 * 9
+  //   7168 * 3136 = 22,478,848; * 576 = 12,947,816,448; * 2 = 25,895,632,896 ("25.9 GFLOP").
+  CHECK(convs[1].name == "layer1.0.conv1");
+  CHECK(conv_flops(convs[1].shape) == 25895632896.0);
+  // layer2.0.downsample.0: 2 * 112 * 128 * 28 * 28 * 64 * 1 * 1
+  //   112 * 128 = 14336; * 784 = 11,239,424; * 64 = 719,323,136; * 2 = 1,438,646,272.
+  CHECK(convs[7].name == "layer2.0.downsample.0");
+  CHECK(conv_flops(convs[7].shape) == 1438646272.0);
+  // Compulsory bytes of layer2.0.downsample.0 at N = 1: x 64*56*56 = 200,704; w 128*64 = 8,192;
+  //   y 128*28*28 = 100,352; total 309,248 floats = 1,236,992 bytes.
+  CHECK(conv_bytes(resnet18_convs(1)[7].shape) == 1236992.0);
+}
+
+TEST_CASE("bench adam table: ResNet-18's parameters are torchvision's 11,689,512") {
+  const auto shapes = resnet18_parameter_shapes();
+  // conv1 + bn1 (3) + layer1 4 x (conv + bn) (12) + layers 2-4 each 5 x (conv + bn) (45)
+  // + fc (2) = 62 tensors.
+  CHECK(shapes.size() == 62);
+  int64_t total = 0;
+  for (const auto& s : shapes) total += numel(s);
+  // 9,408 + 128 (stem) + 147,968 (layer1) + 525,568 (layer2) + 2,099,712 (layer3)
+  // + 8,393,728 (layer4) + 513,000 (fc) = 11,689,512 (SPEC §4).
+  CHECK(total == 11689512);
+  CHECK(shapes.front() == std::vector<int64_t>{64, 3, 7, 7});
+  CHECK(shapes.back() == std::vector<int64_t>{1000});
+}
+
+TEST_CASE("bench stats: median, percentiles, min and max of timings") {
+  // Odd count: the middle value of the sorted list {1, 2, 5}.
+  CHECK(percentile({5.0, 1.0, 2.0}, 0.5) == 2.0);
+  // Even count: halfway between the two middle values of {1, 2, 3, 4}: 2.5.
+  CHECK(percentile({4.0, 1.0, 3.0, 2.0}, 0.5) == 2.5);
+  // q = 0.25 over {10, 20, 30, 40, 50}: position 1 -> 20; q = 0.9: position 3.6 -> 40 + 0.6*10.
+  CHECK(percentile({50.0, 10.0, 40.0, 20.0, 30.0}, 0.25) == 20.0);
+  CHECK(percentile({50.0, 10.0, 40.0, 20.0, 30.0}, 0.9) == Approx(46.0));
+  CHECK(percentile({7.0}, 0.5) == 7.0);
+  CHECK_THROWS(percentile({}, 0.5));
+
+  const Stats s = summarize({3.0, 9.0, 1.0, 4.0, 2.0});
+  CHECK(s.median == 3.0);
+  CHECK(s.min == 1.0);
+  CHECK(s.max == 9.0);
+  // geomean(1, 4, 16) = (64)^(1/3) = 4.
+  CHECK(geomean({1.0, 4.0, 16.0}) == Approx(4.0));
+}
+
+TEST_CASE("bench rotation: enough buffer copies to cover twice the L2") {
+  const double l2 = 50e6;
+  CHECK(rotation_sets(270e6, l2) == 1);  // the PGD batch: far beyond L2
+  CHECK(rotation_sets(100e6, l2) == 1);  // exactly 2 L2
+  CHECK(rotation_sets(31e6, l2) == 4);   // ceil(100 / 31) = 4
+  CHECK(rotation_sets(1e6, l2) == 8);    // capped
+  CHECK(rotation_sets(1e6, l2, 3) == 3);
+}
+
+TEST_CASE("bench options: defaults pass and bad values are usage errors") {
+  Options o;
+  CHECK_NOTHROW(validate_options(o));
+  Options bad = o;
+  bad.repeats = 0;
+  CHECK_THROWS_AS(validate_options(bad), dml::UsageError);
+  bad = o;
+  bad.warmup = -1;
+  CHECK_THROWS_AS(validate_options(bad), dml::UsageError);
+  bad = o;
+  bad.batch = 111;  // odd: no two equal BN routes
+  CHECK_THROWS_AS(validate_options(bad), dml::UsageError);
+  bad = o;
+  bad.batch = 0;
+  CHECK_THROWS_AS(validate_options(bad), dml::UsageError);
+  bad = o;
+  bad.filter = "no such workload";
+  CHECK_THROWS_WITH(validate_options(bad), Catch::Contains("matches no workload"));
+  bad = o;
+  bad.json_path = "";
+  CHECK_THROWS_AS(validate_options(bad), dml::UsageError);
+
+  Options filtered = o;
+  filtered.filter = "wgrad";
+  CHECK_NOTHROW(validate_options(filtered));
+  int wgrads = 0;
+  for (const std::string& name : workload_names(112)) wgrads += matches_filter(name, "wgrad");
+  CHECK(wgrads == 20);
+  // 60 conv passes + 4 BN + PGD + Adam + GEMM.
+  CHECK(workload_names(112).size() == 67);
+}
+
+TEST_CASE("bench rows: rates, ratio and JSON") {
+  Row r;
+  r.workload = "gemm 4096";
+  r.ours = Stats{2.0, 1.9, 2.5};
+  r.peer = "cuBLAS";
+  r.peer_ms = Stats{1.0, 0.9, 1.1};
+  r.measure = Measure::Flops;
+  r.work = 4e12;       // 4e12 FLOP in 2 ms = 2000 TFLOP/s
+  r.ceiling = 4000.0;  // -> 50%
+  CHECK(achieved_rate(r) == Approx(2000.0));
+  CHECK(*peer_ratio(r) == Approx(0.5));  // the peer takes half our time
+  CHECK(*ceiling_fraction(r) == Approx(0.5));
+
+  const nlohmann::json j = row_json(r);
+  CHECK(j["workload"] == "gemm 4096");
+  CHECK(j["ours_ms"]["median"] == 2.0);
+  CHECK(j["ours_ms"]["min"] == 1.9);
+  CHECK(j["ours_ms"]["max"] == 2.5);
+  CHECK(j["peer"] == "cuBLAS");
+  CHECK(j["peer_ms"]["median"] == 1.0);
+  CHECK(j["ratio_peer_over_ours"].get<double>() == Approx(0.5));
+  CHECK(j["unit"] == "TFLOP/s");
+  CHECK(j["flops"] == 4e12);
+  CHECK(j["achieved"].get<double>() == Approx(2000.0));
+  CHECK(j["ceiling_fraction"].get<double>() == Approx(0.5));
+  CHECK_FALSE(j.contains("note"));
+  CHECK_FALSE(j.contains("floor_ms"));
+
+  // Floors: 26.4 GFLOP and 0.5 GB at 50 TFLOP/s and 2500 GB/s -> max(0.528, 0.2) ms = 0.528 ms;
+  // 1.44 GFLOP and 0.5 GB -> max(0.0288, 0.2) = 0.2 ms (memory-bound).
+  CHECK(floor_ms(26.4e9, 0.5e9, 50.0, 2500.0) == Approx(0.528));
+  CHECK(floor_ms(1.44e9, 0.5e9, 50.0, 2500.0) == Approx(0.2));
+  r.bytes = 1e9;
+  r.floor_ms = 1.0;  // our median is 2 ms: half the floor's speed
+  const nlohmann::json with_floor = row_json(r);
+  CHECK(with_floor["bytes"] == 1e9);
+  CHECK(with_floor["floor_ms"] == 1.0);
+  CHECK(with_floor["floor_fraction"].get<double>() == Approx(0.5));
+
+  const std::string line = format_row(r);
+  CHECK(line.find("gemm 4096") == 0);
+  CHECK(line.find("0.50x") != std::string::npos);
+  CHECK(line.find("2000.00 TFLOP/s") != std::string::npos);
+  CHECK(line.find("50.0%") != std::string::npos);
+}
+
+TEST_CASE("bench rows: a row without a peer writes nulls") {
+  Row r;
+  r.workload = "adam resnet18";
+  r.ours = Stats{0.5, 0.4, 0.6};
+  r.measure = Measure::Bytes;
+  r.work = 1e9;     // 1e9 B in 0.5 ms = 2000 GB/s
+  r.ceiling = 0.0;  // unknown
+  r.note = "62 tensors";
+  const nlohmann::json j = row_json(r);
+  CHECK(j["peer"].is_null());
+  CHECK(j["peer_ms"].is_null());
+  CHECK(j["ratio_peer_over_ours"].is_null());
+  CHECK(j["ceiling_fraction"].is_null());
+  CHECK(j["unit"] == "GB/s");
+  CHECK(j["bytes"] == 1e9);
+  CHECK(j["achieved"].get<double>() == Approx(2000.0));
+  CHECK(j["note"] == "62 tensors");
+  const std::string line = format_row(r);
+  CHECK(line.find("2000 GB/s") != std::string::npos);
+  CHECK(line.find("(62 tensors)") != std::string::npos);
+}

@@ -1,0 +1,167 @@
+// dml bench: our CUDA kernels against cuDNN / cuBLAS and against ceilings measured in the same run
+// (issue 3, deliverable 6; SPEC §12; shared/research/performance-anchors.md §8-9).
+//
+//   dml bench [--json FILE] [--repeats 20] [--warmup 5] [--filter SUBSTRING] [--batch 112]
+//             [--commit SHA]
+//
+// Workloads (names are what --filter matches): the 20 convolutions of ResNet-18 x {fprop, dgrad,
+// wgrad} vs cuDNN; multi-branch batch norm forward-train and backward with K = 1 and 2; the fused
+// PGD step vs a device-to-device copy of the same images; Adam over ResNet-18's parameters; a
+// 4096^3 SGEMM vs cuBLAS. Method and byte/FLOP counts: bench_gpu.cpp and bench_table.h.
+// Benchmarks are never tests: nothing here checks results, tests/ does that.
+#include <cstdio>
+#include <ctime>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "engine/device.h"
+#include "kernels/bench/timer.h"
+#include "kernels/common/check.h"
+#include "kernels/common/cuda_runtime.h"
+#include "kernels/conv2d/conv2d.h"
+#include "tools/dml/bench_gpu.h"
+#include "tools/dml/bench_table.h"
+#include "tools/dml/commands.h"
+
+namespace dml {
+
+namespace {
+
+const char* kUsage =
+    "usage: dml bench [--json FILE] [--repeats N] [--warmup N] [--filter TEXT] [--batch N]\n"
+    "                 [--commit SHA]\n"
+    "\n"
+    "Times our CUDA kernels against cuDNN/cuBLAS and against a bandwidth ceiling (1 GiB\n"
+    "device-to-device copy) and a FLOP-rate ceiling (cuBLAS SGEMM 8192^3) measured in the same\n"
+    "run. Strict FP32 everywhere. Needs a CUDA device.\n"
+    "\n"
+    "  --json FILE      also write the rows, ceilings, GPU name, date and commit as JSON\n"
+    "  --repeats N      timed runs per measurement; the median is reported (default 20)\n"
+    "  --warmup N       untimed runs before them (default 5)\n"
+    "  --filter TEXT    only workloads whose name contains TEXT, e.g. 'conv layer1', 'wgrad',\n"
+    "                   'bn', 'pgd', 'adam', 'gemm' (the ceilings are always measured)\n"
+    "  --batch N        batch of the conv, batch-norm and PGD workloads (default 112, even)\n"
+    "  --commit SHA     the source revision, recorded in the JSON (tools/gpu_check.sh passes it)\n"
+    "\n"
+    "columns: ours ms and peer ms are medians; peer/ours > 1 means ours is faster; achieved is\n"
+    "TFLOP/s (2 N K P Q C R S for convs) or GB/s on compulsory bytes; % ceil is achieved over the\n"
+    "SGEMM or copy ceiling.\n";
+
+std::string utc_now() {
+  const std::time_t now = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&now, &tm);
+  char text[32];
+  std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return text;
+}
+
+bench::Options parse_options(Args& args) {
+  bench::Options o;
+  o.json_path = args.take_optional("--json");
+  o.repeats = args.take_int("--repeats", o.repeats);
+  o.warmup = args.take_int("--warmup", o.warmup);
+  o.filter = args.take_string("--filter", "");
+  o.batch = args.take_int("--batch", o.batch);
+  o.commit = args.take_string("--commit", "");
+  args.finish();
+  bench::validate_options(o);
+  return o;
+}
+
+void print_rows(const std::vector<bench::Row>& rows, size_t from) {
+  for (size_t i = from; i < rows.size(); ++i)
+    std::printf("%s\n", bench::format_row(rows[i]).c_str());
+  std::fflush(stdout);
+}
+
+void write_json(const std::string& path, const bench::Context& ctx, const std::string& gpu,
+                const std::string& date, const std::vector<bench::Row>& rows) {
+  const bench::Ceilings& c = ctx.ceilings;
+  nlohmann::json j;
+  j["tool"] = "dml bench";
+  j["gpu"] = gpu;
+  j["date"] = date;
+  j["commit"] =
+      ctx.options.commit.empty() ? nlohmann::json(nullptr) : nlohmann::json(ctx.options.commit);
+  j["batch"] = ctx.options.batch;
+  j["repeats"] = ctx.options.repeats;
+  j["warmup"] = ctx.options.warmup;
+  j["filter"] = ctx.options.filter;
+  j["precision"] = "fp32 (no TF32)";
+  j["l2_bytes"] = ctx.l2_bytes;
+  j["cudnn"] = engine::kernels::cudnn_available();
+  j["ceilings"] = {{"copy",
+                    {{"what", "cudaMemcpyAsync device-to-device, 1 GiB"},
+                     {"bytes", c.copy_bytes},
+                     {"ms", bench::stats_json(c.copy_ms)},
+                     {"gbps", c.copy_gbps}}},
+                   {"sgemm",
+                    {{"what", "cublasSgemm " + std::to_string(c.sgemm_size) + "^3, FP32"},
+                     {"size", c.sgemm_size},
+                     {"ms", bench::stats_json(c.sgemm_ms)},
+                     {"tflops", c.sgemm_tflops}}}};
+  nlohmann::json out_rows = nlohmann::json::array();
+  for (const bench::Row& row : rows) out_rows.push_back(bench::row_json(row));
+  j["rows"] = out_rows;
+
+  std::ofstream out(path);
+  if (!out) engine::fail("dml bench: cannot open '", path, "' for writing");
+  out << j.dump(2) << "\n";
+  out.close();
+  if (!out) engine::fail("dml bench: writing '", path, "' failed");
+}
+
+}  // namespace
+
+int run_bench(Args& args) {
+  if (args.take_flag("--help") || args.take_flag("-h")) {
+    std::fputs(kUsage, stdout);
+    return 0;
+  }
+  bench::Context ctx;
+  ctx.options = parse_options(args);  // usage errors (exit 2) before the device check
+  if (engine::cuda_device_count() == 0) {
+    std::fprintf(stderr,
+                 "dml bench needs a CUDA device: none is visible (or this binary was built "
+                 "without CUDA)\n");
+    return 1;
+  }
+  ctx.l2_bytes = engine::kernels::cuda_l2_cache_bytes();
+  const std::string gpu = engine::kernels::cuda_device_name(0);
+  const std::string date = utc_now();
+
+  std::printf("dml bench: %s, %s, commit %s\n", gpu.c_str(), date.c_str(),
+              ctx.options.commit.empty() ? "unknown" : ctx.options.commit.c_str());
+  std::printf("batch %lld, median of %lld runs after %lld warm-up, L2 %.0f MB, FP32 (no TF32)%s\n",
+              static_cast<long long>(ctx.options.batch),
+              static_cast<long long>(ctx.options.repeats),
+              static_cast<long long>(ctx.options.warmup), double(ctx.l2_bytes) / 1e6,
+              engine::kernels::cudnn_available() ? "" : ", built without cuDNN");
+  bench::measure_ceilings(ctx);
+  std::printf(
+      "ceilings: copy %.0f GB/s (1 GiB D2D, read + write, %.3f ms); "
+      "cuBLAS SGEMM %lld^3 %.2f TFLOP/s (%.3f ms)\n\n",
+      ctx.ceilings.copy_gbps, ctx.ceilings.copy_ms.median,
+      static_cast<long long>(ctx.ceilings.sgemm_size), ctx.ceilings.sgemm_tflops,
+      ctx.ceilings.sgemm_ms.median);
+  std::printf("%s\n", bench::format_header().c_str());
+  std::fflush(stdout);
+
+  std::vector<bench::Row> rows;
+  using Family = void (*)(bench::Context&, std::vector<bench::Row>&);
+  for (Family family : {bench::bench_convs, bench::bench_batch_norm, bench::bench_pgd_step,
+                        bench::bench_adam, bench::bench_gemm}) {
+    const size_t before = rows.size();
+    family(ctx, rows);
+    print_rows(rows, before);
+  }
+  if (ctx.options.json_path) {
+    write_json(*ctx.options.json_path, ctx, gpu, date, rows);
+    std::printf("\nwrote %s\n", ctx.options.json_path->c_str());
+  }
+  return 0;
+}
+
+}  // namespace dml

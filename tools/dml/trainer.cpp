@@ -1,0 +1,444 @@
+// The training loop and checkpoints of `dml train` (design: trainer.h).
+#include "tools/dml/trainer.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "data/dataset.h"
+#include "data/loader.h"
+#include "data/sampler.h"
+#include "engine/autograd.h"
+#include "engine/device.h"
+#include "engine/io/file_io.h"
+#include "engine/io/safetensors.h"
+#include "engine/optim/adam.h"
+#include "engine/optim/sgd.h"
+#include "kernels/common/check.h"
+#include "losses/losses.h"
+#include "models/embed.h"
+#include "models/weights.h"
+#include "tools/dml/args.h"
+
+namespace dml {
+
+namespace {
+
+using nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+// Mixed into the seed for the mining generator, so mining and model init draw different streams.
+constexpr uint64_t kMiningSeedMix = 0x9E3779B97F4A7C15ull;
+constexpr int kCheckpointFormat = 1;
+
+// Keys that may change between a run and its resume without changing the computation.
+const char* const kResumeFreeKeys[] = {"epochs", "eval", "log_every_batches",
+                                       "checkpoint_every_batches", "device"};
+
+std::unique_ptr<data::Dataset> open_split(const TrainConfig& config, const std::string& split) {
+  try {
+    return data::open_dataset(config.data_name, split, config.data_root);
+  } catch (const engine::Error& e) {
+    // A missing or unreadable dataset is a configuration mistake (exit 2), named by its key.
+    throw UsageError("config key 'data' (name '" + config.data_name + "', root '" +
+                     config.data_root + "'): cannot open the " + split + " split: " + e.what());
+  }
+}
+
+engine::Device pick_device(const std::string& text) {
+  if (text == "auto") return engine::default_device();
+  engine::Device device;
+  try {
+    device = engine::parse_device(text);
+  } catch (const engine::Error& e) {
+    throw UsageError(std::string("config key 'device': ") + e.what());
+  }
+  if (device.is_cuda() && device.index >= engine::cuda_device_count()) {
+    engine::fail("device ", device.str(), ": no such CUDA device (", engine::cuda_device_count(),
+                 " found: no GPU, no driver, or a build without CUDA); use --device cpu");
+  }
+  return device;
+}
+
+std::unique_ptr<engine::optim::Optimizer> make_optimizer(const OptimizerConfig& o,
+                                                         std::vector<engine::Tensor> params) {
+  if (o.name == "sgd") {
+    engine::optim::SgdOptions options;
+    options.lr = o.lr;
+    options.momentum = o.momentum;
+    options.dampening = o.dampening;
+    options.weight_decay = o.weight_decay;
+    options.nesterov = o.nesterov;
+    return std::make_unique<engine::optim::Sgd>(std::move(params), options);
+  }
+  engine::optim::AdamOptions options;
+  options.lr = o.lr;
+  options.beta1 = o.beta1;
+  options.beta2 = o.beta2;
+  options.eps = o.eps;
+  options.weight_decay = o.weight_decay;
+  if (o.name == "adamw") return std::make_unique<engine::optim::AdamW>(std::move(params), options);
+  return std::make_unique<engine::optim::Adam>(std::move(params), options);
+}
+
+json without_free_keys(json config) {
+  for (const char* key : kResumeFreeKeys) config.erase(key);
+  return config;
+}
+
+// The first key (dotted) whose value differs between two resolved configs, "" if none.
+std::string first_difference(const json& a, const json& b, const std::string& prefix) {
+  for (const auto& item : a.items()) {
+    const std::string key = prefix.empty() ? item.key() : prefix + "." + item.key();
+    if (!b.contains(item.key())) return key;
+    const json& other = b.at(item.key());
+    if (item.value().is_object() && other.is_object()) {
+      std::string inner = first_difference(item.value(), other, key);
+      if (!inner.empty()) return inner;
+    } else if (item.value() != other) {
+      return key;
+    }
+  }
+  for (const auto& item : b.items()) {
+    if (!a.contains(item.key())) return prefix.empty() ? item.key() : prefix + "." + item.key();
+  }
+  return "";
+}
+
+struct RunState {
+  int64_t step = 0;  // optimizer steps done
+  int64_t epochs_evaluated = 0;
+};
+
+void save_checkpoint(const std::string& path, const TrainConfig& config, const models::Model& model,
+                     const engine::optim::Optimizer& optimizer, const data::BatchSampler& sampler,
+                     const engine::Generator& mining, const RunState& run) {
+  std::map<std::string, engine::Tensor> tensors;
+  for (const auto& [name, tensor] : model.state_dict()) tensors["model." + name] = tensor;
+  for (const auto& [name, tensor] : optimizer.state_dict()) tensors["optimizer." + name] = tensor;
+  json meta = {
+      {"format", kCheckpointFormat},
+      {"config", config.resolved},
+      {"step", run.step},
+      {"epochs_evaluated", run.epochs_evaluated},
+      {"sampler", data::to_json(sampler.state())},
+      // As a string: JSON numbers in other readers may lose 64-bit precision.
+      {"mining_generator",
+       {{"seed", std::to_string(mining.seed)}, {"offset", std::to_string(mining.offset)}}}};
+  engine::save_safetensors(path, tensors, {{"dml_checkpoint", meta.dump()}});
+}
+
+uint64_t parse_u64(const json& value, const std::string& what) {
+  const std::string text = value.get<std::string>();
+  size_t used = 0;
+  const unsigned long long parsed = std::stoull(text, &used);
+  ENGINE_CHECK(used == text.size(), what, ": not an unsigned integer: '", text, "'");
+  return parsed;
+}
+
+class Log {
+ public:
+  explicit Log(const std::string& path) : out_(path, std::ios::app), path_(path) {
+    ENGINE_CHECK(out_.good(), path, ": cannot open the log for appending");
+  }
+  void write(const json& record) {
+    out_ << record.dump() << '\n';
+    out_.flush();
+    ENGINE_CHECK(out_.good(), path_, ": write failed");
+  }
+
+ private:
+  std::ofstream out_;
+  std::string path_;
+};
+
+void write_text_atomically(const std::string& path, const std::string& text) {
+  engine::detail::AtomicFileWriter writer(path);
+  writer.write(text.data(), text.size());
+  writer.commit();
+}
+
+}  // namespace
+
+std::string checkpoint_path(const std::string& output_dir) {
+  return (std::filesystem::path(output_dir) / "checkpoint.safetensors").string();
+}
+
+json model_metadata(const TrainConfig& config) {
+  return {{"name", config.model.name},
+          {"embedding_dim", config.model.embedding_dim},
+          {"bn_branches", config.model.bn_branches},
+          {"data", config.data_name},
+          {"metric", config.metric}};
+}
+
+metrics::Evaluation evaluate_model(models::Model& model, const data::Dataset& test,
+                                   const EvalSettings& settings) {
+  int64_t n = test.size();
+  if (settings.max_images > 0) n = std::min(n, settings.max_images);
+  ENGINE_CHECK(n > 0, "evaluation: the ", test.name(), " ", test.split(), " split is empty");
+  engine::Shape shape = {n};
+  for (int64_t d : test.image_shape()) shape.push_back(d);
+  engine::Tensor images = engine::Tensor::empty(shape, engine::DType::F32);
+  std::vector<int64_t> labels(static_cast<size_t>(n));
+  engine::Generator gen(0);  // test transforms are deterministic
+  for (int64_t i = 0; i < n; ++i) {
+    images.select(0, i).copy_(test.image(i, gen));
+    labels[static_cast<size_t>(i)] = test.label(i);
+  }
+  models::EmbedOptions embed_options;
+  embed_options.batch_size = settings.batch_size;
+  const engine::Tensor embeddings = models::embed(model, images, embed_options);
+  const metrics::Metric metric = metrics::parse_metric(settings.metric);
+  const metrics::Points points = metrics::make_points(embeddings, metric, "evaluation embeddings");
+  metrics::EvaluationOptions options;
+  options.kmeans_seed = settings.seed;
+  return metrics::evaluate_embeddings(points, labels, options);
+}
+
+void print_metrics_table(const metrics::Evaluation& e, const std::string& title) {
+  std::printf("%s: %lld images in %lld classes, metric %s, %lld queries scored\n\n", title.c_str(),
+              static_cast<long long>(e.n), static_cast<long long>(e.classes),
+              metrics::metric_name(e.metric), static_cast<long long>(e.retrieval.queries));
+  std::printf("%-12s %8s\n", "metric", "%");
+  for (size_t i = 0; i < e.retrieval.ks.size(); ++i) {
+    const std::string name = "recall@" + std::to_string(e.retrieval.ks[i]);
+    std::printf("%-12s %8.2f\n", name.c_str(), 100.0 * e.retrieval.recall[i]);
+  }
+  std::printf("%-12s %8.2f\n", "map", 100.0 * e.retrieval.map);
+  std::printf("%-12s %8.2f\n", "map_at_r10", 100.0 * e.retrieval.map_at_r10);
+  std::printf("%-12s %8.2f\n", "map_at_r", 100.0 * e.retrieval.map_at_r);
+  std::printf("%-12s %8.2f\n", "nmi", 100.0 * e.nmi);
+  std::printf("%-12s %8.4f   (ratio, not %%)\n", "pi_ratio", e.spread.ratio);
+}
+
+int train(const TrainConfig& config, const TrainOptions& options) {
+  const engine::Device device = pick_device(config.device);
+  std::unique_ptr<data::Dataset> train_set = open_split(config, "train");
+  std::unique_ptr<data::Dataset> test_set = open_split(config, "test");
+  std::error_code fs_error;
+  std::filesystem::create_directories(config.output_dir, fs_error);
+  ENGINE_CHECK(!fs_error, "output_dir '", config.output_dir, "': ", fs_error.message());
+  const std::string ckpt = checkpoint_path(config.output_dir);
+  // Temporary files of checkpoints whose writer was killed mid-write (the rename never happened,
+  // so the previous checkpoint is intact): garbage now.
+  for (const auto& entry : std::filesystem::directory_iterator(config.output_dir)) {
+    if (entry.path().filename().string().rfind("checkpoint.safetensors.tmp.", 0) == 0) {
+      std::filesystem::remove(entry.path(), fs_error);
+    }
+  }
+
+  engine::Generator init_gen(config.seed);
+  std::shared_ptr<models::Model> model = models::build_model(config.model, init_gen);
+  data::Spc2Sampler sampler(train_set->labels(), config.pairs_per_batch, config.seed,
+                            config.drop_last);
+  engine::Generator mining(config.seed ^ kMiningSeedMix);
+  RunState run;
+  engine::optim::OptimizerState optimizer_state;
+
+  if (options.resume) {
+    ENGINE_CHECK(std::filesystem::exists(ckpt), "--resume: no checkpoint at ", ckpt);
+    engine::SafetensorsFile file = engine::read_safetensors(ckpt);
+    auto meta_it = file.metadata.find("dml_checkpoint");
+    ENGINE_CHECK(meta_it != file.metadata.end(), ckpt,
+                 ": not a dml train checkpoint (no dml_checkpoint metadata)");
+    const json meta = json::parse(meta_it->second, nullptr, false);
+    ENGINE_CHECK(meta.is_object() && meta.value("format", 0) == kCheckpointFormat, ckpt,
+                 ": unreadable dml_checkpoint metadata (format ", kCheckpointFormat, " expected)");
+    const std::string differs = first_difference(without_free_keys(meta.at("config")),
+                                                 without_free_keys(config.resolved), "");
+    if (!differs.empty()) {
+      throw UsageError("--resume: config key '" + differs + "' differs from the checkpoint's " +
+                       ckpt + " (only epochs, eval.*, log/checkpoint cadence and device may)");
+    }
+    std::map<std::string, engine::Tensor> model_state;
+    for (const auto& [name, raw] : file.tensors) {
+      engine::Tensor t = engine::tensor_from_raw(raw, ckpt + ": " + name);
+      if (name.rfind("model.", 0) == 0) {
+        model_state[name.substr(6)] = t;
+      } else if (name.rfind("optimizer.", 0) == 0) {
+        optimizer_state[name.substr(10)] = t;
+      } else {
+        engine::fail(ckpt, ": unexpected tensor '", name, "'");
+      }
+    }
+    model->load_state_dict(engine::nn::StateDict(model_state));
+    sampler.restore(data::sampler_state_from_json(meta.at("sampler")));
+    mining.seed = parse_u64(meta.at("mining_generator").at("seed"), ckpt + " mining seed");
+    mining.offset = parse_u64(meta.at("mining_generator").at("offset"), ckpt + " mining offset");
+    run.step = meta.at("step").get<int64_t>();
+    run.epochs_evaluated = meta.at("epochs_evaluated").get<int64_t>();
+  }
+  model->to(device);
+  // Built after loading: the optimizer holds the model's parameter handles.
+  std::unique_ptr<engine::optim::Optimizer> optimizer =
+      make_optimizer(config.optimizer, model->parameters());
+  if (options.resume) optimizer->load_state_dict(optimizer_state);
+
+  const int64_t full_epoch = sampler.batches_per_epoch();
+  const int64_t per_epoch = config.max_batches_per_epoch > 0
+                                ? std::min(config.max_batches_per_epoch, full_epoch)
+                                : full_epoch;
+  const losses::Metric metric = losses::parse_metric(config.metric);
+  const losses::Miner miner = losses::parse_miner(config.miner);
+  const double margin = config.margin.value_or(losses::default_margin(metric));
+  const bool tty = isatty(fileno(stderr)) != 0;
+  Log log((std::filesystem::path(config.output_dir) / "log.jsonl").string());
+
+  std::fprintf(stderr,
+               "train: %s -> %s (%lld train / %lld test images), %s D=%lld, triplet %s/%s, %s lr "
+               "%g, %lld epochs x %lld batches of %lld pairs, device %s%s\n",
+               config.data_name.c_str(), config.output_dir.c_str(),
+               static_cast<long long>(train_set->size()), static_cast<long long>(test_set->size()),
+               config.model.name.c_str(), static_cast<long long>(config.model.embedding_dim),
+               config.metric.c_str(), config.miner.c_str(), config.optimizer.name.c_str(),
+               config.optimizer.lr, static_cast<long long>(config.epochs),
+               static_cast<long long>(per_epoch), static_cast<long long>(config.pairs_per_batch),
+               device.str().c_str(), options.resume ? ", resumed" : "");
+
+  EvalSettings eval_settings;
+  eval_settings.metric = config.metric;
+  eval_settings.max_images = config.eval_max_images;
+  eval_settings.batch_size = config.eval_batch_size;
+  eval_settings.seed = config.seed;
+  auto evaluate_now = [&](int64_t epoch) {
+    const metrics::Evaluation e = evaluate_model(*model, *test_set, eval_settings);
+    json record = {{"type", "eval"}, {"epoch", epoch + 1}, {"step", run.step}, {"images", e.n}};
+    const nlohmann::ordered_json values = metrics::metrics_json(e);
+    for (const auto& item : values.items()) record[item.key()] = item.value();
+    log.write(record);
+    std::fprintf(stderr, "eval: epoch %lld, %lld images: recall@1 %.2f%%, map_at_r10 %.2f%%\n",
+                 static_cast<long long>(epoch + 1), static_cast<long long>(e.n),
+                 100.0 * e.retrieval.recall[0], 100.0 * e.retrieval.map_at_r10);
+    return e;
+  };
+  std::optional<metrics::Evaluation> final_eval;
+
+  for (int64_t epoch = sampler.state().epoch; epoch < config.epochs; ++epoch) {
+    const int64_t first = sampler.state().batch;
+    if (first < per_epoch) {
+      std::vector<std::vector<int64_t>> batches = sampler.rest_of_epoch();
+      batches.resize(static_cast<size_t>(per_epoch - first));
+      data::LoaderOptions loader_options;
+      loader_options.seed = config.seed;
+      loader_options.epoch = epoch;
+      loader_options.first_batch = first;
+      loader_options.num_workers = static_cast<int>(config.num_workers);
+      data::BatchLoader loader(*train_set, std::move(batches), loader_options);
+      data::Batch batch;
+      Clock::time_point since = Clock::now();
+      int64_t images_since = 0;
+      double loss_sum = 0.0;
+      int64_t loss_count = 0;
+      while (loader.next(batch)) {
+        model->train();
+        const engine::Tensor images = batch.images.to(device);
+        const engine::Tensor labels = batch.labels.to(device);
+        const engine::Tensor embeddings = (*model)(images);
+        const losses::Triplets triplets =
+            losses::mine_triplets(embeddings, labels, miner, metric, mining, margin);
+        const engine::Tensor loss = losses::triplet_loss(embeddings, triplets, metric, margin);
+        const double value = loss.item();
+        ENGINE_CHECK(std::isfinite(value), "training loss is ", value, " at epoch ", epoch + 1,
+                     ", batch ", batch.number + 1, "/", per_epoch, " (step ", run.step + 1,
+                     "); lower optimizer.lr or check the data");
+        optimizer->zero_grad();
+        engine::backward(loss);
+        optimizer->step();
+        sampler.next();  // advance the cursor past this batch
+        ++run.step;
+        images_since += images.size(0);
+        loss_sum += value;
+        ++loss_count;
+
+        const bool last = batch.number + 1 == per_epoch;
+        if ((batch.number + 1) % config.log_every_batches == 0 || last) {
+          const double seconds = std::chrono::duration<double>(Clock::now() - since).count();
+          const double rate = seconds > 0 ? images_since / seconds : 0.0;
+          log.write({{"type", "train"},
+                     {"epoch", epoch + 1},
+                     {"batch", batch.number + 1},
+                     {"batches", per_epoch},
+                     {"step", run.step},
+                     {"loss", value},
+                     {"mean_loss", loss_sum / loss_count},
+                     {"lr", optimizer->lr(0)},
+                     {"images_per_s", rate}});
+          std::fprintf(stderr, "%sepoch %lld/%lld  batch %lld/%lld  loss %.4f  %.0f images/s%s",
+                       tty ? "\r" : "", static_cast<long long>(epoch + 1),
+                       static_cast<long long>(config.epochs),
+                       static_cast<long long>(batch.number + 1), static_cast<long long>(per_epoch),
+                       loss_sum / loss_count, rate, tty && !last ? "\x1b[K" : "\n");
+          std::fflush(stderr);
+          since = Clock::now();
+          images_since = 0;
+          loss_sum = 0.0;
+          loss_count = 0;
+        }
+        if (last) break;
+        const bool stop = options.stop_after_batches > 0 && run.step == options.stop_after_batches;
+        if (stop || (config.checkpoint_every_batches > 0 &&
+                     run.step % config.checkpoint_every_batches == 0)) {
+          save_checkpoint(ckpt, config, *model, *optimizer, sampler, mining, run);
+        }
+        if (stop) {
+          std::fprintf(stderr,
+                       "train: stopped after %lld steps (--stop-after-batches); "
+                       "checkpoint %s\n",
+                       static_cast<long long>(run.step), ckpt.c_str());
+          return 0;
+        }
+      }
+    }
+    // End of epoch: cursor to the next epoch (a truncated epoch does not roll over by itself).
+    data::SamplerState next_state = sampler.state();
+    next_state.epoch = epoch + 1;
+    next_state.batch = 0;
+    sampler.restore(next_state);
+    const bool due =
+        (config.eval_every_epochs > 0 && (epoch + 1) % config.eval_every_epochs == 0) ||
+        epoch + 1 == config.epochs;
+    if (due && run.epochs_evaluated < epoch + 1) {
+      final_eval = evaluate_now(epoch);
+      run.epochs_evaluated = epoch + 1;
+    }
+    save_checkpoint(ckpt, config, *model, *optimizer, sampler, mining, run);
+    if (options.stop_after_batches > 0 && run.step == options.stop_after_batches &&
+        epoch + 1 < config.epochs) {
+      std::fprintf(stderr,
+                   "train: stopped after %lld steps (--stop-after-batches); "
+                   "checkpoint %s\n",
+                   static_cast<long long>(run.step), ckpt.c_str());
+      return 0;
+    }
+  }
+
+  const std::string weights =
+      (std::filesystem::path(config.output_dir) / "model.safetensors").string();
+  models::save_weights(*model, weights,
+                       {{"format", "pt"}, {"dml_model", model_metadata(config).dump()}});
+  if (!final_eval) final_eval = evaluate_now(config.epochs - 1);  // resumed after the last eval
+  nlohmann::ordered_json summary = metrics::metrics_json(*final_eval);
+  summary["images"] = final_eval->n;
+  summary["epochs"] = config.epochs;
+  summary["steps"] = run.step;
+  write_text_atomically((std::filesystem::path(config.output_dir) / "metrics.json").string(),
+                        summary.dump(2) + "\n");
+  std::printf("trained %s for %lld epochs (%lld steps); weights %s\n\n", config.model.name.c_str(),
+              static_cast<long long>(config.epochs), static_cast<long long>(run.step),
+              weights.c_str());
+  print_metrics_table(*final_eval, config.data_name + " test");
+  return 0;
+}
+
+}  // namespace dml
