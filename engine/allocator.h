@@ -12,11 +12,11 @@
 namespace engine {
 
 struct AllocatorStats {
-  int64_t allocations = 0;     // number of allocate() calls
-  int64_t bytes_requested = 0; // total bytes asked for over the process lifetime
-  int64_t bytes_in_use = 0;    // currently handed out
+  int64_t allocations = 0;      // number of allocate() calls
+  int64_t bytes_requested = 0;  // total bytes asked for over the process lifetime
+  int64_t bytes_in_use = 0;     // currently handed out
   int64_t peak_bytes_in_use = 0;
-  int64_t bytes_cached = 0;    // CUDA: held in free lists, not handed out
+  int64_t bytes_cached = 0;  // CUDA: held in free lists, not handed out
 };
 
 void* allocate(std::size_t bytes, Device device);

@@ -161,8 +161,8 @@ std::unordered_map<const void*, Tensor> run_backward(const std::vector<Tensor>& 
     if (!leads[node]) continue;
     auto found = sums.find(node);
     if (found == sums.end()) continue;  // no gradient flows into this node
-    ENGINE_CHECK(!node->released,
-                 "backward through a graph that has already been freed (node '", node->op,
+    ENGINE_CHECK(!node->released, "backward through a graph that has already been freed (node '",
+                 node->op,
                  "'); pass retain_graph = true to the first backward/grad call if you need to "
                  "differentiate twice");
     std::vector<bool> needs(node->next.size(), false);

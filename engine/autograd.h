@@ -22,8 +22,8 @@
 namespace engine {
 
 struct Edge {
-  std::shared_ptr<Node> node;         // the producer of a non-leaf input, or
-  std::shared_ptr<TensorImpl> leaf;   // a leaf input that requires grad; both null: no gradient
+  std::shared_ptr<Node> node;        // the producer of a non-leaf input, or
+  std::shared_ptr<TensorImpl> leaf;  // a leaf input that requires grad; both null: no gradient
   bool defined() const { return node != nullptr || leaf != nullptr; }
 };
 
@@ -31,9 +31,9 @@ using BackwardFn =
     std::function<std::vector<Tensor>(const Tensor& grad_output, const std::vector<bool>& needs)>;
 
 struct Node {
-  std::string op;           // "conv2d", "add", ...: used in errors and traces
-  std::vector<Edge> next;   // one per input of the op, in the op's argument order
-  BackwardFn backward;      // cleared after use unless retain_graph
+  std::string op;          // "conv2d", "add", ...: used in errors and traces
+  std::vector<Edge> next;  // one per input of the op, in the op's argument order
+  BackwardFn backward;     // cleared after use unless retain_graph
   Shape output_shape;
   DType output_dtype = DType::F32;
   Device output_device;

@@ -41,11 +41,9 @@ Tensor normal(const Shape& shape, double mean, double stddev, Generator& gen, DT
   int64_t n = out.numel();
   uint64_t offset = gen.take(blocks_for(n, 2));
   if (device.is_cuda()) {
-    kernels::random_normal_cuda(out.data<float>(), n, gen.seed, offset, float(mean),
-                                float(stddev));
+    kernels::random_normal_cuda(out.data<float>(), n, gen.seed, offset, float(mean), float(stddev));
   } else if (dtype == DType::F32) {
-    kernels::random_normal_cpu(out.data<float>(), n, gen.seed, offset, float(mean),
-                               float(stddev));
+    kernels::random_normal_cpu(out.data<float>(), n, gen.seed, offset, float(mean), float(stddev));
   } else {
     kernels::random_normal_cpu(out.data<double>(), n, gen.seed, offset, mean, stddev);
   }
@@ -53,8 +51,8 @@ Tensor normal(const Shape& shape, double mean, double stddev, Generator& gen, DT
 }
 
 Tensor randint(const Shape& shape, int64_t low, int64_t high, Generator& gen, Device device) {
-  ENGINE_CHECK(high > low && uint64_t(high - low) <= (uint64_t(1) << 32), "randint: range [",
-               low, ", ", high, ") must be non-empty and at most 2^32 wide");
+  ENGINE_CHECK(high > low && uint64_t(high - low) <= (uint64_t(1) << 32), "randint: range [", low,
+               ", ", high, ") must be non-empty and at most 2^32 wide");
   Tensor out = Tensor::empty(shape, DType::I64, Device::cpu());
   int64_t n = out.numel();
   kernels::random_randint_cpu(out.data<int64_t>(), n, gen.seed, gen.take(blocks_for(n, 4)), low,

@@ -94,12 +94,16 @@ Tensor Tensor::full(const Shape& shape, double value, DType dtype, Device device
 Tensor Tensor::from_vector(const std::vector<double>& values, const Shape& shape, DType dtype,
                            Device device) {
   check_shape(shape);
-  ENGINE_CHECK(static_cast<int64_t>(values.size()) == shape_numel(shape), "from_vector: ",
-               values.size(), " values do not fill shape ", shape_str(shape));
+  ENGINE_CHECK(static_cast<int64_t>(values.size()) == shape_numel(shape),
+               "from_vector: ", values.size(), " values do not fill shape ", shape_str(shape));
   Tensor host = empty(shape, dtype, Device::cpu());
   switch (dtype) {
-    case DType::F32: kernels::convert_cpu(values.data(), host.numel(), host.data<float>()); break;
-    case DType::F64: std::memcpy(host.data<double>(), values.data(), values.size() * 8); break;
+    case DType::F32:
+      kernels::convert_cpu(values.data(), host.numel(), host.data<float>());
+      break;
+    case DType::F64:
+      std::memcpy(host.data<double>(), values.data(), values.size() * 8);
+      break;
     case DType::I64:
       kernels::convert_cpu(values.data(), host.numel(), host.data<int64_t>());
       break;
@@ -107,11 +111,10 @@ Tensor Tensor::from_vector(const std::vector<double>& values, const Shape& shape
   return device.is_cpu() ? host : host.to(device);
 }
 
-Tensor Tensor::from_indices(const std::vector<int64_t>& values, const Shape& shape,
-                            Device device) {
+Tensor Tensor::from_indices(const std::vector<int64_t>& values, const Shape& shape, Device device) {
   check_shape(shape);
-  ENGINE_CHECK(static_cast<int64_t>(values.size()) == shape_numel(shape), "from_indices: ",
-               values.size(), " values do not fill shape ", shape_str(shape));
+  ENGINE_CHECK(static_cast<int64_t>(values.size()) == shape_numel(shape),
+               "from_indices: ", values.size(), " values do not fill shape ", shape_str(shape));
   Tensor host = empty(shape, DType::I64, Device::cpu());
   if (!values.empty()) std::memcpy(host.data<int64_t>(), values.data(), values.size() * 8);
   return device.is_cpu() ? host : host.to(device);
@@ -162,7 +165,9 @@ std::vector<double> Tensor::to_vector() const {
   if (host.device().is_cuda()) host = host.to(Device::cpu());
   std::vector<double> values(static_cast<size_t>(host.numel()));
   switch (host.dtype()) {
-    case DType::F32: kernels::convert_cpu(host.data<float>(), host.numel(), values.data()); break;
+    case DType::F32:
+      kernels::convert_cpu(host.data<float>(), host.numel(), values.data());
+      break;
     case DType::F64:
       if (!values.empty()) std::memcpy(values.data(), host.data<double>(), values.size() * 8);
       break;
@@ -344,10 +349,10 @@ void Tensor::fill_(double value) {
 // ---- autograd bookkeeping ----------------------------------------------------------------------
 
 Tensor& Tensor::set_requires_grad(bool requires_grad) {
-  ENGINE_CHECK(is_leaf(), "set_requires_grad on a non-leaf tensor (produced by '",
-               grad_fn()->op, "'); call detach() first");
-  ENGINE_CHECK(!requires_grad || is_floating(dtype()), "only f32/f64 tensors can require grad, got ",
-               dtype_name(dtype()));
+  ENGINE_CHECK(is_leaf(), "set_requires_grad on a non-leaf tensor (produced by '", grad_fn()->op,
+               "'); call detach() first");
+  ENGINE_CHECK(!requires_grad || is_floating(dtype()),
+               "only f32/f64 tensors can require grad, got ", dtype_name(dtype()));
   impl_->requires_grad = requires_grad;
   return *this;
 }

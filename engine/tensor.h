@@ -117,7 +117,7 @@ class Tensor {
   const std::shared_ptr<Node>& grad_fn() const { return checked().grad_fn; }
   Tensor grad() const;  // undefined until backward() reaches this leaf
   void set_grad(const Tensor& grad);
-  void reset_grad();    // back to undefined (what optimizers' zero_grad does)
+  void reset_grad();  // back to undefined (what optimizers' zero_grad does)
 
   TensorImpl* impl() const { return impl_.get(); }
   const std::shared_ptr<TensorImpl>& impl_ptr() const { return impl_; }

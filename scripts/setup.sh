@@ -12,7 +12,7 @@ ENGINE_CUDA="${ENGINE_CUDA:-AUTO}"
 BUILD_TYPE="${BUILD_TYPE:-Release}"
 
 # Debian packages the build, the tests and the default dataset need.
-PACKAGES=(cmake make g++ catch2 libeigen3-dev nlohmann-json3-dev zlib1g-dev libstb-dev
+PACKAGES=(cmake make g++ clang-format catch2 libeigen3-dev nlohmann-json3-dev zlib1g-dev libstb-dev
           dataset-fashion-mnist)
 
 install_missing_packages() {

@@ -8,8 +8,8 @@ void check_defined(const Tensor& t, const char* op, const char* arg) {
 
 void check_floating(const Tensor& t, const char* op, const char* arg) {
   check_defined(t, op, arg);
-  ENGINE_CHECK(is_floating(t.dtype()), op, ": argument '", arg,
-               "' must be f32 or f64, got ", t.str());
+  ENGINE_CHECK(is_floating(t.dtype()), op, ": argument '", arg, "' must be f32 or f64, got ",
+               t.str());
 }
 
 void check_dim(const Tensor& t, int64_t expected_dim, const char* op, const char* arg) {

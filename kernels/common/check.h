@@ -24,9 +24,9 @@ template <typename... Parts>
 }  // namespace engine
 
 // ENGINE_CHECK(cond, parts...) throws engine::Error with the joined parts when cond is false.
-#define ENGINE_CHECK(cond, ...)        \
-  do {                                 \
-    if (!(cond)) {                     \
-      ::engine::fail(__VA_ARGS__);     \
-    }                                  \
+#define ENGINE_CHECK(cond, ...)    \
+  do {                             \
+    if (!(cond)) {                 \
+      ::engine::fail(__VA_ARGS__); \
+    }                              \
   } while (0)

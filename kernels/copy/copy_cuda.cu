@@ -45,8 +45,8 @@ void copy_strided_cuda(const float* src, StridedLayout layout, float* dst) {
   for (int d = 0; d < layout.ndim; ++d) total *= layout.shape[d];
   if (total == 0) return;
   constexpr int kThreads = 256;
-  copy_strided_kernel<<<grid_for(total, kThreads), kThreads, 0, current_stream()>>>(
-      src, layout, dst, total);
+  copy_strided_kernel<<<grid_for(total, kThreads), kThreads, 0, current_stream()>>>(src, layout,
+                                                                                    dst, total);
   CUDA_CHECK_LAUNCH("copy_strided_cuda n=", total);
 }
 

@@ -33,8 +33,8 @@ TEST_CASE("autograd: backward through a released graph is a clear error", "[auto
   Tensor x = Tensor::from_vector({1, 2}, {2}, DType::F64).set_requires_grad();
   Tensor loss = sum(exp(x));
   backward(loss);
-  REQUIRE_THROWS_WITH(backward(loss), Catch::Contains("already been freed") &&
-                                          Catch::Contains("retain_graph"));
+  REQUIRE_THROWS_WITH(backward(loss),
+                      Catch::Contains("already been freed") && Catch::Contains("retain_graph"));
 }
 
 TEST_CASE("autograd: shared subexpressions sum their gradients", "[autograd]") {
@@ -77,7 +77,8 @@ TEST_CASE("autograd: grad() of an input the output does not depend on is zero", 
 
 namespace {
 
-// A small conv net written with ops: conv(3x3, pad 1) -> relu -> maxpool 2 -> linear -> L = sum y^2.
+// A small conv net written with ops: conv(3x3, pad 1) -> relu -> maxpool 2 -> linear -> L = sum
+// y^2.
 struct TinyConvNet {
   Tensor w1, b1, w2, b2;
 
@@ -127,7 +128,7 @@ TEST_CASE("autograd grad: asking for the input gradient computes no parameter gr
   REQUIRE(gx[0].shape() == x.shape());
   for (const Tensor& p : net.parameters()) REQUIRE_FALSE(p.grad().defined());
   REQUIRE_FALSE(x.grad().defined());
-  REQUIRE(input_trace.contains("conv2d:0"));  // dgrad ran
+  REQUIRE(input_trace.contains("conv2d:0"));        // dgrad ran
   REQUIRE_FALSE(input_trace.contains("conv2d:1"));  // wgrad never ran
   REQUIRE_FALSE(input_trace.contains("conv2d:2"));  // nor the bias gradient
   REQUIRE_FALSE(input_trace.contains("linear:1"));

@@ -2,10 +2,10 @@
 #include <catch2/catch.hpp>
 
 #include "engine/allocator.h"
-#include "engine/device.h"
-#include "engine/tensor.h"
 #include "engine/autograd.h"
+#include "engine/device.h"
 #include "engine/ops.h"
+#include "engine/tensor.h"
 #include "tests/support/cuda_guard.h"
 #include "tests/support/gradcheck.h"
 
@@ -53,8 +53,7 @@ TEST_CASE("tensor: a strided view is gathered by contiguous() and written by cop
   // Broadcast view (stride 0) reads fine but cannot be written.
   Tensor row = make_view(base, {3, 3}, {0, 1}, 0);
   REQUIRE(row.contiguous().to_vector() == std::vector<double>{0, -1, 2, 0, -1, 2, 0, -1, 2});
-  REQUIRE_THROWS_WITH(row.copy_(Tensor::zeros({3, 3}, DType::F64)),
-                      Catch::Contains("expanded"));
+  REQUIRE_THROWS_WITH(row.copy_(Tensor::zeros({3, 3}, DType::F64)), Catch::Contains("expanded"));
   REQUIRE_THROWS_WITH(column.copy_(Tensor::zeros({3}, DType::F64)),
                       Catch::Contains("copy_: source shape [3]"));
 }
@@ -65,7 +64,7 @@ TEST_CASE("tensor: clone, detach and dtype conversion", "[tensor]") {
   Tensor d = a.detach();
   a.fill_(0);
   REQUIRE(c.to_vector() == std::vector<double>{1.5, -2.25, 3});  // clone owns its memory
-  REQUIRE(d.to_vector() == std::vector<double>{0, 0, 0});         // detach shares it
+  REQUIRE(d.to_vector() == std::vector<double>{0, 0, 0});        // detach shares it
   Tensor f64 = c.to(DType::F64);
   REQUIRE(f64.dtype() == DType::F64);
   REQUIRE(f64.to_vector() == c.to_vector());

@@ -17,15 +17,14 @@ TEST_CASE("philox: known-answer vectors of Random123", "[random]") {
   REQUIRE(zero.word[1] == 0xe169c58du);
   REQUIRE(zero.word[2] == 0xbc57ac4cu);
   REQUIRE(zero.word[3] == 0x9b00dbd8u);
-  kernels::PhiloxBlock ones =
-      kernels::philox4x32_10(~uint64_t(0), ~uint64_t(0), ~uint64_t(0));
+  kernels::PhiloxBlock ones = kernels::philox4x32_10(~uint64_t(0), ~uint64_t(0), ~uint64_t(0));
   REQUIRE(ones.word[0] == 0x408f276du);
   REQUIRE(ones.word[1] == 0x41c83b0eu);
   REQUIRE(ones.word[2] == 0xa20bc7c6u);
   REQUIRE(ones.word[3] == 0x6d5451fdu);
   // counter words (lo..hi) = 243f6a88 85a308d3 13198a2e 03707344, key = a4093822 299f31d0.
-  kernels::PhiloxBlock pi = kernels::philox4x32_10(0x85a308d3243f6a88ull, 0x0370734413198a2eull,
-                                                   0x299f31d0a4093822ull);
+  kernels::PhiloxBlock pi =
+      kernels::philox4x32_10(0x85a308d3243f6a88ull, 0x0370734413198a2eull, 0x299f31d0a4093822ull);
   REQUIRE(pi.word[0] == 0xd16cfe09u);
   REQUIRE(pi.word[1] == 0x94fdccebu);
   REQUIRE(pi.word[2] == 0x5001e420u);

@@ -28,8 +28,8 @@ inline void require_close(const std::vector<double>& actual, const std::vector<d
   if (first_bad >= 0) {
     std::ostringstream message;
     message << what << ": first mismatch at flat index " << first_bad << ": got "
-            << actual[first_bad] << ", expected " << expected[first_bad]
-            << " (max abs error " << max_abs << ", atol " << atol << ", rtol " << rtol << ")";
+            << actual[first_bad] << ", expected " << expected[first_bad] << " (max abs error "
+            << max_abs << ", atol " << atol << ", rtol " << rtol << ")";
     FAIL(message.str());
   }
   SUCCEED();
@@ -40,8 +40,8 @@ inline void require_close(const engine::Tensor& actual, const std::vector<double
   require_close(actual.to_vector(), expected, atol, rtol, what);
 }
 
-inline void require_close(const engine::Tensor& actual, const engine::Tensor& expected,
-                          double atol, double rtol, const std::string& what = "") {
+inline void require_close(const engine::Tensor& actual, const engine::Tensor& expected, double atol,
+                          double rtol, const std::string& what = "") {
   REQUIRE(actual.shape() == expected.shape());
   require_close(actual.to_vector(), expected.to_vector(), atol, rtol, what);
 }

@@ -20,8 +20,8 @@ struct Tolerance {
 inline Tolerance elementwise_tolerance() { return {1e-6, 1e-5}; }
 
 inline Tolerance reduction_tolerance(int64_t reduction_length, double magnitude = 1.0) {
-  double rtol = std::max(1e-5, 4.0 * std::sqrt(double(std::max<int64_t>(reduction_length, 1))) *
-                                   kFloatEps);
+  double rtol =
+      std::max(1e-5, 4.0 * std::sqrt(double(std::max<int64_t>(reduction_length, 1))) * kFloatEps);
   return {rtol * magnitude, rtol};
 }
 
