@@ -7,6 +7,7 @@
 #include <string>
 
 #include "data/idx.h"
+#include "kernels/common/check.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   static const std::string path = "/tmp/fuzz-idx-" + std::to_string(getpid());

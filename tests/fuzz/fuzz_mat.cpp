@@ -3,6 +3,7 @@
 #include <cstdint>
 
 #include "data/mat_file.h"
+#include "kernels/common/check.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   try {
