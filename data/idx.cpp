@@ -165,6 +165,12 @@ int64_t IdxHeader::element_size() const {
 }
 
 int64_t IdxHeader::numel() const {
+  // A zero anywhere makes the array empty; checking first matters because the other dims may be
+  // up to 2^32 each and their product alone would overflow (found by tests/fuzz/fuzz_idx).
+  // Without a zero, read_header has already bounded the product by 2^40 bytes.
+  for (int64_t d : dims) {
+    if (d == 0) return 0;
+  }
   int64_t n = 1;
   for (int64_t d : dims) n *= d;
   return n;

@@ -263,3 +263,14 @@ TEST_CASE("dataset registry: names, aliases, describe, unknown names and splits"
   // robrank's short name for Fashion-MNIST, read from an explicit root.
   CHECK(data::open_dataset("fashion", "train", root)->name() == "fashion-mnist");
 }
+
+TEST_CASE("idx: a zero dimension beside huge ones is an empty array, without overflow", "[data]") {
+  // Found by tests/fuzz/fuzz_idx: dims 0xFFFFFFFF x 0xFFFFFFFD x 0 describe zero bytes, but the
+  // product of the first two overflows int64 if computed before seeing the zero.
+  test::TempDir dir;
+  const std::string path = dir.file("empty-idx3-ubyte");
+  test::write_bytes(path, {0, 0, 8, 3, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFD, 0, 0, 0, 0});
+  data::IdxArray array = data::read_idx(path);
+  REQUIRE(array.header.numel() == 0);
+  REQUIRE(array.header.dims == std::vector<int64_t>{0xFFFFFFFFll, 0xFFFFFFFDll, 0});
+}
