@@ -12,48 +12,14 @@
 #include "engine/ops.h"
 #include "engine/optim/adam.h"
 #include "engine/random.h"
+#include "tools/mlp_rings.h"
 
 using engine::Tensor;
 namespace nn = engine::nn;
 
-namespace {
-
-struct Dataset {
-  Tensor points;  // [N, 2]
-  Tensor labels;  // I64 [N]
-};
-
-// Class c: radius 1 + c (plus N(0, 0.1) noise) at a uniform angle; classes alternate.
-Dataset make_rings(int64_t per_class, engine::Generator& gen) {
-  const double two_pi = 6.283185307179586;
-  std::vector<double> angle = engine::uniform({2 * per_class}, 0.0, two_pi, gen).to_vector();
-  std::vector<double> noise = engine::normal({2 * per_class}, 0.0, 0.1, gen).to_vector();
-  std::vector<double> points;
-  std::vector<int64_t> labels;
-  for (int64_t i = 0; i < 2 * per_class; ++i) {
-    int64_t label = i % 2;
-    double radius = 1.0 + double(label) + noise[i];
-    points.push_back(radius * std::cos(angle[i]));
-    points.push_back(radius * std::sin(angle[i]));
-    labels.push_back(label);
-  }
-  return {Tensor::from_vector(points, {2 * per_class, 2}),
-          Tensor::from_indices(labels, {2 * per_class})};
-}
-
-double accuracy(nn::Module& model, const Dataset& data) {
-  engine::NoGradGuard no_grad;
-  std::vector<double> logits = model(data.points).to_vector();
-  std::vector<int64_t> labels = data.labels.to_indices();
-  int64_t correct = 0;
-  for (size_t i = 0; i < labels.size(); ++i) {
-    int64_t predicted = logits[2 * i + 1] > logits[2 * i] ? 1 : 0;
-    correct += predicted == labels[i];
-  }
-  return double(correct) / double(labels.size());
-}
-
-}  // namespace
+using mlp_rings::accuracy;
+using mlp_rings::Dataset;
+using mlp_rings::make_rings;
 
 TEST_CASE("mlp: Adam trains a 2-32-2 MLP to >= 99% on two rings", "[mlp][adam][acceptance]") {
   engine::Generator gen(2024);
