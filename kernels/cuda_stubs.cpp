@@ -14,6 +14,7 @@
 #include "kernels/dropout/dropout.h"
 #include "kernels/fill/fill.h"
 #include "kernels/index_select/index_select.h"
+#include "kernels/knn/knn.h"
 #include "kernels/l2_normalize/l2_normalize.h"
 #include "kernels/matmul/matmul.h"
 #include "kernels/optim/optim.h"
@@ -22,7 +23,9 @@
 #include "kernels/pool/pool.h"
 #include "kernels/random/random.h"
 #include "kernels/reduce/reduce.h"
+#include "kernels/retrieval/retrieval.h"
 #include "kernels/softmax/softmax.h"
+#include "kernels/triplet/triplet.h"
 #include "kernels/unary/unary.h"
 
 namespace engine::kernels {
@@ -215,6 +218,27 @@ void adam_update_multi_cuda(const AdamTensorRef*, int64_t, const AdamHyper&) {
 void pgd_step_cuda(int64_t, const float*, const float*, const float*, float, float, float*,
                    float*) {
   no_cuda("pgd_step_cuda");
+}
+
+// ---- fused triplet loss, k-NN ----
+void fused_triplet_cuda(const float*, const int64_t*, int64_t, int64_t, TripletMiner, TripletMetric,
+                        double, uint64_t, uint64_t, float*, float*, int64_t*, int64_t*, int64_t*,
+                        float*) {
+  no_cuda("fused_triplet_cuda");
+}
+void knn_self_cuda(const float*, const float*, int64_t, int64_t, KnnKey, int64_t, const KnnTiling&,
+                   int64_t*, float*) {
+  no_cuda("knn_self_cuda");
+}
+
+// ---- retrieval ranking ----
+void rank_query_block_cuda(const float*, int64_t, int64_t, int64_t, const ClassLayout&,
+                           QueryRanking*) {
+  no_cuda("rank_query_block_cuda");
+}
+void retrieval_key_tile_cuda(const float*, const float*, int64_t, int64_t, RankingKey, int64_t,
+                             int64_t, float*) {
+  no_cuda("retrieval_key_tile_cuda");
 }
 
 }  // namespace engine::kernels

@@ -4,6 +4,7 @@
 #include "losses/arcface.h"
 #include "losses/contrastive.h"
 #include "losses/distance.h"
+#include "losses/fused_triplet.h"
 #include "losses/ics.h"
 #include "losses/lifted.h"
 #include "losses/margin.h"

@@ -4,7 +4,10 @@
 #include <algorithm>
 #include <utility>
 
+#include "engine/tensor.h"
 #include "kernels/common/check.h"
+#include "kernels/common/cuda_runtime.h"
+#include "kernels/knn/knn.h"
 
 namespace metrics {
 
@@ -26,6 +29,36 @@ inline void offer(std::vector<Candidate>& heap, int64_t k, Candidate c) {
   }
 }
 
+// The GPU path: points and squared norms to the device, kernels::knn_self_cuda, results back.
+KnnResult knn_self_on_cuda(const Points& points, int64_t k, const KnnOptions& options) {
+  using engine::Tensor;
+  const int64_t n = points.n, d = points.d;
+  Tensor x = Tensor::empty({n, d}, engine::DType::F32, options.device);
+  Tensor sq_norms = Tensor::empty({n}, engine::DType::F32, options.device);
+  engine::kernels::cuda_memcpy_host_to_device(x.data<float>(), points.x.data(),
+                                              sizeof(float) * points.x.size());
+  engine::kernels::cuda_memcpy_host_to_device(sq_norms.data<float>(), points.sq_norms.data(),
+                                              sizeof(float) * points.sq_norms.size());
+  Tensor indices = Tensor::empty({n, k}, engine::DType::I64, options.device);
+  Tensor distances = Tensor::empty({n, k}, engine::DType::F32, options.device);
+  const engine::kernels::KnnKey key = points.metric == Metric::C
+                                          ? engine::kernels::KnnKey::Cosine
+                                          : engine::kernels::KnnKey::SquaredEuclidean;
+  engine::kernels::knn_self_cuda(x.data<float>(), sq_norms.data<float>(), n, d, key, k,
+                                 {options.query_block, options.gallery_block},
+                                 indices.data<int64_t>(), distances.data<float>());
+  KnnResult result;
+  result.n = n;
+  result.k = k;
+  result.indices.resize(static_cast<size_t>(n * k));
+  result.distances.resize(static_cast<size_t>(n * k));
+  engine::kernels::cuda_memcpy_device_to_host(result.indices.data(), indices.data<int64_t>(),
+                                              sizeof(int64_t) * result.indices.size());
+  engine::kernels::cuda_memcpy_device_to_host(result.distances.data(), distances.data<float>(),
+                                              sizeof(float) * result.distances.size());
+  return result;
+}
+
 }  // namespace
 
 KnnResult knn_self(const Points& points, int64_t k, const KnnOptions& options) {
@@ -36,6 +69,7 @@ KnnResult knn_self(const Points& points, int64_t k, const KnnOptions& options) {
   ENGINE_CHECK(options.query_block >= 1 && options.gallery_block >= 1,
                "knn: block sizes must be >= 1, got query_block ", options.query_block,
                ", gallery_block ", options.gallery_block);
+  if (options.device.is_cuda()) return knn_self_on_cuda(points, k, options);
   const int64_t qb = std::min(options.query_block, n);
   const int64_t gb = std::min(options.gallery_block, n);
 

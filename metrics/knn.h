@@ -12,11 +12,17 @@
 //
 // Cost: N^2 d multiply-adds for the keys (the floor: 2 N^2 d FLOPs), plus O(N^2) comparisons and
 // O(N k log k) heap work for items that enter a top-k. Parallelization: OpenMP over query blocks.
+//
+// With options.device a CUDA device, the same search runs on the GPU (kernels/knn/knn_cuda.cu:
+// cuBLAS key tiles of query_block x gallery_block and a per-query running top-k in device memory;
+// the points are copied to the device and the result back). Same contract; the keys come from
+// another f32 GEMM, so two items whose keys differ by a rounding error may swap places.
 #pragma once
 
 #include <cstdint>
 #include <vector>
 
+#include "engine/device.h"
 #include "metrics/distance.h"
 
 namespace metrics {
@@ -24,6 +30,7 @@ namespace metrics {
 struct KnnOptions {
   int64_t query_block = 256;
   int64_t gallery_block = 4096;
+  engine::Device device = engine::Device::cpu();  // CPU: the OpenMP path below (the default)
 };
 
 struct KnnResult {

@@ -6,7 +6,10 @@
 #include <limits>
 #include <utility>
 
+#include "engine/tensor.h"
 #include "kernels/common/check.h"
+#include "kernels/common/cuda_runtime.h"
+#include "kernels/retrieval/retrieval.h"
 #include "metrics/labels.h"
 
 namespace metrics {
@@ -103,6 +106,107 @@ QueryScore score(const std::vector<int64_t>& positions) {
   return q;
 }
 
+// The CPU path: per block, the keys to all n items by tiled GEMMs, then each query's row ranked.
+std::vector<QueryScore> score_on_cpu(const Points& points, const LabelGroups& groups, int64_t qb,
+                                     int64_t gb) {
+  const int64_t n = points.n;
+  std::vector<float> block(static_cast<size_t>(qb * n));
+  std::vector<QueryScore> scores(static_cast<size_t>(n));
+  for (int64_t q0 = 0; q0 < n; q0 += qb) {
+    const int64_t rows = std::min(qb, n - q0);
+    const int64_t chunks = (n + gb - 1) / gb;
+#pragma omp parallel for schedule(dynamic, 1)
+    for (int64_t chunk = 0; chunk < chunks; ++chunk) {
+      const int64_t g0 = chunk * gb;
+      key_tile(points, q0, rows, points, g0, std::min(gb, n - g0), block.data() + g0, n);
+    }
+#pragma omp parallel
+    {
+      RankScratch s;
+#pragma omp for schedule(dynamic, 4)
+      for (int64_t r = 0; r < rows; ++r) {
+        const int64_t query = q0 + r;
+        const float* keys = block.data() + r * n;
+        s.relevant.clear();
+        for (int64_t j : groups.members[groups.class_of[query]]) {
+          if (j != query) s.relevant.emplace_back(keys[j], j);
+        }
+        rank_relevant(keys, n, query, s);
+        scores[query] = score(s.positions);
+      }
+    }
+  }
+  return scores;
+}
+
+// A device copy of `bytes` bytes of host memory as a tensor of `shape`.
+engine::Tensor upload(const void* host, size_t bytes, std::vector<int64_t> shape,
+                      engine::DType dtype, engine::Device device) {
+  engine::Tensor t = engine::Tensor::empty(std::move(shape), dtype, device);
+  if (bytes > 0) engine::kernels::cuda_memcpy_host_to_device(t.raw_data(), host, bytes);
+  return t;
+}
+
+// The GPU path (retrieval.h): everything uploaded once, then per block the key tile
+// (kernels::retrieval_key_tile_cuda) and its ranking (kernels::rank_query_block_cuda) into a
+// device array of per-query scores, copied back at the end.
+std::vector<QueryScore> score_on_cuda(const Points& points, const LabelGroups& groups, int64_t qb,
+                                      engine::Device device) {
+  namespace kernels = engine::kernels;
+  using engine::DType;
+  const int64_t n = points.n, d = points.d;
+  const int visible = engine::cuda_device_count();
+  ENGINE_CHECK(device.index < visible, "evaluate_retrieval: device ", device.str(),
+               " is not available (", visible,
+               " CUDA devices visible: no GPU, no driver, or a build without CUDA)");
+  // The classes flattened: class c's members are class_members[class_offsets[c] .. [c + 1]).
+  std::vector<int64_t> class_offsets = {0};
+  std::vector<int64_t> class_members;
+  class_members.reserve(static_cast<size_t>(n));
+  for (const std::vector<int64_t>& members : groups.members) {
+    class_members.insert(class_members.end(), members.begin(), members.end());
+    class_offsets.push_back(static_cast<int64_t>(class_members.size()));
+  }
+  const int64_t classes = static_cast<int64_t>(groups.members.size());
+  const engine::Tensor x =
+      upload(points.x.data(), sizeof(float) * points.x.size(), {n, d}, DType::F32, device);
+  const engine::Tensor sq_norms = upload(
+      points.sq_norms.data(), sizeof(float) * points.sq_norms.size(), {n}, DType::F32, device);
+  const engine::Tensor class_of = upload(
+      groups.class_of.data(), sizeof(int64_t) * groups.class_of.size(), {n}, DType::I64, device);
+  const engine::Tensor offsets =
+      upload(class_offsets.data(), sizeof(int64_t) * class_offsets.size(), {classes + 1},
+             DType::I64, device);
+  const engine::Tensor members =
+      upload(class_members.data(), sizeof(int64_t) * class_members.size(), {n}, DType::I64, device);
+  const kernels::ClassLayout layout{class_of.data<int64_t>(), offsets.data<int64_t>(),
+                                    members.data<int64_t>(), classes};
+  const kernels::RankingKey key = points.metric == Metric::C
+                                      ? kernels::RankingKey::Cosine
+                                      : kernels::RankingKey::SquaredEuclidean;
+
+  // A QueryRanking is four 8-byte fields, so an [n, 4] f64 tensor holds the device array.
+  static_assert(sizeof(kernels::QueryRanking) == 4 * sizeof(double), "QueryRanking layout");
+  const engine::Tensor tile = engine::Tensor::empty({qb, n}, DType::F32, device);
+  const engine::Tensor rankings = engine::Tensor::empty({n, 4}, DType::F64, device);
+  auto* device_rankings = reinterpret_cast<kernels::QueryRanking*>(rankings.data<double>());
+  for (int64_t q0 = 0; q0 < n; q0 += qb) {
+    const int64_t rows = std::min(qb, n - q0);
+    kernels::retrieval_key_tile_cuda(x.data<float>(), sq_norms.data<float>(), n, d, key, q0, rows,
+                                     tile.data<float>());
+    kernels::rank_query_block_cuda(tile.data<float>(), n, q0, rows, layout, device_rankings + q0);
+  }
+  std::vector<kernels::QueryRanking> host(static_cast<size_t>(n));
+  kernels::cuda_memcpy_device_to_host(host.data(), device_rankings,
+                                      sizeof(kernels::QueryRanking) * host.size());
+  std::vector<QueryScore> scores(static_cast<size_t>(n));
+  for (int64_t q = 0; q < n; ++q) {
+    const kernels::QueryRanking& h = host[static_cast<size_t>(q)];
+    scores[q] = {h.average_precision, h.ap_at_10, h.ap_at_r, h.first_position};
+  }
+  return scores;
+}
+
 }  // namespace
 
 std::vector<int64_t> relevant_positions(const float* keys, int64_t n, int64_t query,
@@ -169,32 +273,9 @@ RetrievalResult evaluate_retrieval(const Points& points, const std::vector<int64
   const int64_t gb = std::min(options.gallery_block, n);
   const LabelGroups groups = group_by_label(labels);
 
-  std::vector<float> block(static_cast<size_t>(qb * n));
-  std::vector<QueryScore> scores(static_cast<size_t>(n));
-  for (int64_t q0 = 0; q0 < n; q0 += qb) {
-    const int64_t rows = std::min(qb, n - q0);
-    const int64_t chunks = (n + gb - 1) / gb;
-#pragma omp parallel for schedule(dynamic, 1)
-    for (int64_t chunk = 0; chunk < chunks; ++chunk) {
-      const int64_t g0 = chunk * gb;
-      key_tile(points, q0, rows, points, g0, std::min(gb, n - g0), block.data() + g0, n);
-    }
-#pragma omp parallel
-    {
-      RankScratch s;
-#pragma omp for schedule(dynamic, 4)
-      for (int64_t r = 0; r < rows; ++r) {
-        const int64_t query = q0 + r;
-        const float* keys = block.data() + r * n;
-        s.relevant.clear();
-        for (int64_t j : groups.members[groups.class_of[query]]) {
-          if (j != query) s.relevant.emplace_back(keys[j], j);
-        }
-        rank_relevant(keys, n, query, s);
-        scores[query] = score(s.positions);
-      }
-    }
-  }
+  const std::vector<QueryScore> scores = options.device.is_cuda()
+                                             ? score_on_cuda(points, groups, qb, options.device)
+                                             : score_on_cpu(points, groups, qb, gb);
 
   // Means in query order, so the result does not depend on the thread count.
   double ap = 0.0, ap_r10 = 0.0, ap_r = 0.0;

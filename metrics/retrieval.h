@@ -24,11 +24,22 @@
 // Cost: 2 N^2 d FLOPs of GEMM (the floor) + N^2 log2(R) comparisons at most. Memory: B x N floats
 // for the block (B = memory_budget_bytes / 4N, at most 1024) + O(N) per thread; never N x N.
 // Parallelization: OpenMP over gallery chunks for the GEMM, over the block's queries for ranking.
+//
+// With options.device a CUDA device the same blocks run on the GPU (kernels/retrieval): the points,
+// squared norms and classes are uploaded once; per block one cuBLAS GEMM writes the B x N keys
+// (gallery_block plays no part), the relevant (key, index) pairs of each query are sorted (CUB's
+// segmented sort), one thread per (query, item) pair does the binary search and adds 1 to the
+// query's histogram (integer atomics), and one thread per query forms the sums in the order used
+// here; the per-query scores come back once and are averaged in query order, as on the CPU. Same
+// contract and, from the same keys, the same bits; but the keys come from another f32 GEMM, so two
+// items whose keys differ by a rounding error may swap places. Device memory: the points, the B x N
+// tile and 20 bytes per (query, class member) pair of the block (at most 5 tiles: one class).
 #pragma once
 
 #include <cstdint>
 #include <vector>
 
+#include "engine/device.h"
 #include "metrics/distance.h"
 
 namespace metrics {
@@ -51,7 +62,8 @@ struct RetrievalOptions {
   std::vector<int64_t> ks = {1, 2, 4};
   int64_t query_block = 0;  // rows per block; 0 = from memory_budget_bytes
   int64_t memory_budget_bytes = int64_t{64} << 20;
-  int64_t gallery_block = 4096;  // columns per GEMM tile
+  int64_t gallery_block = 4096;                   // columns per GEMM tile (CPU only)
+  engine::Device device = engine::Device::cpu();  // CUDA: the GPU path above
 };
 
 struct RetrievalResult {
@@ -66,6 +78,7 @@ struct RetrievalResult {
 };
 
 // labels.size() must equal points.n; ks must be >= 1. All means are NaN when every query is lone.
+// A CUDA device that is not present is an engine::Error naming it.
 RetrievalResult evaluate_retrieval(const Points& points, const std::vector<int64_t>& labels,
                                    const RetrievalOptions& options = {});
 

@@ -15,11 +15,13 @@ struct Command {
   int (*run)(Args& args);
 };
 
-int run_info(Args& args);     // tools/dml/info.cpp
-int run_embed(Args& args);    // tools/dml/embed.cpp
-int run_metrics(Args& args);  // tools/dml/metrics.cpp
-int run_train(Args& args);    // tools/dml/train.cpp
-int run_eval(Args& args);     // tools/dml/eval.cpp
-int run_bench(Args& args);    // tools/dml/bench.cpp
+int run_info(Args& args);            // tools/dml/info.cpp
+int run_embed(Args& args);           // tools/dml/embed.cpp
+int run_metrics(Args& args);         // tools/dml/metrics.cpp
+int run_train(Args& args);           // tools/dml/train.cpp
+int run_eval(Args& args);            // tools/dml/eval.cpp
+int run_bench(Args& args);           // tools/dml/bench.cpp
+int run_attack_command(Args& args);  // tools/dml/attack.cpp
+int run_ers(Args& args);             // tools/dml/ers.cpp
 
 }  // namespace dml

@@ -1,6 +1,7 @@
 // Training configuration: schema, defaults, --set overrides and validation (config.h).
 #include "tools/dml/config.h"
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <sstream>
@@ -9,8 +10,11 @@
 
 #include "data/dataset.h"
 #include "kernels/common/check.h"
+#include "losses/contrastive.h"
 #include "losses/distance.h"
+#include "losses/lifted.h"
 #include "losses/miners.h"
+#include "losses/npair.h"
 #include "tools/dml/args.h"
 
 namespace dml {
@@ -35,6 +39,7 @@ std::string wanted_type(const json& schema) {
   if (schema.is_number_integer()) return "an integer";
   if (schema.is_number()) return "a number";
   if (schema.is_string()) return "a string";
+  if (schema.is_array()) return "an array";
   return "an object";
 }
 
@@ -44,10 +49,18 @@ bool type_matches(const json& schema, const json& value) {
   if (schema.is_number_integer()) return value.is_number_integer();
   if (schema.is_number()) return value.is_number();
   if (schema.is_string()) return value.is_string();
+  if (schema.is_array()) return value.is_array();
   return value.is_object();
 }
 
+// The keys of one optimizer.groups entry (match is required; null lr and weight_decay mean the
+// optimizer's).
+json param_group_schema() {
+  return json{{"match", ""}, {"lr", nullptr}, {"weight_decay", nullptr}};
+}
+
 // Copies `user` over `defaults` (a copy of the schema), checking every key and type on the way.
+// Arrays (optimizer.groups) are copied whole; resolve_config checks their elements.
 void merge_checked(const json& user, json& defaults, const std::string& prefix,
                    const std::string& source) {
   for (const auto& item : user.items()) {
@@ -68,10 +81,12 @@ void merge_checked(const json& user, json& defaults, const std::string& prefix,
   }
 }
 
+// Reads and range-checks resolved values; `prefix` (e.g. "optimizer.groups[0].") is put before
+// the keys in messages.
 class Checker {
  public:
-  Checker(const json& resolved, std::string source)
-      : resolved_(resolved), source_(std::move(source)) {}
+  Checker(const json& resolved, std::string source, std::string prefix = "")
+      : resolved_(resolved), source_(std::move(source)), prefix_(std::move(prefix)) {}
 
   const json& at(const std::string& key) const {
     const json* node = &resolved_;
@@ -96,6 +111,11 @@ class Checker {
     }
     return value;
   }
+  double finite(const std::string& key) const {
+    const double value = at(key).get<double>();
+    if (!std::isfinite(value)) fail(key, "must be a finite number", at(key));
+    return value;
+  }
   std::string one_of(const std::string& key, const std::vector<std::string>& allowed) const {
     const std::string value = str(key);
     std::string list;
@@ -106,7 +126,8 @@ class Checker {
     fail(key, "must be one of " + list, at(key));
   }
   [[noreturn]] void fail(const std::string& key, const std::string& why, const json& value) const {
-    throw UsageError(source_ + ": config key '" + key + "' " + why + ", got " + value.dump());
+    throw UsageError(source_ + ": config key '" + prefix_ + key + "' " + why + ", got " +
+                     value.dump());
   }
 
  private:
@@ -117,11 +138,63 @@ class Checker {
   }
   const json& resolved_;
   std::string source_;
+  std::string prefix_;
 };
+
+bool loss_uses_miner(const std::string& loss) {
+  return loss == "triplet" || loss == "contrastive" || loss == "margin";
+}
+
+// Checks every optimizer.groups entry, fills its defaults in place (so the resolved config and
+// checkpoints hold complete groups) and returns the groups with the optimizer's lr and weight
+// decay where an entry leaves them null.
+std::vector<ParamGroupConfig> resolve_param_groups(json& groups, const OptimizerConfig& optimizer,
+                                                   const std::string& source) {
+  std::vector<ParamGroupConfig> out;
+  for (size_t i = 0; i < groups.size(); ++i) {
+    const std::string key = "optimizer.groups[" + std::to_string(i) + "]";
+    if (!groups[i].is_object()) {
+      throw UsageError(source + ": config key '" + key +
+                       "' must be an object {\"match\": PREFIX, \"lr\": .., \"weight_decay\": ..}, "
+                       "got " +
+                       groups[i].dump());
+    }
+    if (!groups[i].contains("match")) {
+      throw UsageError(source + ": config key '" + key +
+                       ".match' is missing (the prefix of the parameter names the group takes, "
+                       "e.g. \"fc2.\")");
+    }
+    json filled = param_group_schema();
+    merge_checked(groups[i], filled, key, source);
+    const Checker c(filled, source, key + ".");
+    ParamGroupConfig group;
+    group.match = c.str("match");
+    if (group.match.empty()) {
+      c.fail("match", "must not be empty (set optimizer.lr to change every parameter)",
+             c.at("match"));
+    }
+    // lr 0 is allowed here: it freezes the group's parameters.
+    group.lr = c.at("lr").is_null() ? optimizer.lr : c.number("lr", 0.0, false);
+    group.weight_decay = c.at("weight_decay").is_null() ? optimizer.weight_decay
+                                                        : c.number("weight_decay", 0.0, false);
+    groups[i] = filled;
+    out.push_back(group);
+  }
+  return out;
+}
 
 }  // namespace
 
+const std::vector<std::string>& loss_names() {
+  static const std::vector<std::string> names = {
+      "triplet", "contrastive", "margin", "multi_similarity", "arcface", "lifted", "npair"};
+  return names;
+}
+
 json default_config_json() {
+  const losses::MarginLossOptions margin;
+  const losses::MultiSimilarityOptions multi_similarity;
+  const losses::ArcFaceOptions arcface;
   // Key order here is the order of docs/config.md.
   return json{
       {"data", {{"name", "fashion-mnist"}, {"root", ""}, {"num_workers", 2}}},
@@ -132,7 +205,22 @@ json default_config_json() {
         {"pairs_per_batch", 128},
         {"max_batches_per_epoch", 0},
         {"drop_last", false}}},
-      {"loss", {{"name", "triplet"}, {"metric", "N"}, {"miner", "random"}, {"margin", nullptr}}},
+      {"loss",
+       {{"name", "triplet"},
+        {"metric", "N"},
+        {"miner", "random"},
+        {"margin", nullptr},
+        // The losses' own defaults (the papers', robrank's), so there is one place for each.
+        {"margin_loss", {{"beta", margin.beta}, {"beta_lr", margin.beta_lr}}},
+        {"multi_similarity",
+         {{"alpha", multi_similarity.alpha},
+          {"beta", multi_similarity.beta},
+          {"lambda", multi_similarity.lambda},
+          {"epsilon", multi_similarity.epsilon},
+          {"spc2_anchors", multi_similarity.spc2_anchors}}},
+        {"arcface", {{"scale", arcface.scale}, {"centers_lr", arcface.centers_lr}}},
+        {"lifted", {{"norm_weight", losses::kLiftedNormWeight}}},
+        {"npair", {{"norm_weight", losses::kNpairNormWeight}}}}},
       {"optimizer",
        {{"name", "adam"},
         {"lr", 1e-3},
@@ -142,7 +230,8 @@ json default_config_json() {
         {"eps", 1e-8},
         {"momentum", 0.0},
         {"dampening", 0.0},
-        {"nesterov", false}}},
+        {"nesterov", false},
+        {"groups", json::array()}}},
       {"epochs", 8},
       {"eval", {{"every_epochs", 1}, {"max_images", 0}, {"batch_size", 256}}},
       {"log_every_batches", 10},
@@ -188,6 +277,12 @@ void apply_override(json& config, const std::string& assignment) {
   while (std::getline(stream, part, '.')) parts.push_back(part);
   for (size_t i = 0; i < parts.size(); ++i) {
     walked += (walked.empty() ? "" : ".") + parts[i];
+    if (schema_node->is_array()) {
+      throw UsageError("--set " + assignment + ": config key '" +
+                       walked.substr(0, walked.rfind('.')) +
+                       "' is a list: set it whole, e.g. --set 'optimizer.groups=[{\"match\": "
+                       "\"fc2.\", \"lr\": 0.01}]'");
+    }
     if (!schema_node->is_object() || !schema_node->contains(parts[i])) {
       throw UsageError("--set " + assignment + ": config key '" + walked + "' is unknown");
     }
@@ -205,7 +300,6 @@ TrainConfig resolve_config(const json& config, const std::string& source) {
   const Checker c(resolved, source);
 
   TrainConfig t;
-  t.resolved = resolved;
   t.data_name = c.str("data.name");
   bool known_data = false;
   for (const std::string& name : data::dataset_names())
@@ -237,10 +331,50 @@ TrainConfig resolve_config(const json& config, const std::string& source) {
   t.max_batches_per_epoch = c.integer("sampler.max_batches_per_epoch", 0);
   t.drop_last = c.flag("sampler.drop_last");
 
-  t.loss_name = c.one_of("loss.name", {"triplet"});
+  t.loss_name = c.one_of("loss.name", loss_names());
   t.metric = c.one_of("loss.metric", {"N", "E", "C"});
   t.miner = c.one_of("loss.miner", {"random", "semihard", "softhard", "distance", "hardest"});
-  if (!c.at("loss.margin").is_null()) t.margin = c.number("loss.margin", 0.0, false);
+  if (!loss_uses_miner(t.loss_name) && t.miner != "random") {
+    c.fail("loss.miner",
+           "does not apply to loss '" + t.loss_name + "', which uses no miner (leave it random)",
+           c.at("loss.miner"));
+  }
+  const losses::Metric metric = losses::parse_metric(t.metric);
+  bool has_margin = true;
+  double default_margin = 0.0;
+  if (t.loss_name == "triplet" || t.loss_name == "lifted") {
+    default_margin = losses::default_margin(metric);
+  } else if (t.loss_name == "contrastive") {
+    default_margin = losses::kContrastiveMargin;
+  } else if (t.loss_name == "margin") {
+    default_margin = losses::MarginLossOptions().margin;
+  } else if (t.loss_name == "arcface") {
+    default_margin = losses::ArcFaceOptions().margin;
+  } else {
+    has_margin = false;
+  }
+  if (c.at("loss.margin").is_null()) {
+    t.margin = default_margin;
+  } else if (!has_margin) {
+    c.fail("loss.margin",
+           "does not apply to loss '" + t.loss_name + "', which has no margin (leave it null)",
+           c.at("loss.margin"));
+  } else {
+    t.margin = c.number("loss.margin", 0.0, false);
+  }
+  t.margin_loss.beta = c.finite("loss.margin_loss.beta");
+  t.margin_loss.beta_lr = c.number("loss.margin_loss.beta_lr", 0.0, false);
+  t.margin_loss.margin = t.loss_name == "margin" ? t.margin : t.margin_loss.margin;
+  t.multi_similarity.alpha = c.number("loss.multi_similarity.alpha", 0.0, true);
+  t.multi_similarity.beta = c.number("loss.multi_similarity.beta", 0.0, true);
+  t.multi_similarity.lambda = c.finite("loss.multi_similarity.lambda");
+  t.multi_similarity.epsilon = c.number("loss.multi_similarity.epsilon", 0.0, false);
+  t.multi_similarity.spc2_anchors = c.flag("loss.multi_similarity.spc2_anchors");
+  t.arcface.scale = c.number("loss.arcface.scale", 0.0, true);
+  t.arcface.centers_lr = c.number("loss.arcface.centers_lr", 0.0, false);
+  t.arcface.margin = t.loss_name == "arcface" ? t.margin : t.arcface.margin;
+  t.lifted_norm_weight = c.number("loss.lifted.norm_weight", 0.0, false);
+  t.npair_norm_weight = c.number("loss.npair.norm_weight", 0.0, false);
 
   t.optimizer.name = c.one_of("optimizer.name", {"adam", "adamw", "sgd"});
   t.optimizer.lr = c.number("optimizer.lr", 0.0, true);
@@ -256,6 +390,8 @@ TrainConfig resolve_config(const json& config, const std::string& source) {
   if (t.optimizer.nesterov && (t.optimizer.momentum <= 0.0 || t.optimizer.dampening != 0.0)) {
     c.fail("optimizer.nesterov", "needs momentum > 0 and dampening 0", c.at("optimizer.nesterov"));
   }
+  t.optimizer.groups =
+      resolve_param_groups(resolved.at("optimizer").at("groups"), t.optimizer, source);
 
   t.epochs = c.integer("epochs", 1);
   t.eval_every_epochs = c.integer("eval.every_epochs", 0);
@@ -267,7 +403,41 @@ TrainConfig resolve_config(const json& config, const std::string& source) {
   if (t.output_dir.empty()) c.fail("output_dir", "must not be empty", c.at("output_dir"));
   t.seed = static_cast<uint64_t>(c.integer("seed", 0));
   t.device = c.str("device");
+  t.resolved = resolved;  // after resolve_param_groups filled the groups in
   return t;
+}
+
+std::vector<size_t> assign_param_groups(const std::vector<std::string>& names,
+                                        const std::vector<ParamGroupConfig>& groups) {
+  std::vector<size_t> group_of(names.size(), 0);
+  std::vector<int64_t> taken(groups.size(), 0);
+  for (size_t i = 0; i < names.size(); ++i) {
+    for (size_t g = 0; g < groups.size(); ++g) {
+      if (names[i].rfind(groups[g].match, 0) == 0) {
+        group_of[i] = g + 1;
+        ++taken[g];
+        break;
+      }
+    }
+  }
+  for (size_t g = 0; g < groups.size(); ++g) {
+    if (taken[g] > 0) continue;
+    bool matches_any = false;
+    std::vector<std::string> tops;  // top-level module names, in order, once each
+    for (const std::string& name : names) {
+      matches_any = matches_any || name.rfind(groups[g].match, 0) == 0;
+      const std::string top = name.substr(0, name.find('.') + 1);
+      if (std::find(tops.begin(), tops.end(), top) == tops.end()) tops.push_back(top);
+    }
+    std::string list;
+    for (const std::string& top : tops) list += (list.empty() ? "" : ", ") + top;
+    throw UsageError("config key 'optimizer.groups[" + std::to_string(g) + "].match' (\"" +
+                     groups[g].match + "\") " +
+                     (matches_any ? "only matches parameters an earlier group already took"
+                                  : "matches no parameter") +
+                     "; the model's parameter names start with " + list);
+  }
+  return group_of;
 }
 
 }  // namespace dml

@@ -9,17 +9,35 @@
 //      also supplies the defaults of omitted keys) with the schema's type; then the values are
 //      checked (names, ranges) and turned into a TrainConfig.
 // The resolved JSON (defaults filled in) is what checkpoints store and what a resume compares.
+//
+// Parameter groups (optimizer.groups): an ordered list of {"match", "lr", "weight_decay"}; a
+// model parameter goes to the first group whose `match` is a prefix of its name (the names of
+// model.safetensors, e.g. "fc2.weight"), unmatched parameters to the default group, which uses
+// optimizer.lr and optimizer.weight_decay. A loss's own parameters (margin's beta, ArcFace's class
+// centers) are not model parameters: their learning rate is a loss key (loss.margin_loss.beta_lr,
+// loss.arcface.centers_lr) and the trainer gives them an optimizer of their own (trainer.h).
 #pragma once
 
 #include <cstdint>
-#include <optional>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "losses/arcface.h"
+#include "losses/margin.h"
+#include "losses/multi_similarity.h"
 #include "models/registry.h"
 
 namespace dml {
+
+// One entry of optimizer.groups, with the optimizer's lr and weight decay filled in where the
+// group leaves them null.
+struct ParamGroupConfig {
+  std::string match;  // a name prefix, e.g. "fc2." (plain string prefix: "fc" also matches "fc1.")
+  double lr = 0.0;
+  double weight_decay = 0.0;
+};
 
 struct OptimizerConfig {
   std::string name = "adam";  // adam | adamw | sgd
@@ -28,7 +46,11 @@ struct OptimizerConfig {
   double beta1 = 0.9, beta2 = 0.999, eps = 1e-8;  // adam, adamw
   double momentum = 0.0, dampening = 0.0;         // sgd
   bool nesterov = false;                          // sgd
+  std::vector<ParamGroupConfig> groups;           // empty: every parameter in the default group
 };
+
+// loss.name values, in docs/config.md order.
+const std::vector<std::string>& loss_names();
 
 struct TrainConfig {
   std::string data_name = "fashion-mnist";
@@ -38,10 +60,17 @@ struct TrainConfig {
   int64_t pairs_per_batch = 128;
   int64_t max_batches_per_epoch = 0;  // 0 = the whole epoch
   bool drop_last = false;
-  std::string loss_name = "triplet";
-  std::string metric = "N";  // N | E | C
-  std::string miner = "random";
-  std::optional<double> margin;  // absent: the papers' default for the metric
+  std::string loss_name = "triplet";  // one of loss_names()
+  std::string metric = "N";           // N | E | C
+  std::string miner = "random";       // triplet, contrastive, margin; "random" for the others
+  // loss.margin, or the loss's default when null: triplet and lifted default_margin(metric),
+  // contrastive 1.0, margin 0.2, arcface 0.5 (radians); unused by multi_similarity and npair.
+  double margin = 0.2;
+  losses::MarginLossOptions margin_loss;            // .margin = `margin` for the margin loss
+  losses::MultiSimilarityOptions multi_similarity;  // loss.multi_similarity.*
+  losses::ArcFaceOptions arcface;                   // .margin = `margin` for arcface
+  double lifted_norm_weight = 5e-3;                 // loss.lifted.norm_weight
+  double npair_norm_weight = 5e-3;                  // loss.npair.norm_weight
   OptimizerConfig optimizer;
   int64_t epochs = 8;
   int64_t eval_every_epochs = 1;  // 0 = only after the last epoch
@@ -69,5 +98,12 @@ void apply_override(nlohmann::json& config, const std::string& assignment);
 // Validates `config` against the schema and the value rules; `source` (the file) prefixes the
 // messages: "<source>: config key 'optimizer.lrr' is unknown".
 TrainConfig resolve_config(const nlohmann::json& config, const std::string& source);
+
+// The group of each parameter: 0 = the default group, g + 1 = groups[g], the first group whose
+// match is a prefix of the name. UsageError naming optimizer.groups[g] when a group gets no
+// parameter (a typo in `match` would otherwise leave its parameters in the default group
+// silently); the message lists the parameters' top-level names.
+std::vector<size_t> assign_param_groups(const std::vector<std::string>& names,
+                                        const std::vector<ParamGroupConfig>& groups);
 
 }  // namespace dml

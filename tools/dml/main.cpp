@@ -21,6 +21,10 @@ const dml::Command kCommands[] = {
     {"embed", "write a model's embeddings of images or a dataset split to .npy", dml::run_embed},
     {"metrics", "retrieval and clustering metrics from .npy embeddings and labels",
      dml::run_metrics},
+    {"attack", "one adversarial ranking attack over a split (CA, QA, SP-QA, TMA, ES, LTM, ...)",
+     dml::run_attack_command},
+    {"ers", "Empirical Robustness Score (profiles rob28, rob224) or an attack-strength curve",
+     dml::run_ers},
     {"bench", "time our CUDA kernels against cuDNN/cuBLAS and the measured ceilings",
      dml::run_bench},
 };

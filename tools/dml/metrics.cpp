@@ -1,13 +1,16 @@
 // dml metrics: retrieval and clustering metrics of saved embeddings (SPEC §7, §10).
 //
 //   dml metrics --embeddings E.npy --labels L.npy [--metric N|E|C] [--k 1,2,4] [--json]
+//               [--device cpu|cuda[:N]]
 //
 // E.npy: [N, D] f32 or f64. L.npy: [N] integer labels (i64, i32 or u8). Query set = gallery =
-// the set, each query's own row excluded by index. The numbers come from metrics/evaluate.h.
+// the set, each query's own row excluded by index. The numbers come from metrics/evaluate.h;
+// --device picks where the ranking (recall@K and the mAPs) runs (metrics/retrieval.h).
 #include <cstdio>
 #include <string>
 #include <vector>
 
+#include "engine/device.h"
 #include "engine/io/npy.h"
 #include "kernels/common/check.h"
 #include "metrics/evaluate.h"
@@ -32,13 +35,16 @@ const char kUsage[] =
     "                      pi_ratio (fractions in [0, 1]; pi_ratio unbounded; null if undefined)\n"
     "  --seed S            k-means++ seed for NMI (default 0)\n"
     "  --kmeans-iterations I   at most I Lloyd iterations (default 25)\n"
+    "  --device DEV        cpu (default), cuda or cuda:N: where the ranking (recall@K, map,\n"
+    "                      map_at_r10, map_at_r) runs; NMI and pi_ratio stay on the CPU\n"
     "\n"
     "map: AP over the full ranking; map_at_r10: robrank's mAP@R with R fixed to 10; map_at_r:\n"
     "PML's mAP@R with R = the query's same-class count. Queries with no other item of their class\n"
     "are left out of the ranking metrics. nmi: k-means++ with k = number of classes, arithmetic\n"
     "normalization. pi_ratio: mean intra-class distance / mean distance between class means.\n";
 
-void print_table(const metrics::Evaluation& e, const std::string& embeddings_path) {
+void print_table(const metrics::Evaluation& e, const std::string& embeddings_path,
+                 const std::string& device) {
   std::printf("embeddings  %s\n", embeddings_path.c_str());
   std::printf("items       %lld in %lld classes, metric %s\n", static_cast<long long>(e.n),
               static_cast<long long>(e.classes), metrics::metric_name(e.metric));
@@ -58,8 +64,8 @@ void print_table(const metrics::Evaluation& e, const std::string& embeddings_pat
               e.kmeans_converged ? "converged" : "iteration limit");
   std::printf("%-12s %8.4f   (ratio, not %%: intra %.4f / inter %.4f)\n", "pi_ratio",
               e.spread.ratio, e.spread.intra, e.spread.inter);
-  std::printf("\ntime        ranking %.1f s, k-means %.1f s, pi_ratio %.1f s\n",
-              e.seconds_retrieval, e.seconds_clustering, e.seconds_spread);
+  std::printf("\ntime        ranking %.1f s (%s), k-means %.1f s, pi_ratio %.1f s\n",
+              e.seconds_retrieval, device.c_str(), e.seconds_clustering, e.seconds_spread);
 }
 
 }  // namespace
@@ -76,6 +82,7 @@ int run_metrics(Args& args) {
   const bool json = args.take_flag("--json");
   const int64_t seed = args.take_int("--seed", 0);
   const int64_t iterations = args.take_int("--kmeans-iterations", 25);
+  const std::string device_text = args.take_string("--device", "cpu");
   args.finish();
 
   metrics::Metric metric;
@@ -91,6 +98,17 @@ int run_metrics(Args& args) {
   if (iterations < 1) {
     throw UsageError("--kmeans-iterations: must be >= 1, got " + std::to_string(iterations));
   }
+  engine::Device device;
+  try {
+    device = engine::parse_device(device_text);
+  } catch (const engine::Error& e) {
+    throw UsageError(std::string("--device: ") + e.what());
+  }
+  // Before reading the (possibly large) files: a missing GPU is a runtime error (exit 1).
+  if (device.is_cuda() && device.index >= engine::cuda_device_count()) {
+    engine::fail("--device ", device.str(), ": no such CUDA device (", engine::cuda_device_count(),
+                 " visible: no GPU, no driver, or a build without CUDA); use --device cpu");
+  }
 
   metrics::Points points;
   {  // the tensor is released once the prepared copy exists (peak memory)
@@ -103,6 +121,7 @@ int run_metrics(Args& args) {
 
   metrics::EvaluationOptions options;
   options.retrieval.ks = ks;
+  options.retrieval.device = device;
   options.kmeans_seed = static_cast<uint64_t>(seed);
   options.kmeans_iterations = iterations;
   const metrics::Evaluation e = metrics::evaluate_embeddings(points, labels, options);
@@ -115,7 +134,7 @@ int run_metrics(Args& args) {
   if (json) {
     std::printf("%s\n", metrics::metrics_json(e).dump().c_str());
   } else {
-    print_table(e, embeddings_path);
+    print_table(e, embeddings_path, device.str());
   }
   return 0;
 }

@@ -23,6 +23,8 @@ const char kUsage[] =
     "usage: dml train --config FILE.json [options]\n"
     "\n"
     "Trains a model as the config says (keys: docs/config.md) and evaluates it on the test split.\n"
+    "Losses (loss.name): triplet, contrastive, margin, multi_similarity, arcface, lifted, npair;\n"
+    "per-parameter learning rates: optimizer.groups.\n"
     "\n"
     "  --config FILE         JSON config (unknown keys and wrong types are errors)\n"
     "  --set KEY=VALUE       override one key, e.g. --set optimizer.lr=0.01 --set loss.miner=\n"

@@ -70,25 +70,126 @@ engine::Device pick_device(const std::string& text) {
   return device;
 }
 
+// The model's optimizer: group 0 = the default group (optimizer.lr, optimizer.weight_decay; empty
+// when optimizer.groups take every parameter), group g + 1 = optimizer.groups[g]. Within a
+// group, parameters keep the model's order; without groups this is one group of
+// model->parameters(), as before groups existed (so older checkpoints' optimizer state loads).
 std::unique_ptr<engine::optim::Optimizer> make_optimizer(const OptimizerConfig& o,
-                                                         std::vector<engine::Tensor> params) {
-  if (o.name == "sgd") {
-    engine::optim::SgdOptions options;
-    options.lr = o.lr;
-    options.momentum = o.momentum;
-    options.dampening = o.dampening;
-    options.weight_decay = o.weight_decay;
-    options.nesterov = o.nesterov;
-    return std::make_unique<engine::optim::Sgd>(std::move(params), options);
+                                                         const models::Model& model) {
+  std::vector<std::string> names;
+  std::vector<engine::Tensor> params;
+  for (const auto& [name, param] : model.named_parameters()) {
+    names.push_back(name);
+    params.push_back(param);
   }
-  engine::optim::AdamOptions options;
-  options.lr = o.lr;
-  options.beta1 = o.beta1;
-  options.beta2 = o.beta2;
-  options.eps = o.eps;
-  options.weight_decay = o.weight_decay;
-  if (o.name == "adamw") return std::make_unique<engine::optim::AdamW>(std::move(params), options);
-  return std::make_unique<engine::optim::Adam>(std::move(params), options);
+  const std::vector<size_t> group_of = assign_param_groups(names, o.groups);
+  std::vector<std::vector<engine::Tensor>> grouped(o.groups.size() + 1);
+  for (size_t i = 0; i < params.size(); ++i) grouped[group_of[i]].push_back(params[i]);
+  std::vector<double> lrs = {o.lr}, decays = {o.weight_decay};
+  for (const ParamGroupConfig& g : o.groups) {
+    lrs.push_back(g.lr);
+    decays.push_back(g.weight_decay);
+  }
+  if (o.name == "sgd") {
+    std::vector<engine::optim::SgdGroup> groups(grouped.size());
+    for (size_t g = 0; g < grouped.size(); ++g) {
+      groups[g].params = grouped[g];
+      groups[g].options.lr = lrs[g];
+      groups[g].options.momentum = o.momentum;
+      groups[g].options.dampening = o.dampening;
+      groups[g].options.weight_decay = decays[g];
+      groups[g].options.nesterov = o.nesterov;
+    }
+    return std::make_unique<engine::optim::Sgd>(std::move(groups));
+  }
+  std::vector<engine::optim::AdamGroup> groups(grouped.size());
+  for (size_t g = 0; g < grouped.size(); ++g) {
+    groups[g].params = grouped[g];
+    groups[g].options.lr = lrs[g];
+    groups[g].options.beta1 = o.beta1;
+    groups[g].options.beta2 = o.beta2;
+    groups[g].options.eps = o.eps;
+    groups[g].options.weight_decay = decays[g];
+  }
+  if (o.name == "adamw") return std::make_unique<engine::optim::AdamW>(std::move(groups));
+  return std::make_unique<engine::optim::Adam>(std::move(groups));
+}
+
+// The configured loss, and the module holding its own parameters for the losses that have some
+// (margin: "beta"; arcface: "centers"; null for the others).
+struct TrainingLoss {
+  std::shared_ptr<losses::MarginLoss> margin;
+  std::shared_ptr<losses::ArcFaceLoss> arcface;
+  engine::nn::Module* module() const {
+    if (margin) return margin.get();
+    if (arcface) return arcface.get();
+    return nullptr;
+  }
+};
+
+// ArcFace's centers draw from `init_gen` after the model has drawn its weights, so the model's
+// initial weights do not depend on the loss.
+TrainingLoss make_training_loss(const TrainConfig& config, int64_t num_classes,
+                                engine::Generator& init_gen) {
+  TrainingLoss loss;
+  if (config.loss_name == "margin") {
+    loss.margin = std::make_shared<losses::MarginLoss>(losses::parse_metric(config.metric),
+                                                       config.margin_loss);
+  } else if (config.loss_name == "arcface") {
+    loss.arcface = std::make_shared<losses::ArcFaceLoss>(num_classes, config.model.embedding_dim,
+                                                         init_gen, config.arcface);
+  }
+  return loss;
+}
+
+// The loss's own parameters get an optimizer of their own: margin's beta plain SGD with
+// loss.margin_loss.beta_lr (robrank's separate torch.optim.SGD); ArcFace's centers Adam with
+// loss.arcface.centers_lr, optimizer.beta1/beta2/eps and no weight decay (the "Revisiting DML"
+// code MDProp builds on: the criterion's own group {params, lr} in the model's Adam). Null when
+// the loss has no parameters.
+std::unique_ptr<engine::optim::Optimizer> make_loss_optimizer(const TrainConfig& config,
+                                                              const TrainingLoss& loss) {
+  if (loss.margin) {
+    return std::make_unique<engine::optim::Sgd>(
+        std::vector<engine::optim::SgdGroup>{loss.margin->param_group()});
+  }
+  if (loss.arcface) {
+    engine::optim::AdamGroup group = loss.arcface->param_group();
+    group.options.beta1 = config.optimizer.beta1;
+    group.options.beta2 = config.optimizer.beta2;
+    group.options.eps = config.optimizer.eps;
+    return std::make_unique<engine::optim::Adam>(std::vector<engine::optim::AdamGroup>{group});
+  }
+  return nullptr;
+}
+
+// One batch's loss. The triplet branch is the computation `dml train` has always done (mining
+// with the loss margin as semihard's band, then the triplet loss); the other miners' users do the
+// same with their own loss. Losses without a miner draw nothing from `mining`.
+engine::Tensor compute_loss(const TrainConfig& config, const TrainingLoss& loss,
+                            const engine::Tensor& embeddings, const engine::Tensor& labels,
+                            engine::Generator& mining) {
+  const losses::Metric metric = losses::parse_metric(config.metric);
+  const std::string& name = config.loss_name;
+  if (name == "triplet" || name == "contrastive") {
+    const losses::Triplets triplets = losses::mine_triplets(
+        embeddings, labels, losses::parse_miner(config.miner), metric, mining, config.margin);
+    if (name == "triplet") return losses::triplet_loss(embeddings, triplets, metric, config.margin);
+    return losses::contrastive_loss(embeddings, triplets, metric, config.margin);
+  }
+  if (name == "margin") {
+    return loss.margin->spc2_loss(embeddings, labels, losses::parse_miner(config.miner), mining);
+  }
+  if (name == "multi_similarity") {
+    return losses::multi_similarity_loss(embeddings, labels, config.multi_similarity);
+  }
+  if (name == "arcface") return loss.arcface->loss(embeddings, labels);
+  if (name == "lifted") {
+    return losses::lifted_loss(embeddings, labels, metric, config.margin,
+                               config.lifted_norm_weight);
+  }
+  ENGINE_CHECK(name == "npair", "dml train: unknown loss '", name, "'");
+  return losses::npair_loss(embeddings, labels, metric, config.npair_norm_weight);
 }
 
 json without_free_keys(json config) {
@@ -121,11 +222,19 @@ struct RunState {
 };
 
 void save_checkpoint(const std::string& path, const TrainConfig& config, const models::Model& model,
-                     const engine::optim::Optimizer& optimizer, const data::BatchSampler& sampler,
-                     const engine::Generator& mining, const RunState& run) {
+                     const engine::optim::Optimizer& optimizer, const TrainingLoss& loss,
+                     const engine::optim::Optimizer* loss_optimizer,
+                     const data::BatchSampler& sampler, const engine::Generator& mining,
+                     const RunState& run) {
   std::map<std::string, engine::Tensor> tensors;
   for (const auto& [name, tensor] : model.state_dict()) tensors["model." + name] = tensor;
   for (const auto& [name, tensor] : optimizer.state_dict()) tensors["optimizer." + name] = tensor;
+  if (loss.module() != nullptr) {
+    for (const auto& [name, tensor] : loss.module()->state_dict()) tensors["loss." + name] = tensor;
+    for (const auto& [name, tensor] : loss_optimizer->state_dict()) {
+      tensors["loss_optimizer." + name] = tensor;
+    }
+  }
   json meta = {
       {"format", kCheckpointFormat},
       {"config", config.resolved},
@@ -242,9 +351,10 @@ int train(const TrainConfig& config, const TrainOptions& options) {
   std::shared_ptr<models::Model> model = models::build_model(config.model, init_gen);
   data::Spc2Sampler sampler(train_set->labels(), config.pairs_per_batch, config.seed,
                             config.drop_last);
+  const TrainingLoss loss = make_training_loss(config, train_set->num_classes(), init_gen);
   engine::Generator mining(config.seed ^ kMiningSeedMix);
   RunState run;
-  engine::optim::OptimizerState optimizer_state;
+  engine::optim::OptimizerState optimizer_state, loss_optimizer_state;
 
   if (options.resume) {
     ENGINE_CHECK(std::filesystem::exists(ckpt), "--resume: no checkpoint at ", ckpt);
@@ -255,24 +365,32 @@ int train(const TrainConfig& config, const TrainOptions& options) {
     const json meta = json::parse(meta_it->second, nullptr, false);
     ENGINE_CHECK(meta.is_object() && meta.value("format", 0) == kCheckpointFormat, ckpt,
                  ": unreadable dml_checkpoint metadata (format ", kCheckpointFormat, " expected)");
-    const std::string differs = first_difference(without_free_keys(meta.at("config")),
-                                                 without_free_keys(config.resolved), "");
+    // The stored config is resolved again, so keys added to the schema since the checkpoint was
+    // written take their defaults (which reproduce the old behaviour) instead of differing.
+    const json stored = resolve_config(meta.at("config"), ckpt + " (its stored config)").resolved;
+    const std::string differs =
+        first_difference(without_free_keys(stored), without_free_keys(config.resolved), "");
     if (!differs.empty()) {
       throw UsageError("--resume: config key '" + differs + "' differs from the checkpoint's " +
                        ckpt + " (only epochs, eval.*, log/checkpoint cadence and device may)");
     }
-    std::map<std::string, engine::Tensor> model_state;
+    std::map<std::string, engine::Tensor> model_state, loss_state;
     for (const auto& [name, raw] : file.tensors) {
       engine::Tensor t = engine::tensor_from_raw(raw, ckpt + ": " + name);
       if (name.rfind("model.", 0) == 0) {
         model_state[name.substr(6)] = t;
       } else if (name.rfind("optimizer.", 0) == 0) {
         optimizer_state[name.substr(10)] = t;
+      } else if (name.rfind("loss.", 0) == 0 && loss.module() != nullptr) {
+        loss_state[name.substr(5)] = t;
+      } else if (name.rfind("loss_optimizer.", 0) == 0 && loss.module() != nullptr) {
+        loss_optimizer_state[name.substr(15)] = t;
       } else {
-        engine::fail(ckpt, ": unexpected tensor '", name, "'");
+        engine::fail(ckpt, ": unexpected tensor '", name, "' for loss ", config.loss_name);
       }
     }
     model->load_state_dict(engine::nn::StateDict(model_state));
+    if (loss.module() != nullptr) loss.module()->load_state_dict(engine::nn::StateDict(loss_state));
     sampler.restore(data::sampler_state_from_json(meta.at("sampler")));
     mining.seed = parse_u64(meta.at("mining_generator").at("seed"), ckpt + " mining seed");
     mining.offset = parse_u64(meta.at("mining_generator").at("offset"), ckpt + " mining offset");
@@ -280,31 +398,33 @@ int train(const TrainConfig& config, const TrainOptions& options) {
     run.epochs_evaluated = meta.at("epochs_evaluated").get<int64_t>();
   }
   model->to(device);
-  // Built after loading: the optimizer holds the model's parameter handles.
-  std::unique_ptr<engine::optim::Optimizer> optimizer =
-      make_optimizer(config.optimizer, model->parameters());
-  if (options.resume) optimizer->load_state_dict(optimizer_state);
+  if (loss.module() != nullptr) loss.module()->to(device);
+  // Built after loading: the optimizers hold the parameter handles.
+  std::unique_ptr<engine::optim::Optimizer> optimizer = make_optimizer(config.optimizer, *model);
+  std::unique_ptr<engine::optim::Optimizer> loss_optimizer = make_loss_optimizer(config, loss);
+  if (options.resume) {
+    optimizer->load_state_dict(optimizer_state);
+    if (loss_optimizer) loss_optimizer->load_state_dict(loss_optimizer_state);
+  }
 
   const int64_t full_epoch = sampler.batches_per_epoch();
   const int64_t per_epoch = config.max_batches_per_epoch > 0
                                 ? std::min(config.max_batches_per_epoch, full_epoch)
                                 : full_epoch;
-  const losses::Metric metric = losses::parse_metric(config.metric);
-  const losses::Miner miner = losses::parse_miner(config.miner);
-  const double margin = config.margin.value_or(losses::default_margin(metric));
   const bool tty = isatty(fileno(stderr)) != 0;
   Log log((std::filesystem::path(config.output_dir) / "log.jsonl").string());
 
   std::fprintf(stderr,
-               "train: %s -> %s (%lld train / %lld test images), %s D=%lld, triplet %s/%s, %s lr "
+               "train: %s -> %s (%lld train / %lld test images), %s D=%lld, %s %s/%s, %s lr "
                "%g, %lld epochs x %lld batches of %lld pairs, device %s%s\n",
                config.data_name.c_str(), config.output_dir.c_str(),
                static_cast<long long>(train_set->size()), static_cast<long long>(test_set->size()),
                config.model.name.c_str(), static_cast<long long>(config.model.embedding_dim),
-               config.metric.c_str(), config.miner.c_str(), config.optimizer.name.c_str(),
-               config.optimizer.lr, static_cast<long long>(config.epochs),
-               static_cast<long long>(per_epoch), static_cast<long long>(config.pairs_per_batch),
-               device.str().c_str(), options.resume ? ", resumed" : "");
+               config.loss_name.c_str(), config.metric.c_str(), config.miner.c_str(),
+               config.optimizer.name.c_str(), config.optimizer.lr,
+               static_cast<long long>(config.epochs), static_cast<long long>(per_epoch),
+               static_cast<long long>(config.pairs_per_batch), device.str().c_str(),
+               options.resume ? ", resumed" : "");
 
   EvalSettings eval_settings;
   eval_settings.metric = config.metric;
@@ -345,16 +465,16 @@ int train(const TrainConfig& config, const TrainOptions& options) {
         const engine::Tensor images = batch.images.to(device);
         const engine::Tensor labels = batch.labels.to(device);
         const engine::Tensor embeddings = (*model)(images);
-        const losses::Triplets triplets =
-            losses::mine_triplets(embeddings, labels, miner, metric, mining, margin);
-        const engine::Tensor loss = losses::triplet_loss(embeddings, triplets, metric, margin);
-        const double value = loss.item();
+        const engine::Tensor loss_value = compute_loss(config, loss, embeddings, labels, mining);
+        const double value = loss_value.item();
         ENGINE_CHECK(std::isfinite(value), "training loss is ", value, " at epoch ", epoch + 1,
                      ", batch ", batch.number + 1, "/", per_epoch, " (step ", run.step + 1,
                      "); lower optimizer.lr or check the data");
         optimizer->zero_grad();
-        engine::backward(loss);
+        if (loss_optimizer) loss_optimizer->zero_grad();
+        engine::backward(loss_value);
         optimizer->step();
+        if (loss_optimizer) loss_optimizer->step();
         sampler.next();  // advance the cursor past this batch
         ++run.step;
         images_since += images.size(0);
@@ -365,15 +485,17 @@ int train(const TrainConfig& config, const TrainOptions& options) {
         if ((batch.number + 1) % config.log_every_batches == 0 || last) {
           const double seconds = std::chrono::duration<double>(Clock::now() - since).count();
           const double rate = seconds > 0 ? images_since / seconds : 0.0;
-          log.write({{"type", "train"},
-                     {"epoch", epoch + 1},
-                     {"batch", batch.number + 1},
-                     {"batches", per_epoch},
-                     {"step", run.step},
-                     {"loss", value},
-                     {"mean_loss", loss_sum / loss_count},
-                     {"lr", optimizer->lr(0)},
-                     {"images_per_s", rate}});
+          json record = {{"type", "train"},
+                         {"epoch", epoch + 1},
+                         {"batch", batch.number + 1},
+                         {"batches", per_epoch},
+                         {"step", run.step},
+                         {"loss", value},
+                         {"mean_loss", loss_sum / loss_count},
+                         {"lr", optimizer->lr(0)},
+                         {"images_per_s", rate}};
+          if (loss.margin) record["beta"] = loss.margin->beta().item();
+          log.write(record);
           std::fprintf(stderr, "%sepoch %lld/%lld  batch %lld/%lld  loss %.4f  %.0f images/s%s",
                        tty ? "\r" : "", static_cast<long long>(epoch + 1),
                        static_cast<long long>(config.epochs),
@@ -389,7 +511,8 @@ int train(const TrainConfig& config, const TrainOptions& options) {
         const bool stop = options.stop_after_batches > 0 && run.step == options.stop_after_batches;
         if (stop || (config.checkpoint_every_batches > 0 &&
                      run.step % config.checkpoint_every_batches == 0)) {
-          save_checkpoint(ckpt, config, *model, *optimizer, sampler, mining, run);
+          save_checkpoint(ckpt, config, *model, *optimizer, loss, loss_optimizer.get(), sampler,
+                          mining, run);
         }
         if (stop) {
           std::fprintf(stderr,
@@ -412,7 +535,8 @@ int train(const TrainConfig& config, const TrainOptions& options) {
       final_eval = evaluate_now(epoch);
       run.epochs_evaluated = epoch + 1;
     }
-    save_checkpoint(ckpt, config, *model, *optimizer, sampler, mining, run);
+    save_checkpoint(ckpt, config, *model, *optimizer, loss, loss_optimizer.get(), sampler, mining,
+                    run);
     if (options.stop_after_batches > 0 && run.step == options.stop_after_batches &&
         epoch + 1 < config.epochs) {
       std::fprintf(stderr,

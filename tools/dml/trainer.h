@@ -1,12 +1,24 @@
 // The training loop of `dml train` and its checkpoints (SPEC §10, §13; issue 6).
 //
 // One step: the next SPC-2 batch [a0, p0, a1, p1, ...] (data/sampler.h, loaded by
-// data/loader.h), model.train(), embeddings, mining + triplet loss (losses/triplet.h), backward,
-// optimizer step. Evaluation: the test split (first eval.max_images images) embedded in eval mode
-// and scored by metrics::evaluate_embeddings under the loss metric.
+// data/loader.h), model.train(), embeddings, the configured loss (loss.name: triplet,
+// contrastive and margin mine triplets with loss.miner first; multi_similarity, arcface, lifted
+// and npair take the batch's labels), backward, optimizer step(s). Evaluation: the test split
+// (first eval.max_images images) embedded in eval mode and scored by
+// metrics::evaluate_embeddings under loss.metric.
+//
+// Optimizers: the model's (optimizer.*: group 0 = the default group, then one group per
+// optimizer.groups entry, config.h) and, for a loss with parameters of its own, the loss's:
+//   margin   "beta" (losses/margin.h), plain SGD with loss.margin_loss.beta_lr (robrank's separate
+//            SGD optimizer for beta)
+//   arcface  "centers" [classes, D] (losses/arcface.h), Adam with loss.arcface.centers_lr, the
+//            model optimizer's betas and eps and no weight decay (the criterion's own parameter
+//            group in the "Revisiting DML" code MDProp uses; a separate Adam instance computes
+//            exactly what a separate group of the same Adam would)
 //
 // Randomness, all derived from config.seed so a run is a function of its config:
-//   model init   Generator(seed)                 (consumed once, before step 0)
+//   model init   Generator(seed)                 (consumed once, before step 0; then ArcFace's
+//                                                 centers draw from it, after the model)
 //   batches      Spc2Sampler(seed): batch k of epoch e is a function of (seed, e, k)
 //   pixels       loader seed = seed (train transforms; Fashion-MNIST has none)
 //   mining       Generator(seed ^ kMiningSeedMix), saved as (seed, offset) in checkpoints
@@ -17,11 +29,17 @@
 // either the previous checkpoint or the new one, never a mix. It holds
 //   "model.<name>"      every model state_dict entry (parameters and BN buffers)
 //   "optimizer.<key>"   Optimizer::state_dict() (state.<i>.step, exp_avg, exp_avg_sq, ...)
+//   "loss.<name>"       margin and arcface only: the loss's parameters ("loss.beta",
+//                       "loss.centers")
+//   "loss_optimizer.<key>"  margin and arcface only: the loss optimizer's state_dict()
 //   __metadata__ "dml_checkpoint": JSON {"format": 1, "config": <resolved config>,
 //       "step": <optimizer steps done>, "sampler": <SamplerState: epoch and next batch>,
 //       "mining_generator": {"seed", "offset"}, "epochs_evaluated": <last evaluated epoch + 1>}
 // Resuming restores all of it and continues from the sampler's cursor, so the weights after the
-// last step are bit-identical to an uninterrupted run's (tested: configs/tests, cmp).
+// last step are bit-identical to an uninterrupted run's (tested: tests/CMakeLists.txt
+// tools.dml_train_*, tests/tools/train_losses_test.cpp). The stored config is resolved again
+// before it is compared with the run's, so checkpoints written before a key was added to the
+// schema still resume (the new key's default reproduces the old behaviour).
 // At the end, <output_dir>/model.safetensors holds the final weights (models::save_weights, with
 // metadata naming the model), <output_dir>/metrics.json the last evaluation and
 // <output_dir>/log.jsonl one JSON object per logged step and per evaluation (appended on resume).

@@ -1,0 +1,88 @@
+// One adversarial ranking attack on one batch of images, end to end (SPEC §8; seed 004 §3, §5,
+// §6.1; seed 000 eq. 3, eq. 16; research/robrank-spec.md §6):
+//
+//   1. embed the clean batch (eval mode, no tape) and rank it against the gallery;
+//   2. choose queries / candidates / targets from the clean ranking (attacks/selection.h);
+//   3. measure the attack's quantity on the clean images (attacks/measures.h);
+//   4. PGD on the images against the attack's objective (attacks/pgd.h, attacks/objectives.h);
+//   5. measure again on the adversarial images with the same selection, and check the
+//      perturbation (max|delta|_inf <= eps + 1e-6, no NaN, pixels in [0, 1]).
+//
+// Spec strings follow robrank's advrank.py: KIND[:key=value]..., e.g.
+//   CA:pm=+:W=1:eps=0.30196:alpha=0.011764:pgditer=32     SPQA:pm=-:M=1:eps=...
+//   TMA:eps=...    ES:...    LTM:...    GTM:...    GTT:...    STAX:...    MTAX:T=5:...
+// Keys: pm (+ or -, CA/QA/SPQA only), W (CA), M (QA/SPQA), T (MTAX; STAX is T = 1), G (SP-QA
+// references, default 5), zeta (SP-QA's xi schedule; default by dataset, see default_zeta), eps,
+// alpha, pgditer (defaults robrank's: 4/255, 1/255, 24), rinit (1 = uniform random start).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "attacks/pgd.h"
+#include "engine/random.h"
+#include "engine/tensor.h"
+#include "losses/distance.h"
+#include "models/model.h"
+
+namespace attacks {
+
+enum class AttackKind { CA, QA, SPQA, TMA, ES, LTM, GTM, GTT, STAX, MTAX };
+
+struct AttackSpec {
+  AttackKind kind = AttackKind::CA;
+  bool raise = true;  // pm: '+' raises the rank (CA+, QA+, SP-QA+), '-' lowers it
+  int64_t W = 1, M = 1, T = 1, G = 5;
+  double zeta = 0.0;  // 0: not given (the caller fills in default_zeta)
+  PgdOptions pgd;
+};
+
+// Throws engine::Error naming the spec and the offending key/value.
+AttackSpec parse_attack_spec(const std::string& text);
+// The canonical spec string (every key spelled out), e.g. "CA:pm=+:W=1:eps=0.30196:...".
+std::string attack_spec_string(const AttackSpec& spec);
+// "CA+", "QA-", "SPQA+", "TMA", "ES", "LTM", "GTM", "GTT", "STAX", "MTAX".
+std::string attack_label(const AttackSpec& spec);
+// SP-QA's zeta per dataset (seed 004 §6.1.2): mnist 2e4; fashion-mnist and cub200 4e4; cars196 and
+// sop 7e4; anything else 4e4.
+double default_zeta(const std::string& dataset);
+
+// The gallery every attack ranks against: the clean embeddings of the whole split, as the metric
+// sees them (rows L2-normalized for N and C), on the model's device, with their labels.
+struct Gallery {
+  engine::Tensor embeddings;  // [NX, D]
+  std::vector<int64_t> labels;
+  losses::Metric metric = losses::Metric::N;
+};
+// Embeds `images` [N, C, H, W] with the model in eval mode (models::embed), applies the metric.
+Gallery make_gallery(models::Model& model, const engine::Tensor& images,
+                     const std::vector<int64_t>& labels, losses::Metric metric,
+                     int64_t batch_size = 256);
+
+struct AttackOptions {
+  bool robrank_compat = false;  // GTM target index and LTM self mask as robrank (§6.2)
+};
+
+// Named per-image measures, e.g. {"CA+:prank", {...}} (percent for ranks and recalls, the raw
+// cosine for TMA, the raw distance for ES:D), in a fixed order per attack; `clean` and
+// `adversarial` have the same names.
+using Measures = std::vector<std::pair<std::string, std::vector<double>>>;
+
+struct BatchResult {
+  Measures clean;
+  Measures adversarial;
+  PerturbationReport perturbation;
+  std::vector<double> objective;  // the objective before each PGD step
+  engine::Tensor adversarial_images;
+};
+
+// images [B, C, H, W] in [0, 1] (any device; moved to the model's), labels B,
+// self_index[b] = the gallery row of image b's clean copy (-1 if none). Selection draws from gen.
+BatchResult attack_batch(models::Model& model, const engine::Tensor& images,
+                         const std::vector<int64_t>& labels, const std::vector<int64_t>& self_index,
+                         const Gallery& gallery, const AttackSpec& spec, engine::Generator& gen,
+                         const AttackOptions& options = {});
+
+}  // namespace attacks

@@ -1,0 +1,48 @@
+// Attack profiles (header: attacks/profiles.h).
+#include "attacks/profiles.h"
+
+#include <cstdio>
+
+#include "kernels/common/check.h"
+
+namespace attacks {
+namespace {
+
+std::vector<std::string> ers_specs(const std::string& budget) {
+  return {"CA:pm=+:W=1:" + budget, "CA:pm=-:W=1:" + budget, "QA:pm=+:M=1:" + budget,
+          "QA:pm=-:M=1:" + budget, "TMA:" + budget,         "ES:" + budget,
+          "LTM:" + budget,         "GTM:" + budget,         "GTT:" + budget};
+}
+
+}  // namespace
+
+std::vector<std::string> profile_names() { return {"rob28", "rob224", "qccurve28"}; }
+
+std::vector<std::string> profile_specs(const std::string& profile) {
+  // robrank's literal values (configs_rank.py): 77/255 and 8/255 rounded to 5 digits, 3/255 to 6.
+  if (profile == "rob28") return ers_specs("eps=0.30196:alpha=0.011764:pgditer=32");
+  if (profile == "rob224") return ers_specs("eps=0.03137:alpha=0.011764:pgditer=32");
+  if (profile == "qccurve28") {
+    std::vector<std::string> specs;
+    for (int i = 0; i <= 11; ++i) {
+      char budget[96];
+      std::snprintf(budget, sizeof(budget), "eps=%.8g:alpha=0.011764:pgditer=32", 7.0 * i / 255.0);
+      for (const char* attack :
+           {"CA:pm=+:W=1:", "CA:pm=-:W=1:", "SPQA:pm=+:M=1:", "SPQA:pm=-:M=1:"}) {
+        specs.push_back(std::string(attack) + budget);
+      }
+    }
+    return specs;
+  }
+  engine::fail("unknown attack profile '", profile, "' (known: rob28, rob224, qccurve28)");
+}
+
+const std::vector<ErsSource>& ers_sources() {
+  static const std::vector<ErsSource> sources = {
+      {"CA+", "CA+:prank"},  {"CA-", "CA-:prank"},   {"QA+", "QA+:prank"}, {"QA-", "QA-:prank"},
+      {"TMA", "TMA:cosine"}, {"ES", "ES:D"},         {"ES", "ES:R"},       {"LTM", "LTM:r@1"},
+      {"GTM", "GTM:r@1"},    {"GTT", "GTT:retain@4"}};
+  return sources;
+}
+
+}  // namespace attacks

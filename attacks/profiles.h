@@ -1,0 +1,28 @@
+// Named sets of attacks (robrank's `swipe` profiles, research/robrank-spec.md §6.1 and §8).
+//
+//   rob28   the ERS attacks for 28x28 models: eps = 77/255 (0.30196), alpha = 3/255 (0.011764),
+//           32 PGD steps; CA+/- with W = 1, plain QA+/- with M = 1 (not SP-QA), TMA, ES, LTM, GTM,
+//           GTT. ES yields two ERS columns (ES:D and ES:R), so nine attacks fill the ten columns.
+//   rob224  the same for 224x224 models with eps = 8/255 (0.03137), alpha = 3/255, 32 steps.
+//   qccurve28  the attack-strength curve of seed 004 Fig. 6: CA+, CA-, SP-QA+, SP-QA- (W = M = 1)
+//           for eps = 7i/255, i = 0..11, alpha = 3/255, 32 steps.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace attacks {
+
+// The spec strings of a profile, in order; throws engine::Error for an unknown profile.
+std::vector<std::string> profile_specs(const std::string& profile);
+std::vector<std::string> profile_names();
+
+// For each ERS column (metrics::ers_column_names order): the attack label and measure name that
+// fill it, e.g. {"CA+", "CA+:prank"}, {"ES", "ES:D"}, {"GTT", "GTT:retain@4"}.
+struct ErsSource {
+  std::string attack;   // attack_label() of the attack
+  std::string measure;  // the Measures name in its BatchResult
+};
+const std::vector<ErsSource>& ers_sources();
+
+}  // namespace attacks

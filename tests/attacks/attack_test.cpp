@@ -1,0 +1,321 @@
+// Property tests of every attack end to end (attacks/attack.h) on a small fixed model, as robrank's
+// advrank.py tests do (research/robrank-spec.md §9): with eps = 0 nothing changes; for any eps the
+// perturbation stays within eps + 1e-6 and the pixels in [0, 1]; with a real budget each attack
+// moves its measure in its intended direction. Plus the spec-string parser and the PGD engine's
+// promises (no weight gradient, FGSM step, random start).
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "attacks/attack.h"
+#include "attacks/pgd.h"
+#include "attacks/profiles.h"
+#include "engine/autograd.h"
+#include "engine/nn/linear.h"
+#include "engine/ops.h"
+#include "engine/random.h"
+#include "tests/support/cuda_guard.h"
+
+namespace {
+
+using engine::Tensor;
+
+// A linear embedding of 1x4x4 images into D = 4: smooth, so sign-gradient PGD behaves
+// predictably, and small, so every attack runs in milliseconds.
+class TinyModel : public models::Model {
+ public:
+  explicit TinyModel(engine::Generator& gen) : Model("tiny", 4, 1, {1, 4, 4}) {
+    fc_ = register_module("fc", std::make_shared<engine::nn::Linear>(16, 4, true, gen));
+  }
+  Tensor forward(const Tensor& x) override { return fc_->forward(x.flatten(1)); }
+
+ private:
+  std::shared_ptr<engine::nn::Linear> fc_;
+};
+
+struct Fixture {
+  engine::Generator gen{7};
+  std::shared_ptr<TinyModel> model = std::make_shared<TinyModel>(gen);
+  Tensor images;  // 400 images, 4 classes of 100, the first 6 attacked
+  std::vector<int64_t> labels;
+  attacks::Gallery gallery;
+
+  explicit Fixture(losses::Metric metric = losses::Metric::N) {
+    engine::Generator data_gen(11);
+    images = engine::uniform({400, 1, 4, 4}, 0.0, 1.0, data_gen);
+    for (int64_t i = 0; i < 400; ++i) labels.push_back(i % 4);
+    gallery = attacks::make_gallery(*model, images, labels, metric);
+  }
+
+  attacks::BatchResult run(const std::string& spec_text, uint64_t seed = 3) {
+    attacks::AttackSpec spec = attacks::parse_attack_spec(spec_text);
+    if (spec.kind == attacks::AttackKind::SPQA) spec.zeta = 4e4;
+    engine::Generator selection(seed);
+    const std::vector<int64_t> batch_labels(labels.begin(), labels.begin() + 6);
+    return attacks::attack_batch(*model, images.slice(0, 0, 6), batch_labels, {0, 1, 2, 3, 4, 5},
+                                 gallery, spec, selection);
+  }
+};
+
+double mean(const std::vector<double>& v) {
+  double total = 0.0;
+  for (double x : v) total += x;
+  return total / static_cast<double>(v.size());
+}
+
+// Every attack kind; "top-1%" of the 400-item gallery is 4 items: QA- picks 2 of them, SP-QA-
+// takes one candidate and 2 references.
+const char* const kAttacks[] = {"CA:pm=+:W=2",
+                                "CA:pm=-:W=2",
+                                "QA:pm=+:M=2",
+                                "QA:pm=-:M=1",
+                                "SPQA:pm=+:M=1:G=2",
+                                "SPQA:pm=-:M=1:G=1",
+                                "TMA",
+                                "ES",
+                                "LTM",
+                                "GTM",
+                                "GTT",
+                                "STAX",
+                                "MTAX:T=3"};
+
+}  // namespace
+
+TEST_CASE("attack spec strings: parse, defaults, canonical form and errors", "[attacks]") {
+  const attacks::AttackSpec ca =
+      attacks::parse_attack_spec("CA:pm=-:W=5:eps=0.30196:alpha=0.011764:pgditer=32");
+  CHECK(ca.kind == attacks::AttackKind::CA);
+  CHECK_FALSE(ca.raise);
+  CHECK(ca.W == 5);
+  CHECK(ca.pgd.eps == Approx(0.30196));
+  CHECK(ca.pgd.steps == 32);
+  CHECK(attacks::attack_label(ca) == "CA-");
+  CHECK(attacks::attack_spec_string(ca) == "CA:pm=-:W=5:eps=0.30196:alpha=0.011764:pgditer=32");
+  const attacks::AttackSpec es = attacks::parse_attack_spec("ES");  // robrank's AdvRank defaults
+  CHECK(es.pgd.eps == Approx(4.0 / 255.0));
+  CHECK(es.pgd.alpha == Approx(1.0 / 255.0));
+  CHECK(es.pgd.steps == 24);
+  CHECK(attacks::parse_attack_spec("MTAX").T == 5);
+  CHECK(attacks::default_zeta("fashion-mnist") == 4e4);
+  CHECK(attacks::default_zeta("mnist") == 2e4);
+  CHECK(attacks::default_zeta("sop") == 7e4);
+  for (const char* bad :
+       {"XA:pm=+", "CA", "CA:pm=*", "CA:pm=+:M=2", "QA:pm=+:W=1", "ES:pm=+", "TMA:eps=2",
+        "TMA:eps=abc", "TMA:pgditer=0", "TMA:bogus=1", "TMA:eps", "CA:pm=+:W=1.5"}) {
+    INFO(bad);
+    CHECK_THROWS_AS(attacks::parse_attack_spec(bad), engine::Error);
+  }
+  // Every profile spec parses; rob28 has nine attacks filling the ten ERS columns.
+  for (const std::string& profile : attacks::profile_names()) {
+    for (const std::string& text : attacks::profile_specs(profile)) {
+      INFO(text);
+      CHECK_NOTHROW(attacks::parse_attack_spec(text));
+    }
+  }
+  CHECK(attacks::profile_specs("rob28").size() == 9);
+  CHECK(attacks::ers_sources().size() == 10);
+}
+
+TEST_CASE("attacks with eps = 0 change neither images nor measures", "[attacks]") {
+  Fixture f;
+  for (const char* name : kAttacks) {
+    INFO(name);
+    const attacks::BatchResult r = f.run(std::string(name) + ":eps=0:alpha=0.01:pgditer=3");
+    CHECK(r.perturbation.max_delta == 0.0);
+    const std::vector<double> before = f.images.slice(0, 0, 6).to_vector();
+    const std::vector<double> after = r.adversarial_images.to_vector();
+    CHECK(before == after);
+    REQUIRE(r.clean.size() == r.adversarial.size());
+    for (size_t m = 0; m < r.clean.size(); ++m) {
+      INFO(r.clean[m].first);
+      CHECK(r.clean[m].first == r.adversarial[m].first);
+      for (size_t i = 0; i < r.clean[m].second.size(); ++i) {
+        CHECK(r.adversarial[m].second[i] == Approx(r.clean[m].second[i]).margin(1e-9));
+      }
+    }
+  }
+}
+
+TEST_CASE("attacks keep max|delta| <= eps + 1e-6 and pixels in [0, 1] for any eps", "[attacks]") {
+  Fixture f;
+  for (const char* name : kAttacks) {
+    for (double eps : {0.01, 0.3, 1.0}) {
+      for (int steps : {1, 5}) {
+        INFO(name << " eps " << eps << " steps " << steps);
+        const std::string spec = std::string(name) + ":eps=" + std::to_string(eps) +
+                                 ":alpha=0.05:pgditer=" + std::to_string(steps);
+        const attacks::BatchResult r = f.run(spec);
+        CHECK(r.perturbation.max_delta <= eps + 1e-6);
+        CHECK(r.perturbation.nan_count == 0);
+        CHECK(r.perturbation.min_pixel >= 0.0);
+        CHECK(r.perturbation.max_pixel <= 1.0);
+        CHECK(r.objective.size() == static_cast<size_t>(steps));
+      }
+    }
+  }
+}
+
+TEST_CASE("attacks move their measure in the intended direction", "[attacks]") {
+  // A large budget on a linear model: every attack reaches its goal on most of the 6 images.
+  Fixture f;
+  const std::string budget = ":eps=0.5:alpha=0.02:pgditer=40";
+  auto measure_means = [&](const std::string& name) {
+    const attacks::BatchResult r = f.run(name + budget);
+    std::vector<std::pair<double, double>> means;
+    for (size_t m = 0; m < r.clean.size(); ++m) {
+      means.emplace_back(mean(r.clean[m].second), mean(r.adversarial[m].second));
+    }
+    // The objective went down overall (sign-gradient steps need not be monotone step by step).
+    CHECK(r.objective.back() < r.objective.front());
+    return means;
+  };
+  SECTION("CA+ raises the candidate: its rank percentile falls") {
+    const auto m = measure_means("CA:pm=+:W=1");
+    CHECK(m[0].second < m[0].first - 20.0);
+  }
+  SECTION("CA- lowers the candidate: its rank percentile rises") {
+    const auto m = measure_means("CA:pm=-:W=1");
+    CHECK(m[0].second > m[0].first + 20.0);
+  }
+  SECTION("QA+ raises the chosen candidates") {
+    const auto m = measure_means("QA:pm=+:M=1");
+    CHECK(m[0].second < m[0].first - 20.0);
+  }
+  SECTION("QA- lowers the chosen candidate") {
+    const auto m = measure_means("QA:pm=-:M=1");
+    CHECK(m[0].second > m[0].first + 20.0);
+  }
+  SECTION("SP-QA+ raises the candidate") {
+    const auto m = measure_means("SPQA:pm=+:M=1:G=2");
+    CHECK(m[0].second < m[0].first);
+  }
+  SECTION("TMA raises the cosine to the target") {
+    const auto m = measure_means("TMA");
+    CHECK(m[0].second > m[0].first + 0.2);
+  }
+  SECTION("ES shifts the embedding") {
+    const auto m = measure_means("ES");
+    CHECK(m[0].first == Approx(0.0).margin(1e-6));
+    CHECK(m[0].second > 0.3);
+  }
+  SECTION("LTM, GTM and GTT break the top of the ranking") {
+    CHECK(measure_means("LTM")[0].second <= measure_means("LTM")[0].first);
+    const auto gtm = measure_means("GTM");
+    CHECK(gtm[0].second < gtm[0].first);
+    const auto gtt = measure_means("GTT");
+    CHECK(gtt[0].first == Approx(100.0));  // the clean top-1 is in the clean top-4
+    CHECK(gtt[0].second < 100.0);
+  }
+  SECTION("STAX and MTAX pull the embedding onto their targets") {
+    CHECK(measure_means("STAX")[1].second < measure_means("STAX")[1].first * 0.5);
+    CHECK(measure_means("MTAX:T=3")[1].second < measure_means("MTAX:T=3")[1].first);
+  }
+}
+
+TEST_CASE("attacks: the same seed picks the same targets and gives the same result", "[attacks]") {
+  Fixture f;
+  const attacks::BatchResult a = f.run("CA:pm=+:W=2:eps=0.1:alpha=0.02:pgditer=4", 5);
+  const attacks::BatchResult b = f.run("CA:pm=+:W=2:eps=0.1:alpha=0.02:pgditer=4", 5);
+  CHECK(a.adversarial_images.to_vector() == b.adversarial_images.to_vector());
+  CHECK(a.adversarial[0].second == b.adversarial[0].second);
+}
+
+TEST_CASE("attacks run with metrics E and C too", "[attacks]") {
+  for (losses::Metric metric : {losses::Metric::E, losses::Metric::C}) {
+    Fixture f(metric);
+    for (const char* name : kAttacks) {
+      INFO(name << " metric " << losses::metric_name(metric));
+      const attacks::BatchResult r = f.run(std::string(name) + ":eps=0.2:alpha=0.02:pgditer=5");
+      CHECK(r.perturbation.max_delta <= 0.2 + 1e-6);
+      for (const auto& [measure, values] : r.adversarial) {
+        for (double v : values) CHECK(std::isfinite(v));
+      }
+    }
+  }
+}
+
+TEST_CASE("PGD never computes a weight gradient", "[attacks][pgd]") {
+  Fixture f;
+  const Tensor x = f.images.slice(0, 0, 6);
+  attacks::PgdOptions options;
+  options.eps = 0.1;
+  options.alpha = 0.01;
+  options.steps = 2;
+  engine::GradTrace trace;
+  attacks::pgd_attack(
+      x, [&](const Tensor& input, int64_t) { return engine::sum(f.model->forward(input)); },
+      options);
+  CHECK(trace.contains("linear:0"));        // the input gradient
+  CHECK_FALSE(trace.contains("linear:1"));  // weight
+  CHECK_FALSE(trace.contains("linear:2"));  // bias
+  for (const Tensor& p : f.model->parameters()) CHECK_FALSE(p.grad().defined());
+}
+
+TEST_CASE("PGD with one step is FGSM: every pixel moves by eps against the gradient sign",
+          "[attacks][pgd]") {
+  // Objective sum(w * x) with w = +1 on even pixels and -1 on odd ones: the gradient sign is
+  // known, and x = 0.5 leaves room to move eps = 0.2 both ways.
+  std::vector<double> w(16);
+  for (int i = 0; i < 16; ++i) w[static_cast<size_t>(i)] = i % 2 == 0 ? 1.0 : -1.0;
+  const Tensor weights = Tensor::from_vector(w, {1, 1, 4, 4});
+  const Tensor x = Tensor::full({1, 1, 4, 4}, 0.5);
+  attacks::PgdOptions options;
+  options.eps = 0.2;
+  options.alpha = 0.001;  // ignored for one step
+  options.steps = 1;
+  attacks::PgdTrace trace;
+  const Tensor adv = attacks::pgd_attack(
+      x, [&](const Tensor& input, int64_t) { return engine::sum(input * weights); }, options,
+      &trace);
+  const std::vector<double> a = adv.to_vector();
+  for (int i = 0; i < 16; ++i) {
+    CHECK(a[static_cast<size_t>(i)] == Approx(i % 2 == 0 ? 0.3 : 0.7));
+  }
+  REQUIRE(trace.objective_values().size() == 1);
+  CHECK(trace.objective_values()[0] == Approx(0.0));  // sum(w * 0.5) = 8 * 0.5 - 8 * 0.5
+  CHECK(trace.max_delta_values()[0] == Approx(0.2));
+}
+
+TEST_CASE("PGD random start stays within eps and [0, 1]", "[attacks][pgd]") {
+  const Tensor x = Tensor::full({2, 1, 4, 4}, 0.95);
+  attacks::PgdOptions options;
+  options.eps = 0.1;
+  options.alpha = 0.01;
+  options.steps = 1;
+  options.random_start = true;
+  options.seed = 9;
+  const Tensor adv = attacks::pgd_attack(
+      x, [&](const Tensor& input, int64_t) { return engine::sum(input * 0.0); }, options);
+  const attacks::PerturbationReport r = attacks::measure_perturbation(x, adv);
+  CHECK(r.max_delta <= 0.1 + 1e-6);
+  CHECK(r.max_delta > 0.0);  // the start moved the pixels
+  CHECK(r.max_pixel <= 1.0);
+  CHECK_THROWS_AS(attacks::check_perturbation({0.2, 0, 0.0, 1.0}, 0.1, "test"), engine::Error);
+  CHECK_THROWS_AS(attacks::check_perturbation({0.0, 1, 0.0, 1.0}, 0.1, "test"), engine::Error);
+  CHECK_NOTHROW(attacks::check_perturbation({0.1 + 5e-7, 0, 0.0, 1.0}, 0.1, "test"));
+}
+
+TEST_CASE("attacks on CUDA agree with the CPU", "[attacks][cuda]") {
+  REQUIRE_CUDA_OR_SKIP();
+  for (const char* name : kAttacks) {
+    INFO(name);
+    Fixture cpu;
+    Fixture gpu;
+    gpu.model->to(engine::Device::cuda(0));
+    gpu.gallery = attacks::make_gallery(*gpu.model, gpu.images, gpu.labels, losses::Metric::N);
+    const std::string spec = std::string(name) + ":eps=0.1:alpha=0.01:pgditer=4";
+    const attacks::BatchResult a = cpu.run(spec);
+    const attacks::BatchResult b = gpu.run(spec);
+    CHECK(b.perturbation.max_delta <= 0.1 + 1e-6);
+    CHECK(b.perturbation.nan_count == 0);
+    // The clean measures use the same selection (same seed) and equal distances up to f32 sums.
+    for (size_t m = 0; m < a.clean.size(); ++m) {
+      for (size_t i = 0; i < a.clean[m].second.size(); ++i) {
+        CHECK(b.clean[m].second[i] == Approx(a.clean[m].second[i]).margin(1e-3));
+      }
+    }
+  }
+}

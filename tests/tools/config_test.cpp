@@ -1,0 +1,228 @@
+// The `dml train` config parser (tools/dml/config.h): the loss keys (every loss of loss_names(),
+// per-loss margin defaults, per-loss hyper-parameters), optimizer parameter groups (parsing,
+// defaults, first-match-wins assignment) and the errors (exit code 2 = dml::UsageError) that name
+// the offending key. Expected values are the papers' / robrank's numbers written out here, never
+// read back from the code under test.
+#include <catch2/catch.hpp>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "tools/dml/args.h"
+#include "tools/dml/config.h"
+
+using Catch::Matchers::Contains;
+using nlohmann::json;
+
+namespace {
+
+dml::TrainConfig resolve(const json& config) { return dml::resolve_config(config, "t.json"); }
+
+// The message of the UsageError that resolving `config` throws ("" if none is thrown).
+std::string usage_error(const json& config) {
+  try {
+    resolve(config);
+  } catch (const dml::UsageError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+}  // namespace
+
+TEST_CASE("config: loss.name accepts every documented loss, and nothing else", "[tools][config]") {
+  for (const std::string name :
+       {"triplet", "contrastive", "margin", "multi_similarity", "arcface", "lifted", "npair"}) {
+    CHECK(resolve({{"loss", {{"name", name}}}}).loss_name == name);
+  }
+  const std::string message = usage_error({{"loss", {{"name", "softmax"}}}});
+  CHECK_THAT(message, Contains("t.json: config key 'loss.name' must be one of triplet, "
+                               "contrastive, margin, multi_similarity, arcface, lifted, npair"));
+  CHECK_THAT(message, Contains("\"softmax\""));
+}
+
+TEST_CASE("config: loss.margin null gives each loss its paper's margin", "[tools][config]") {
+  auto margin_of = [](const std::string& loss, const std::string& metric) {
+    return resolve({{"loss", {{"name", loss}, {"metric", metric}}}}).margin;
+  };
+  // robrank: triplet and lifted 0.2 for N and C, 1.0 for E; contrastive 1.0 for every metric;
+  // margin loss m = 0.2; ArcFace (seed 000 §C.1.2) angular margin 0.5.
+  CHECK(margin_of("triplet", "N") == 0.2);
+  CHECK(margin_of("triplet", "C") == 0.2);
+  CHECK(margin_of("triplet", "E") == 1.0);
+  CHECK(margin_of("lifted", "N") == 0.2);
+  CHECK(margin_of("lifted", "E") == 1.0);
+  CHECK(margin_of("contrastive", "N") == 1.0);
+  CHECK(margin_of("contrastive", "E") == 1.0);
+  CHECK(margin_of("margin", "E") == 0.2);
+  CHECK(margin_of("arcface", "N") == 0.5);
+
+  // An explicit margin reaches the loss's own options too.
+  const dml::TrainConfig m = resolve({{"loss", {{"name", "margin"}, {"margin", 0.3}}}});
+  CHECK(m.margin == 0.3);
+  CHECK(m.margin_loss.margin == 0.3);
+  const dml::TrainConfig a = resolve({{"loss", {{"name", "arcface"}, {"margin", 0.35}}}});
+  CHECK(a.arcface.margin == 0.35);
+}
+
+TEST_CASE("config: per-loss hyper-parameters default to the papers' and can be set",
+          "[tools][config]") {
+  const dml::TrainConfig d = resolve(json::object());
+  CHECK(d.margin_loss.beta == 0.6);  // robrank margin.py: beta starts at 0.6, SGD lr 5e-4
+  CHECK(d.margin_loss.beta_lr == 5e-4);
+  CHECK(d.multi_similarity.alpha == 2.0);  // seed 000 §C.1.1
+  CHECK(d.multi_similarity.beta == 40.0);
+  CHECK(d.multi_similarity.lambda == 0.5);
+  CHECK(d.multi_similarity.epsilon == 0.1);
+  CHECK_FALSE(d.multi_similarity.spc2_anchors);
+  CHECK(d.arcface.scale == 16.0);  // seed 000 §C.1.2
+  CHECK(d.arcface.centers_lr == 5e-4);
+  CHECK(d.lifted_norm_weight == 5e-3);  // robrank lifted.py / npair.py: 5e-3 x mean norm
+  CHECK(d.npair_norm_weight == 5e-3);
+
+  const dml::TrainConfig s = resolve(
+      {{"loss",
+        {{"name", "multi_similarity"},
+         {"margin_loss", {{"beta", -0.5}, {"beta_lr", 0}}},
+         {"multi_similarity",
+          {{"alpha", 3}, {"beta", 50}, {"lambda", 0.25}, {"epsilon", 0}, {"spc2_anchors", true}}},
+         {"arcface", {{"scale", 32}, {"centers_lr", 1e-2}}},
+         {"lifted", {{"norm_weight", 0}}},
+         {"npair", {{"norm_weight", 1e-2}}}}}});
+  CHECK(s.margin_loss.beta == -0.5);
+  CHECK(s.margin_loss.beta_lr == 0.0);
+  CHECK(s.multi_similarity.alpha == 3.0);
+  CHECK(s.multi_similarity.beta == 50.0);
+  CHECK(s.multi_similarity.lambda == 0.25);
+  CHECK(s.multi_similarity.epsilon == 0.0);
+  CHECK(s.multi_similarity.spc2_anchors);
+  CHECK(s.arcface.scale == 32.0);
+  CHECK(s.arcface.centers_lr == 1e-2);
+  CHECK(s.lifted_norm_weight == 0.0);
+  CHECK(s.npair_norm_weight == 1e-2);
+  // The resolved config (what checkpoints store) holds every key, given or default.
+  CHECK(s.resolved["loss"]["multi_similarity"]["alpha"] == 3);
+  CHECK(s.resolved["loss"]["margin_loss"]["beta_lr"] == 0);
+  CHECK(d.resolved["loss"]["arcface"]["scale"] == 16.0);
+}
+
+TEST_CASE("config: bad loss keys are errors naming the key", "[tools][config]") {
+  CHECK_THAT(usage_error({{"loss", {{"multi_similarity", {{"gamma", 1}}}}}}),
+             Contains("config key 'loss.multi_similarity.gamma' is unknown"));
+  CHECK_THAT(usage_error({{"loss", {{"arcface", {{"scale", "big"}}}}}}),
+             Contains("config key 'loss.arcface.scale' must be a number, got a string"));
+  CHECK_THAT(usage_error({{"loss", {{"multi_similarity", {{"alpha", 0}}}}}}),
+             Contains("config key 'loss.multi_similarity.alpha' must be a finite number > 0"));
+  CHECK_THAT(usage_error({{"loss", {{"margin_loss", {{"beta_lr", -1e-3}}}}}}),
+             Contains("config key 'loss.margin_loss.beta_lr' must be a finite number >= 0"));
+  CHECK_THAT(usage_error({{"loss", {{"multi_similarity", {{"spc2_anchors", 1}}}}}}),
+             Contains("config key 'loss.multi_similarity.spc2_anchors' must be a boolean"));
+  // Keys that do not apply to the chosen loss are refused rather than silently ignored.
+  CHECK_THAT(usage_error({{"loss", {{"name", "npair"}, {"margin", 0.5}}}}),
+             Contains("config key 'loss.margin' does not apply to loss 'npair'"));
+  CHECK_THAT(usage_error({{"loss", {{"name", "arcface"}, {"miner", "semihard"}}}}),
+             Contains("config key 'loss.miner' does not apply to loss 'arcface'"));
+  CHECK(usage_error({{"loss", {{"name", "margin"}, {"miner", "distance"}}}}).empty());
+}
+
+TEST_CASE("config: optimizer.groups are parsed, defaulted from optimizer.* and stored filled",
+          "[tools][config]") {
+  const dml::TrainConfig none = resolve(json::object());
+  CHECK(none.optimizer.groups.empty());
+  CHECK(none.resolved["optimizer"]["groups"] == json::array());
+
+  const dml::TrainConfig t =
+      resolve({{"optimizer",
+                {{"lr", 2e-3},
+                 {"weight_decay", 1e-7},
+                 {"groups",
+                  {{{"match", "fc2."}, {"lr", 1e-2}},
+                   {{"match", "conv"}, {"weight_decay", 0}},
+                   {{"match", "fc1.bias"}, {"lr", 0}, {"weight_decay", 1e-4}}}}}}});
+  REQUIRE(t.optimizer.groups.size() == 3);
+  CHECK(t.optimizer.groups[0].match == "fc2.");
+  CHECK(t.optimizer.groups[0].lr == 1e-2);
+  CHECK(t.optimizer.groups[0].weight_decay == 1e-7);  // null: optimizer.weight_decay
+  CHECK(t.optimizer.groups[1].match == "conv");
+  CHECK(t.optimizer.groups[1].lr == 2e-3);  // null: optimizer.lr
+  CHECK(t.optimizer.groups[1].weight_decay == 0.0);
+  CHECK(t.optimizer.groups[2].lr == 0.0);  // lr 0 freezes a group
+  CHECK(t.optimizer.groups[2].weight_decay == 1e-4);
+  const json expected_first = {{"match", "fc2."}, {"lr", 1e-2}, {"weight_decay", nullptr}};
+  CHECK(t.resolved["optimizer"]["groups"][0] == expected_first);
+}
+
+TEST_CASE("config: mistakes inside optimizer.groups name the group and the key",
+          "[tools][config]") {
+  auto with_groups = [](const json& groups) { return json{{"optimizer", {{"groups", groups}}}}; };
+  CHECK_THAT(usage_error(with_groups({{{"match", "fc2."}, {"lrr", 1e-2}}})),
+             Contains("t.json: config key 'optimizer.groups[0].lrr' is unknown"));
+  CHECK_THAT(
+      usage_error(with_groups({{{"match", "fc1."}}, {{"match", "fc2."}, {"lr", "fast"}}})),
+      Contains("config key 'optimizer.groups[1].lr' must be a number or null, got a string"));
+  CHECK_THAT(
+      usage_error(with_groups({{{"match", "fc2."}, {"weight_decay", -1}}})),
+      Contains("config key 'optimizer.groups[0].weight_decay' must be a finite number >= 0"));
+  CHECK_THAT(usage_error(with_groups({{{"lr", 1e-2}}})),
+             Contains("config key 'optimizer.groups[0].match' is missing"));
+  CHECK_THAT(usage_error(with_groups({{{"match", ""}}})),
+             Contains("config key 'optimizer.groups[0].match' must not be empty"));
+  CHECK_THAT(usage_error(with_groups({{{"match", 7}}})),
+             Contains("config key 'optimizer.groups[0].match' must be a string, got an integer"));
+  CHECK_THAT(usage_error(with_groups({"fc2."})),
+             Contains("config key 'optimizer.groups[0]' must be an object"));
+  CHECK_THAT(usage_error(with_groups({{"match", "fc2."}})),
+             Contains("config key 'optimizer.groups' must be an array, got an object"));
+}
+
+TEST_CASE("config: --set replaces optimizer.groups whole", "[tools][config]") {
+  json config = json::object();
+  dml::apply_override(config, R"(optimizer.groups=[{"match": "fc2.", "lr": 0.01}])");
+  const dml::TrainConfig t = resolve(config);
+  REQUIRE(t.optimizer.groups.size() == 1);
+  CHECK(t.optimizer.groups[0].lr == 0.01);
+  CHECK_THROWS_WITH(dml::apply_override(config, "optimizer.groups.0.lr=1"),
+                    Contains("config key 'optimizer.groups' is a list: set it whole"));
+  dml::apply_override(config, "loss.multi_similarity.beta=45");
+  CHECK(resolve(config).multi_similarity.beta == 45.0);
+}
+
+TEST_CASE("config: a parameter goes to the first group whose match prefixes its name",
+          "[tools][config]") {
+  const std::vector<std::string> names = {"conv1.weight", "conv1.bias", "conv2.weight",
+                                          "fc1.weight",   "fc1.bias",   "fc2.weight"};
+  std::vector<dml::ParamGroupConfig> groups(3);
+  groups[0].match = "fc1.b";
+  groups[1].match = "fc";
+  groups[2].match = "conv2.";
+  // 0 = the default group; g + 1 = groups[g]. fc1.bias matches "fc1.b" and "fc": the first wins.
+  CHECK(dml::assign_param_groups(names, groups) == std::vector<size_t>{0, 0, 3, 2, 1, 2});
+  CHECK(dml::assign_param_groups(names, {}) == std::vector<size_t>(6, 0));
+
+  std::vector<dml::ParamGroupConfig> typo(1);
+  typo[0].match = "fc3.";
+  CHECK_THROWS_WITH(
+      dml::assign_param_groups(names, typo),
+      Contains("config key 'optimizer.groups[0].match' (\"fc3.\") matches no parameter; the "
+               "model's parameter names start with conv1., conv2., fc1., fc2."));
+  std::vector<dml::ParamGroupConfig> shadowed(2);
+  shadowed[0].match = "fc";
+  shadowed[1].match = "fc2.";
+  CHECK_THROWS_WITH(dml::assign_param_groups(names, shadowed),
+                    Contains("'optimizer.groups[1].match' (\"fc2.\") only matches parameters an "
+                             "earlier group already took"));
+}
+
+TEST_CASE("config: a config written before the new keys resolves to today's defaults",
+          "[tools][config]") {
+  // What checkpoints of the first `dml train` stored: the schema without the loss sub-objects and
+  // without optimizer.groups. --resume resolves it again before comparing, so it must equal a fresh
+  // config's resolution.
+  json old = dml::default_config_json();
+  for (const char* key : {"margin_loss", "multi_similarity", "arcface", "lifted", "npair"}) {
+    REQUIRE(old["loss"].erase(key) == 1);
+  }
+  REQUIRE(old["optimizer"].erase("groups") == 1);
+  CHECK(resolve(old).resolved == resolve(json::object()).resolved);
+}

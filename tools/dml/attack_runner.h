@@ -1,0 +1,60 @@
+// Running attacks over a whole dataset split for `dml attack` and `dml ers` (SPEC §8, §10;
+// research/robrank-spec.md §6.1): the gallery is the clean embedding of every image of the split;
+// the split's images are attacked in order, batch by batch (the image's own clean copy stays in
+// the gallery, excluded by index where the measure says so); per-image measures are averaged over
+// all attacked images (the papers' "averaged over T = |X| trials").
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "attacks/attack.h"
+#include "data/dataset.h"
+#include "engine/tensor.h"
+#include "models/model.h"
+
+namespace dml {
+
+struct SplitImages {
+  engine::Tensor images;  // f32 [N, C, H, W] on the CPU, in [0, 1]
+  std::vector<int64_t> labels;
+};
+SplitImages load_split_images(const data::Dataset& dataset);
+
+struct AttackRunSettings {
+  int64_t batch_size = 128;  // robrank's validation batch for 28x28 (112 for 224)
+  int64_t max_images = 0;    // attack only the first N images (0 = all); the gallery stays whole
+  uint64_t seed = 0;         // target/candidate selection
+  bool robrank_compat = false;
+  std::string dump_dir;     // non-empty: write PNG pairs of the first batch here
+  int64_t dump_count = 16;  // how many pairs
+  bool progress = true;     // a progress line on stderr
+};
+
+struct AttackSummary {
+  std::string spec;   // canonical spec string
+  std::string label;  // "CA+", "ES", ...
+  std::vector<std::string> names;
+  std::vector<double> clean;                 // mean per measure over the attacked images
+  std::vector<double> adversarial;           // same
+  attacks::PerturbationReport perturbation;  // worst case over all batches
+  int64_t images = 0;
+  double seconds = 0.0;
+  std::vector<double> objective_first_batch;  // the objective before each PGD step, batch 1
+};
+
+AttackSummary run_attack(models::Model& model, const SplitImages& split,
+                         const attacks::Gallery& gallery, const attacks::AttackSpec& spec,
+                         const AttackRunSettings& settings);
+
+// {"attack", "images", "seconds", "measures": {name: {"clean", "adversarial"}}, "max_delta",
+//  "nan_count", "pixel_min", "pixel_max"}
+nlohmann::ordered_json attack_summary_json(const AttackSummary& summary);
+
+// The adversarial value of `measure` in a summary; throws if it has none.
+double adversarial_value(const AttackSummary& summary, const std::string& measure);
+
+}  // namespace dml

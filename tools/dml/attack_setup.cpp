@@ -1,0 +1,94 @@
+// Shared set-up of `dml attack` and `dml ers` (header: tools/dml/attack_setup.h).
+#include "tools/dml/attack_setup.h"
+
+#include <chrono>
+#include <cstdio>
+
+#include "kernels/common/check.h"
+#include "losses/distance.h"
+
+namespace dml {
+
+const char kAttackCommonUsage[] =
+    "  --checkpoint FILE   <output_dir>/checkpoint.safetensors or model.safetensors of `dml "
+    "train`\n"
+    "  --data NAME         dataset (default: the one trained on)\n"
+    "  --split SPLIT       test or train (default test): queries and gallery\n"
+    "  --root DIR          the dataset's directory (default: the training config's)\n"
+    "  --metric N|E|C      distance (default: the training loss metric)\n"
+    "  --batch-size B      images attacked at once (default 128 for 28x28 models, 112 for 224)\n"
+    "  --max-images N      attack only the first N images (default 0 = all; gallery stays whole)\n"
+    "  --seed S            seed of the random query/candidate/target choices (default 0)\n"
+    "  --robrank-compat    GTM target index and LTM self mask as robrank (to compare numbers)\n"
+    "  --device DEV        cpu, cuda or cuda:N (default: cuda when a GPU is present)\n"
+    "  --json              print one JSON object\n";
+
+AttackCommonOptions take_attack_options(Args& args) {
+  AttackCommonOptions o;
+  o.checkpoint = args.take_string("--checkpoint");
+  o.data = args.take_optional("--data");
+  o.split = args.take_string("--split", "test");
+  o.root = args.take_optional("--root");
+  o.metric = args.take_optional("--metric");
+  o.batch_size = args.take_int("--batch-size", 0);
+  o.run.max_images = args.take_int("--max-images", 0);
+  const int64_t seed = args.take_int("--seed", 0);
+  o.run.robrank_compat = args.take_flag("--robrank-compat");
+  o.device = args.take_optional("--device");
+  o.json = args.take_flag("--json");
+  if (o.split != "train" && o.split != "test") {
+    throw UsageError("--split must be train or test, got '" + o.split + "'");
+  }
+  if (o.batch_size < 0) throw UsageError("--batch-size must be positive");
+  if (o.run.max_images < 0) throw UsageError("--max-images must be >= 0");
+  if (seed < 0) throw UsageError("--seed must be >= 0");
+  o.run.seed = static_cast<uint64_t>(seed);
+  if (o.metric && *o.metric != "N" && *o.metric != "E" && *o.metric != "C") {
+    throw UsageError("--metric must be N, E or C, got '" + *o.metric + "'");
+  }
+  return o;
+}
+
+AttackSetup setup_attack(const AttackCommonOptions& o) {
+  AttackSetup setup;
+  setup.split = o.split;
+  setup.run = o.run;
+  setup.json = o.json;
+  setup.device = parse_device_option(o.device ? &*o.device : nullptr);
+  const std::string path = o.checkpoint;
+  const std::optional<std::string>& data_name = o.data;
+  const std::optional<std::string>& root = o.root;
+  const int64_t batch_size = o.batch_size;
+  setup.trained = load_trained_model(path, setup.device);
+  const std::string metric_name = o.metric.value_or(setup.trained.metric);
+  const losses::Metric parsed_metric = losses::parse_metric(metric_name);
+  const bool large =
+      setup.trained.model->input_shape().size() == 3 && setup.trained.model->input_shape()[1] != 28;
+  setup.run.batch_size = batch_size > 0 ? batch_size : (large ? 112 : 128);
+
+  setup.dataset = data_name.value_or(setup.trained.data);
+  std::unique_ptr<data::Dataset> dataset;
+  try {
+    dataset = data::open_dataset(setup.dataset, setup.split,
+                                 root.value_or(data_name ? "" : setup.trained.root));
+  } catch (const engine::Error& e) {
+    throw UsageError("--data " + setup.dataset + ": " + e.what());
+  }
+  const auto start = std::chrono::steady_clock::now();
+  setup.images = load_split_images(*dataset);
+  setup.gallery = attacks::make_gallery(*setup.trained.model, setup.images.images,
+                                        setup.images.labels, parsed_metric);
+  std::fprintf(stderr, "gallery: %lld %s %s images embedded (%s, metric %s) in %.1fs\n",
+               static_cast<long long>(setup.images.labels.size()), setup.dataset.c_str(),
+               setup.split.c_str(), setup.trained.config.name.c_str(), metric_name.c_str(),
+               std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  return setup;
+}
+
+void complete_spec(attacks::AttackSpec& spec, const std::string& dataset) {
+  if (spec.kind == attacks::AttackKind::SPQA && spec.zeta <= 0.0) {
+    spec.zeta = attacks::default_zeta(dataset);
+  }
+}
+
+}  // namespace dml

@@ -1,0 +1,48 @@
+// What `dml attack` and `dml ers` share: the common options (checkpoint, data, device, batching,
+// selection seed) and turning them into a loaded model, the split's images and the gallery.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "attacks/attack.h"
+#include "tools/dml/args.h"
+#include "tools/dml/attack_runner.h"
+#include "tools/dml/load_model.h"
+
+namespace dml {
+
+// The option lines both usages print.
+extern const char kAttackCommonUsage[];
+
+struct AttackSetup {
+  TrainedModel trained;
+  std::string dataset;  // name
+  std::string split;
+  SplitImages images;
+  attacks::Gallery gallery;
+  AttackRunSettings run;
+  engine::Device device;
+  bool json = false;
+};
+
+// The common options, validated (UsageError) but not acted on yet.
+struct AttackCommonOptions {
+  std::string checkpoint;
+  std::optional<std::string> data, root, metric, device;
+  std::string split = "test";
+  int64_t batch_size = 0;  // 0: by model input size
+  AttackRunSettings run;
+  bool json = false;
+};
+// Takes the common options from args; the caller takes its own, calls args.finish(), then
+// setup_attack — so every usage error comes before any loading.
+AttackCommonOptions take_attack_options(Args& args);
+// Loads the model and the split and embeds the gallery (a line on stderr).
+AttackSetup setup_attack(const AttackCommonOptions& options);
+
+// Fills in dataset-dependent defaults a spec left open (SP-QA's zeta).
+void complete_spec(attacks::AttackSpec& spec, const std::string& dataset);
+
+}  // namespace dml

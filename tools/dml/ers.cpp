@@ -1,0 +1,131 @@
+// dml ers: the Empirical Robustness Score of a checkpoint (SPEC §8; seed 004 §5, §6.1.4;
+// research/robrank-spec.md §6.3) — or any other attack profile, e.g. the qccurve28 curve.
+//
+//   dml ers --checkpoint FILE --profile rob28|rob224|qccurve28 [--json] [--out FILE] ...
+//
+// Runs every attack of the profile over the split, prints the raw-score row in the papers' column
+// order (CA+ CA- QA+ QA- TMA ES:D ES:R LTM GTM GTT) and the ERS; --out writes the JSON (atomic).
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "attacks/profiles.h"
+#include "engine/io/file_io.h"
+#include "kernels/common/check.h"
+#include "metrics/ers.h"
+#include "tools/dml/attack_runner.h"
+#include "tools/dml/attack_setup.h"
+#include "tools/dml/commands.h"
+
+namespace dml {
+
+namespace {
+
+const char kUsage[] =
+    "usage: dml ers --checkpoint FILE --profile NAME [options]\n"
+    "\n"
+    "Runs an attack profile over a split. rob28 / rob224: the ten ERS columns (CA+ CA- QA+ QA-\n"
+    "TMA ES:D ES:R LTM GTM GTT, nine attacks) and the Empirical Robustness Score; qccurve28: CA+,\n"
+    "CA-, SP-QA+ and SP-QA- for eps = 0, 7, ..., 77 / 255 (the curve of seed 004 Fig. 6).\n"
+    "\n"
+    "  --profile NAME      rob28 (28x28 models), rob224 (224x224 models) or qccurve28\n"
+    "  --out FILE          also write the JSON to FILE (atomically)\n";
+
+}  // namespace
+
+int run_ers(Args& args) {
+  if (args.take_flag("--help") || args.take_flag("-h")) {
+    std::fputs(kUsage, stdout);
+    std::fputs(kAttackCommonUsage, stdout);
+    return 0;
+  }
+  const std::string profile = args.take_string("--profile");
+  const std::string out_path = args.take_string("--out", "");
+  AttackCommonOptions options = take_attack_options(args);
+  args.finish();
+  std::vector<attacks::AttackSpec> specs;
+  try {
+    for (const std::string& text : attacks::profile_specs(profile)) {
+      specs.push_back(attacks::parse_attack_spec(text));
+    }
+  } catch (const engine::Error& e) {
+    throw UsageError(std::string("--profile: ") + e.what());
+  }
+  AttackSetup setup = setup_attack(options);
+
+  nlohmann::ordered_json attacks_json = nlohmann::ordered_json::array();
+  std::vector<AttackSummary> summaries;
+  double seconds = 0.0;
+  for (attacks::AttackSpec& spec : specs) {
+    complete_spec(spec, setup.dataset);
+    summaries.push_back(
+        run_attack(*setup.trained.model, setup.images, setup.gallery, spec, setup.run));
+    attacks_json.push_back(attack_summary_json(summaries.back()));
+    seconds += summaries.back().seconds;
+  }
+
+  nlohmann::ordered_json out;
+  out["checkpoint"] = options.checkpoint;
+  out["profile"] = profile;
+  out["dataset"] = setup.dataset + ":" + setup.split;
+  out["images"] = summaries.empty() ? 0 : summaries.front().images;
+  out["robrank_compat"] = setup.run.robrank_compat;
+  out["seed"] = setup.run.seed;
+  out["device"] = setup.device.str();
+  out["seconds"] = seconds;
+  const bool is_ers = profile == "rob28" || profile == "rob224";
+  metrics::ErsRow raw{};
+  if (is_ers) {
+    const std::vector<attacks::ErsSource>& sources = attacks::ers_sources();
+    for (int c = 0; c < metrics::kErsColumns; ++c) {
+      bool found = false;
+      for (const AttackSummary& s : summaries) {
+        if (s.label == sources[static_cast<size_t>(c)].attack) {
+          raw[static_cast<size_t>(c)] =
+              adversarial_value(s, sources[static_cast<size_t>(c)].measure);
+          found = true;
+        }
+      }
+      ENGINE_CHECK(found, "profile ", profile, " has no ", sources[static_cast<size_t>(c)].attack,
+                   " attack");
+      out[metrics::ers_column_names()[static_cast<size_t>(c)]] = raw[static_cast<size_t>(c)];
+    }
+    out["ers"] = metrics::empirical_robustness_score(raw);
+  }
+  out["attacks"] = attacks_json;
+  if (!out_path.empty()) {
+    const std::string text = out.dump(2) + "\n";
+    engine::detail::AtomicFileWriter writer(out_path);
+    writer.write(text.data(), text.size());
+    writer.commit();
+  }
+
+  if (setup.json) {
+    std::printf("%s\n", out.dump().c_str());
+    return 0;
+  }
+  std::printf("profile %s on %s %s (%lld images), %s, %.0fs\n\n", profile.c_str(),
+              setup.dataset.c_str(), setup.split.c_str(),
+              static_cast<long long>(out["images"].get<int64_t>()), setup.device.str().c_str(),
+              seconds);
+  std::printf("%-44s %-16s %10s %12s %10s\n", "attack", "measure", "clean", "adversarial",
+              "max|delta|");
+  for (const AttackSummary& s : summaries) {
+    for (size_t m = 0; m < s.names.size(); ++m) {
+      std::printf("%-44s %-16s %10.3f %12.3f %10.5f\n", m == 0 ? s.spec.c_str() : "",
+                  s.names[m].c_str(), s.clean[m], s.adversarial[m], s.perturbation.max_delta);
+    }
+  }
+  if (is_ers) {
+    std::printf("\n");
+    for (const std::string& name : metrics::ers_column_names()) std::printf("%7s", name.c_str());
+    std::printf("%7s\n", "ERS");
+    for (double v : raw) std::printf("%7.3g", v);
+    std::printf("%7.1f\n", metrics::empirical_robustness_score(raw));
+  }
+  return 0;
+}
+
+}  // namespace dml

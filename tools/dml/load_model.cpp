@@ -1,0 +1,87 @@
+// Loading a trained model (header: tools/dml/load_model.h).
+#include "tools/dml/load_model.h"
+
+#include <filesystem>
+#include <map>
+
+#include <nlohmann/json.hpp>
+
+#include "engine/io/safetensors.h"
+#include "kernels/common/check.h"
+#include "models/weights.h"
+#include "tools/dml/args.h"
+
+namespace dml {
+
+TrainedModel load_trained_model(const std::string& path, const engine::Device& device) {
+  if (!std::filesystem::exists(path)) throw UsageError("--checkpoint " + path + ": no such file");
+  const engine::SafetensorsFile file = engine::read_safetensors(path);
+  TrainedModel trained;
+  nlohmann::json model;
+  const bool is_checkpoint = file.metadata.count("dml_checkpoint") > 0;
+  if (is_checkpoint) {
+    const nlohmann::json meta =
+        nlohmann::json::parse(file.metadata.at("dml_checkpoint"), nullptr, false);
+    ENGINE_CHECK(meta.is_object() && meta.contains("config"), path,
+                 ": unreadable dml_checkpoint metadata");
+    try {
+      const nlohmann::json& c = meta.at("config");
+      model = {{"name", c.at("model").at("name")},
+               {"embedding_dim", c.at("model").at("embedding_dim")},
+               {"bn_branches", c.at("model").at("bn_branches")},
+               {"data", c.at("data").at("name")},
+               {"metric", c.at("loss").at("metric")}};
+      trained.root = c.at("data").at("root").get<std::string>();
+    } catch (const nlohmann::json::exception& e) {
+      engine::fail(path, ": malformed dml_checkpoint config: ", e.what());
+    }
+  } else if (auto it = file.metadata.find("dml_model"); it != file.metadata.end()) {
+    model = nlohmann::json::parse(it->second, nullptr, false);
+  } else {
+    throw UsageError(path +
+                     ": no dml_checkpoint or dml_model metadata; give a file written by "
+                     "`dml train` (for bare weights use `dml embed` + `dml metrics`)");
+  }
+  try {
+    trained.config.name = model.at("name").get<std::string>();
+    trained.config.embedding_dim = model.at("embedding_dim").get<int64_t>();
+    trained.config.bn_branches = model.at("bn_branches").get<int64_t>();
+    trained.data = model.at("data").get<std::string>();
+    trained.metric = model.at("metric").get<std::string>();
+  } catch (const nlohmann::json::exception& e) {
+    engine::fail(path, ": malformed model metadata: ", e.what());
+  }
+  std::map<std::string, engine::Tensor> weights;
+  for (const auto& [name, raw] : file.tensors) {
+    if (!is_checkpoint) {
+      weights[name] = engine::tensor_from_raw(raw, path + ": " + name);
+    } else if (name.rfind("model.", 0) == 0) {
+      weights[name.substr(6)] = engine::tensor_from_raw(raw, path + ": " + name);
+    }
+  }
+  models::ModelConfig config = trained.config;
+  config.init_weights = false;  // every weight is loaded next
+  trained.model = models::build_model(config);
+  models::load_weights(*trained.model, weights, path);
+  trained.model->to(device);
+  trained.model->eval();
+  return trained;
+}
+
+engine::Device parse_device_option(const std::string* text) {
+  engine::Device device = engine::default_device();
+  if (text != nullptr) {
+    try {
+      device = engine::parse_device(*text);
+    } catch (const engine::Error& e) {
+      throw UsageError(std::string("--device: ") + e.what());
+    }
+  }
+  if (device.is_cuda() && device.index >= engine::cuda_device_count()) {
+    engine::fail("--device ", device.str(), ": no such CUDA device (", engine::cuda_device_count(),
+                 " found); use --device cpu");
+  }
+  return device;
+}
+
+}  // namespace dml

@@ -1,0 +1,29 @@
+// Loading a model trained by `dml train` for the commands that use one (eval, attack, ers).
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "engine/device.h"
+#include "models/model.h"
+#include "models/registry.h"
+
+namespace dml {
+
+struct TrainedModel {
+  std::shared_ptr<models::Model> model;  // weights loaded, on the requested device, eval mode
+  models::ModelConfig config;
+  std::string data = "fashion-mnist";  // the dataset it was trained on
+  std::string root;                    // that dataset's root in the training config ("" default)
+  std::string metric = "N";            // the training loss's metric
+};
+
+// `path` is <output_dir>/checkpoint.safetensors (config in its dml_checkpoint metadata) or
+// <output_dir>/model.safetensors (dml_model metadata). UsageError for a missing file or a file
+// without either metadata; engine::Error for unreadable or mismatching weights.
+TrainedModel load_trained_model(const std::string& path, const engine::Device& device);
+
+// --device text (or the default: CUDA when present) -> a usable device; UsageError otherwise.
+engine::Device parse_device_option(const std::string* text);
+
+}  // namespace dml
