@@ -110,11 +110,11 @@ int run_ers(Args& args) {
               setup.dataset.c_str(), setup.split.c_str(),
               static_cast<long long>(out["images"].get<int64_t>()), setup.device.str().c_str(),
               seconds);
-  std::printf("%-44s %-16s %10s %12s %10s\n", "attack", "measure", "clean", "adversarial",
+  std::printf("%-52s %-16s %10s %12s %10s\n", "attack", "measure", "clean", "adversarial",
               "max|delta|");
   for (const AttackSummary& s : summaries) {
     for (size_t m = 0; m < s.names.size(); ++m) {
-      std::printf("%-44s %-16s %10.3f %12.3f %10.5f\n", m == 0 ? s.spec.c_str() : "",
+      std::printf("%-52s %-16s %10.3f %12.3f %10.5f\n", m == 0 ? s.spec.c_str() : "",
                   s.names[m].c_str(), s.clean[m], s.adversarial[m], s.perturbation.max_delta);
     }
   }
