@@ -2,6 +2,8 @@
 
 #include <sstream>
 
+#include "kernels/common/check.h"
+
 namespace dml {
 
 Args::Args(int argc, char** argv, int first) {
@@ -111,6 +113,22 @@ std::vector<int64_t> parse_int_list(const std::string& text, const std::string& 
   while (std::getline(stream, item, ',')) values.push_back(to_int(item, what));
   if (values.empty()) throw UsageError(what + ": expected a comma-separated list of integers");
   return values;
+}
+
+engine::Device parse_device_option(const std::optional<std::string>& text,
+                                   const std::string& what) {
+  if (!text || *text == "auto") return engine::default_device();
+  engine::Device device;
+  try {
+    device = engine::parse_device(*text);
+  } catch (const engine::Error& e) {
+    throw UsageError(what + ": " + e.what());
+  }
+  if (device.is_cuda() && device.index >= engine::cuda_device_count()) {
+    engine::fail(what, " ", device.str(), ": no such CUDA device (", engine::cuda_device_count(),
+                 " visible: no GPU, no driver, or a build without CUDA); use cpu");
+  }
+  return device;
 }
 
 }  // namespace dml

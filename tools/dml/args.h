@@ -16,6 +16,8 @@
 #include <string>
 #include <vector>
 
+#include "engine/device.h"
+
 namespace dml {
 
 class UsageError : public std::runtime_error {
@@ -50,6 +52,12 @@ class Args {
   std::string value_at(size_t index, const std::string& key);
   std::vector<Token> tokens_;
 };
+
+// A device option: "cpu", "cuda", "cuda:N", or "auto" / none for CUDA when a GPU is present.
+// UsageError naming `what` (e.g. "--device") for a malformed value; engine::Error (exit code 1)
+// for a CUDA device that is not there.
+engine::Device parse_device_option(const std::optional<std::string>& text,
+                                   const std::string& what = "--device");
 
 // "1,2,4" -> {1, 2, 4}; throws UsageError naming `what` on anything else.
 std::vector<int64_t> parse_int_list(const std::string& text, const std::string& what);

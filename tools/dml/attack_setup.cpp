@@ -54,7 +54,7 @@ AttackSetup setup_attack(const AttackCommonOptions& o) {
   setup.split = o.split;
   setup.run = o.run;
   setup.json = o.json;
-  setup.device = parse_device_option(o.device ? &*o.device : nullptr);
+  setup.device = parse_device_option(o.device);
   const std::string path = o.checkpoint;
   const std::optional<std::string>& data_name = o.data;
   const std::optional<std::string>& root = o.root;

@@ -145,18 +145,7 @@ int run_embed(Args& args) {
   if (split != "train" && split != "test") {
     throw UsageError("--split must be train or test, got '" + split + "'");
   }
-  engine::Device device = engine::default_device();
-  if (device_text) {
-    try {
-      device = engine::parse_device(*device_text);
-    } catch (const engine::Error& e) {
-      throw UsageError(std::string("--device: ") + e.what());
-    }
-  }
-  if (device.is_cuda() && device.index >= engine::cuda_device_count()) {
-    engine::fail("--device ", device.str(), ": no such CUDA device (", engine::cuda_device_count(),
-                 " found: no GPU, no driver, or a build without CUDA); use --device cpu");
-  }
+  const engine::Device device = parse_device_option(device_text);
 
   std::shared_ptr<models::Model> model = models::build_model(config);
   models::load_weights(*model, weights);

@@ -68,7 +68,7 @@ int run_eval(Args& args) {
   if (settings.batch_size <= 0) throw UsageError("--batch-size must be positive");
   if (seed < 0) throw UsageError("--seed must be >= 0");
   settings.seed = static_cast<uint64_t>(seed);
-  const engine::Device device = parse_device_option(device_text ? &*device_text : nullptr);
+  const engine::Device device = parse_device_option(device_text);
   const TrainedModel trained = load_trained_model(path, device);
   settings.metric = metric.value_or(trained.metric);
   if (settings.metric != "N" && settings.metric != "E" && settings.metric != "C") {

@@ -68,20 +68,4 @@ TrainedModel load_trained_model(const std::string& path, const engine::Device& d
   return trained;
 }
 
-engine::Device parse_device_option(const std::string* text) {
-  engine::Device device = engine::default_device();
-  if (text != nullptr) {
-    try {
-      device = engine::parse_device(*text);
-    } catch (const engine::Error& e) {
-      throw UsageError(std::string("--device: ") + e.what());
-    }
-  }
-  if (device.is_cuda() && device.index >= engine::cuda_device_count()) {
-    engine::fail("--device ", device.str(), ": no such CUDA device (", engine::cuda_device_count(),
-                 " found); use --device cpu");
-  }
-  return device;
-}
-
 }  // namespace dml

@@ -23,7 +23,4 @@ struct TrainedModel {
 // without either metadata; engine::Error for unreadable or mismatching weights.
 TrainedModel load_trained_model(const std::string& path, const engine::Device& device);
 
-// --device text (or the default: CUDA when present) -> a usable device; UsageError otherwise.
-engine::Device parse_device_option(const std::string* text);
-
 }  // namespace dml

@@ -98,17 +98,8 @@ int run_metrics(Args& args) {
   if (iterations < 1) {
     throw UsageError("--kmeans-iterations: must be >= 1, got " + std::to_string(iterations));
   }
-  engine::Device device;
-  try {
-    device = engine::parse_device(device_text);
-  } catch (const engine::Error& e) {
-    throw UsageError(std::string("--device: ") + e.what());
-  }
   // Before reading the (possibly large) files: a missing GPU is a runtime error (exit 1).
-  if (device.is_cuda() && device.index >= engine::cuda_device_count()) {
-    engine::fail("--device ", device.str(), ": no such CUDA device (", engine::cuda_device_count(),
-                 " visible: no GPU, no driver, or a build without CUDA); use --device cpu");
-  }
+  const engine::Device device = parse_device_option(device_text);
 
   metrics::Points points;
   {  // the tensor is released once the prepared copy exists (peak memory)

@@ -55,21 +55,6 @@ std::unique_ptr<data::Dataset> open_split(const TrainConfig& config, const std::
   }
 }
 
-engine::Device pick_device(const std::string& text) {
-  if (text == "auto") return engine::default_device();
-  engine::Device device;
-  try {
-    device = engine::parse_device(text);
-  } catch (const engine::Error& e) {
-    throw UsageError(std::string("config key 'device': ") + e.what());
-  }
-  if (device.is_cuda() && device.index >= engine::cuda_device_count()) {
-    engine::fail("device ", device.str(), ": no such CUDA device (", engine::cuda_device_count(),
-                 " found: no GPU, no driver, or a build without CUDA); use --device cpu");
-  }
-  return device;
-}
-
 // The model's optimizer: group 0 = the default group (optimizer.lr, optimizer.weight_decay; empty
 // when optimizer.groups take every parameter), group g + 1 = optimizer.groups[g]. Within a
 // group, parameters keep the model's order; without groups this is one group of
@@ -332,7 +317,7 @@ void print_metrics_table(const metrics::Evaluation& e, const std::string& title)
 }
 
 int train(const TrainConfig& config, const TrainOptions& options) {
-  const engine::Device device = pick_device(config.device);
+  const engine::Device device = parse_device_option(config.device, "config key 'device'");
   std::unique_ptr<data::Dataset> train_set = open_split(config, "train");
   std::unique_ptr<data::Dataset> test_set = open_split(config, "test");
   std::error_code fs_error;
