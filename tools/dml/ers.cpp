@@ -31,7 +31,9 @@ const char kUsage[] =
     "CA-, SP-QA+ and SP-QA- for eps = 0, 7, ..., 77 / 255 (the curve of seed 004 Fig. 6).\n"
     "\n"
     "  --profile NAME      rob28 (28x28 models), rob224 (224x224 models) or qccurve28\n"
-    "  --out FILE          also write the JSON to FILE (atomically)\n";
+    "  --out FILE          also write the JSON to FILE (atomically, after every attack; "
+    "\"complete\"\n"
+    "                      is false until the last one has finished)\n";
 
 }  // namespace
 
@@ -55,52 +57,58 @@ int run_ers(Args& args) {
   }
   AttackSetup setup = setup_attack(options);
 
+  // The JSON of the attacks done so far; with --out it is rewritten (atomically) after every
+  // attack, with "complete": false until the last, so an interrupted hour-long run keeps what it
+  // finished.
   nlohmann::ordered_json attacks_json = nlohmann::ordered_json::array();
   std::vector<AttackSummary> summaries;
   double seconds = 0.0;
+  const bool is_ers = profile == "rob28" || profile == "rob224";
+  metrics::ErsRow raw{};
+  auto results = [&](bool complete) {
+    nlohmann::ordered_json out;
+    out["checkpoint"] = options.checkpoint;
+    out["profile"] = profile;
+    out["dataset"] = setup.dataset + ":" + setup.split;
+    out["images"] = summaries.empty() ? 0 : summaries.front().images;
+    out["robrank_compat"] = setup.run.robrank_compat;
+    out["seed"] = setup.run.seed;
+    out["device"] = setup.device.str();
+    out["seconds"] = seconds;
+    out["complete"] = complete;
+    if (complete && is_ers) {
+      const std::vector<attacks::ErsSource>& sources = attacks::ers_sources();
+      for (size_t c = 0; c < sources.size(); ++c) {
+        bool found = false;
+        for (const AttackSummary& s : summaries) {
+          if (s.label == sources[c].attack) {
+            raw[c] = adversarial_value(s, sources[c].measure);
+            found = true;
+          }
+        }
+        ENGINE_CHECK(found, "profile ", profile, " has no ", sources[c].attack, " attack");
+        out[metrics::ers_column_names()[c]] = raw[c];
+      }
+      out["ers"] = metrics::empirical_robustness_score(raw);
+    }
+    out["attacks"] = attacks_json;
+    if (!out_path.empty()) {
+      const std::string text = out.dump(2) + "\n";
+      engine::detail::AtomicFileWriter writer(out_path);
+      writer.write(text.data(), text.size());
+      writer.commit();
+    }
+    return out;
+  };
   for (attacks::AttackSpec& spec : specs) {
     complete_spec(spec, setup.dataset);
     summaries.push_back(
         run_attack(*setup.trained.model, setup.images, setup.gallery, spec, setup.run));
     attacks_json.push_back(attack_summary_json(summaries.back()));
     seconds += summaries.back().seconds;
+    if (summaries.size() < specs.size()) results(false);
   }
-
-  nlohmann::ordered_json out;
-  out["checkpoint"] = options.checkpoint;
-  out["profile"] = profile;
-  out["dataset"] = setup.dataset + ":" + setup.split;
-  out["images"] = summaries.empty() ? 0 : summaries.front().images;
-  out["robrank_compat"] = setup.run.robrank_compat;
-  out["seed"] = setup.run.seed;
-  out["device"] = setup.device.str();
-  out["seconds"] = seconds;
-  const bool is_ers = profile == "rob28" || profile == "rob224";
-  metrics::ErsRow raw{};
-  if (is_ers) {
-    const std::vector<attacks::ErsSource>& sources = attacks::ers_sources();
-    for (int c = 0; c < metrics::kErsColumns; ++c) {
-      bool found = false;
-      for (const AttackSummary& s : summaries) {
-        if (s.label == sources[static_cast<size_t>(c)].attack) {
-          raw[static_cast<size_t>(c)] =
-              adversarial_value(s, sources[static_cast<size_t>(c)].measure);
-          found = true;
-        }
-      }
-      ENGINE_CHECK(found, "profile ", profile, " has no ", sources[static_cast<size_t>(c)].attack,
-                   " attack");
-      out[metrics::ers_column_names()[static_cast<size_t>(c)]] = raw[static_cast<size_t>(c)];
-    }
-    out["ers"] = metrics::empirical_robustness_score(raw);
-  }
-  out["attacks"] = attacks_json;
-  if (!out_path.empty()) {
-    const std::string text = out.dump(2) + "\n";
-    engine::detail::AtomicFileWriter writer(out_path);
-    writer.write(text.data(), text.size());
-    writer.commit();
-  }
+  const nlohmann::ordered_json out = results(true);
 
   if (setup.json) {
     std::printf("%s\n", out.dump().c_str());
