@@ -322,9 +322,13 @@ BatchResult attack_batch(models::Model& model, const Tensor& images,
       ENGINE_CHECK(spec.kind == AttackKind::QA || spec.zeta > 0.0, label,
                    ": zeta is not set (the caller fills in default_zeta)");
       objective = [=](const Tensor& e, int64_t) {
-        Tensor loss = query_attack_loss(e, candidates, gallery.embeddings, metric, spec.raise);
+        // One query-vs-gallery distance matrix per step serves both QA terms.
+        const Tensor to_gallery = gallery_distance(e, gallery.embeddings, metric);
+        Tensor loss =
+            query_attack_loss_from_distances(e, candidates, to_gallery, metric, spec.raise);
         if (spec.kind == AttackKind::SPQA) {
-          const Tensor sp = query_attack_loss(e, reference_rows, gallery.embeddings, metric, true);
+          const Tensor sp =
+              query_attack_loss_from_distances(e, reference_rows, to_gallery, metric, true);
           loss = loss + semantic_preserving_weight(sp.detach(), spec.zeta) * sp;
         }
         return loss;

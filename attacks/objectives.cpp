@@ -124,10 +124,22 @@ Tensor query_attack_loss(const Tensor& queries, const Tensor& candidates, const 
   ENGINE_CHECK(gallery.size(1) == queries.size(1), op, ": gallery ",
                engine::shape_str(gallery.shape()), " differs in width from queries ",
                engine::shape_str(queries.shape()));
+  return query_attack_loss_from_distances(
+      queries, candidates, gallery_distance(queries, gallery, metric), metric, raise);
+}
+
+Tensor query_attack_loss_from_distances(const Tensor& queries, const Tensor& candidates,
+                                        const Tensor& to_gallery, Metric metric, bool raise) {
+  const char* op = "query_attack_loss_from_distances";
+  check_grouped(queries, candidates, op, "candidates");
+  ENGINE_CHECK(to_gallery.defined() && to_gallery.dim() == 2 &&
+                   to_gallery.size(0) == queries.size(0) && to_gallery.size(1) >= 1,
+               op, ": expected query-gallery distances [", queries.size(0), ", NX], got ",
+               describe(to_gallery));
   const Tensor to_candidates = grouped_distance(queries, candidates, metric).unsqueeze(2);
-  const Tensor to_gallery = gallery_distance(queries, gallery, metric).unsqueeze(1);
   // [B, M, NX]: QA+ pulls each candidate ahead of every x, QA- pushes it behind.
-  const Tensor gap = raise ? to_candidates - to_gallery : to_gallery - to_candidates;
+  const Tensor gap =
+      raise ? to_candidates - to_gallery.unsqueeze(1) : to_gallery.unsqueeze(1) - to_candidates;
   return engine::mean(engine::relu(gap));
 }
 

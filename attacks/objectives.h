@@ -71,6 +71,12 @@ engine::Tensor candidate_attack_loss(const engine::Tensor& candidates,
 // (raise = true on the references).
 engine::Tensor query_attack_loss(const engine::Tensor& queries, const engine::Tensor& candidates,
                                  const engine::Tensor& gallery, Metric metric, bool raise);
+// The same from to_gallery = gallery_distance(queries, gallery, metric) [B, NX], computed once by
+// the caller when several QA terms share it (SP-QA: the candidates' term and the references').
+engine::Tensor query_attack_loss_from_distances(const engine::Tensor& queries,
+                                                const engine::Tensor& candidates,
+                                                const engine::Tensor& to_gallery, Metric metric,
+                                                bool raise);
 
 // SP-QA's weight xi = min(1e9, exp(zeta * sp_loss)) as a detached scalar tensor on sp_loss's
 // device (no host synchronization); an overflowing exp (+inf) saturates at 1e9 (a NaN loss stays

@@ -277,6 +277,27 @@ TEST_CASE("SP-QA weight: exp(zeta L) clamped at 1e9, detached, on the loss's dev
         Approx(std::exp(0.01)).epsilon(1e-6));
 }
 
+TEST_CASE("QA objective from shared distances equals the self-contained one", "[attacks][grad]") {
+  // SP-QA computes gallery_distance once per step for both of its QA terms.
+  Tensor gallery = random_constant({9, 3}, 21);
+  Tensor candidates = random_constant({2, 2, 3}, 22);
+  for (Metric metric : {Metric::N, Metric::E, Metric::C}) {
+    for (bool raise : {true, false}) {
+      INFO(losses::metric_name(metric) << (raise ? " QA+" : " QA-"));
+      Tensor q = test::random_leaf({2, 3}, 23);
+      Tensor direct = attacks::query_attack_loss(q, candidates, gallery, metric, raise);
+      Tensor shared = attacks::query_attack_loss_from_distances(
+          q, candidates, attacks::gallery_distance(q, gallery, metric), metric, raise);
+      CHECK(shared.item() == direct.item());
+      CHECK(engine::grad({shared}, {q})[0].to_vector() ==
+            engine::grad({direct}, {q})[0].to_vector());
+    }
+  }
+  REQUIRE_THROWS_WITH(attacks::query_attack_loss_from_distances(
+                          test::random_leaf({2, 3}, 24), candidates, gallery, Metric::E, true),
+                      Catch::Contains("query-gallery distances"));
+}
+
 TEST_CASE("SP-QA objective grad: the weight xi is not differentiated", "[attacks][grad]") {
   // L = QA-(q~) + xi * QA+(q~, refs): its gradient must be grad QA- + xi * grad QA+ with xi a
   // number, not the product rule's extra SP * grad xi.
