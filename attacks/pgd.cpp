@@ -36,9 +36,13 @@ engine::Tensor pgd_attack(const engine::Tensor& images, const Objective& objecti
   ENGINE_CHECK(std::isfinite(options.alpha) && options.alpha >= 0.0,
                "pgd_attack: alpha must be finite and >= 0, got ", options.alpha);
   ENGINE_CHECK(options.steps >= 1, "pgd_attack: steps must be >= 1, got ", options.steps);
+  ENGINE_CHECK(std::isfinite(options.stop_tolerance) && options.stop_tolerance >= 0.0,
+               "pgd_attack: stop_tolerance must be finite and >= 0, got ", options.stop_tolerance);
   const engine::Tensor x0 = images.detach();
   const double step = pgd_step_size(options);
 
+  if (trace != nullptr) trace->steps = 0;
+  double previous_objective = -1.0;  // robrank's initial saturation state
   engine::Tensor x = x0;
   if (options.random_start && options.eps > 0.0) {
     engine::NoGradGuard no_grad;
@@ -63,6 +67,12 @@ engine::Tensor pgd_attack(const engine::Tensor& images, const Objective& objecti
     if (trace != nullptr) {
       trace->objective.push_back(value.detach());
       trace->max_delta.push_back(max_delta);
+      trace->steps = t + 1;
+    }
+    if (options.stop_tolerance > 0.0) {
+      const double current = value.item();  // the one host synchronization of this mode
+      if (std::abs(current - previous_objective) < options.stop_tolerance) break;
+      previous_objective = current;
     }
   }
   return x;

@@ -34,6 +34,10 @@ struct PgdOptions {
   int64_t steps = 24;          // eta
   bool random_start = false;   // robrank never uses one
   uint64_t seed = 0;           // for the random start
+  // > 0: stop once the objective stops moving — after step t, if |obj_t - obj_{t-1}| < tolerance
+  // (obj_{-1} = -1) the loop ends (robrank's HM "saturation" stop, 1e-7). Reading obj_t costs one
+  // host synchronization per step, so it is off (0) for every other attack.
+  double stop_tolerance = 0.0;
 };
 
 // The step size actually used: alpha, or eps for a single step (FGSM).
@@ -44,6 +48,7 @@ double pgd_step_size(const PgdOptions& options);
 using Objective = std::function<engine::Tensor(const engine::Tensor& images, int64_t step)>;
 
 struct PgdTrace {
+  int64_t steps = 0;                      // steps taken (< options.steps after an early stop)
   std::vector<engine::Tensor> objective;  // one-element tensors, value at x_t before step t
   std::vector<engine::Tensor> max_delta;  // one-element tensors, max |x_{t+1} - x| after step t
   // Host copies (one synchronization, after the loop).

@@ -183,6 +183,93 @@ std::vector<ParamGroupConfig> resolve_param_groups(json& groups, const Optimizer
   return out;
 }
 
+// The defense keys with the recipes' defaults (attacks/defenses/defense.h).
+json defense_schema() {
+  const attacks::defenses::DefenseOptions d;
+  return json{{"name", d.name},
+              {"pgd",
+               {{"eps", d.pgd.eps},
+                {"alpha", d.pgd.alpha},
+                {"steps", d.pgd.steps},
+                {"random_start", d.pgd.random_start}}},
+              {"ses_weight", d.ses_weight},
+              {"hm",
+               {{"source", d.hm.source},
+                {"destination", d.hm.destination},
+                {"destination_miner", d.hm.destination_miner},
+                {"objective", d.hm.objective},
+                {"gamma", d.hm.gamma},
+                {"xi", d.hm.xi},
+                {"initial_loss", d.hm.initial_loss},
+                {"ics", d.hm.ics},
+                {"ics_lambda", d.hm.ics_lambda},
+                {"stop_tolerance", d.hm.stop_tolerance}}},
+              {"mdprop", {{"targets", d.mdprop.targets}}}};
+}
+
+const std::vector<std::string> kMinerNames = {"random", "semihard", "softhard", "distance",
+                                              "hardest"};
+
+// defense.*: names and ranges through the Checker (messages name the key), then the cross-key
+// rules (the loss a recipe needs, MDProp's BN branches).
+attacks::defenses::DefenseOptions resolve_defense(const Checker& c, const TrainConfig& t) {
+  attacks::defenses::DefenseOptions d;
+  d.name = c.one_of("defense.name", attacks::defenses::defense_names());
+  d.pgd.eps = c.number("defense.pgd.eps", 0.0, false);
+  d.pgd.alpha = c.number("defense.pgd.alpha", 0.0, false);
+  d.pgd.steps = c.integer("defense.pgd.steps", 1);
+  d.pgd.random_start = c.flag("defense.pgd.random_start");
+  d.ses_weight = c.number("defense.ses_weight", 0.0, false);
+  d.hm.source = c.one_of("defense.hm.source", kMinerNames);
+  std::vector<std::string> destinations = kMinerNames;
+  for (const char* g :
+       {"g_b", "g_lga", "g_2", "g_sqrt", "const_0", "const_half_gamma", "const_gamma"}) {
+    destinations.push_back(g);
+  }
+  d.hm.destination = c.one_of("defense.hm.destination", destinations);
+  d.hm.destination_miner = c.one_of("defense.hm.destination_miner", kMinerNames);
+  d.hm.objective = c.one_of("defense.hm.objective", {"et", "l2"});
+  d.hm.gamma = c.number("defense.hm.gamma", 0.0, true);
+  d.hm.xi = c.finite("defense.hm.xi");
+  d.hm.initial_loss = c.finite("defense.hm.initial_loss");
+  d.hm.ics = c.flag("defense.hm.ics");
+  d.hm.ics_lambda = c.number("defense.hm.ics_lambda", 0.0, false);
+  d.hm.stop_tolerance = c.number("defense.hm.stop_tolerance", 0.0, false);
+  const json& targets = c.at("defense.mdprop.targets");
+  d.mdprop.targets.clear();
+  for (const json& value : targets) {
+    if (!value.is_number_integer() || value.get<int64_t>() < 1) {
+      c.fail("defense.mdprop.targets",
+             "must be a list of integers >= 1 (targets per adversarial "
+             "BN branch, e.g. [1, 5])",
+             targets);
+    }
+    d.mdprop.targets.push_back(value.get<int64_t>());
+  }
+  if (d.mdprop.targets.empty()) {
+    c.fail("defense.mdprop.targets", "must name at least one adversarial branch", targets);
+  }
+  if (attacks::defenses::needs_triplet_loss(d.name) && t.loss_name != "triplet") {
+    c.fail("defense.name",
+           "trains on triplets itself: it needs loss.name \"triplet\", not \"" + t.loss_name + "\"",
+           c.at("defense.name"));
+  }
+  if (d.name == "mdprop") {
+    if (t.model.name == "c2f2") {
+      c.fail("defense.name", "needs a model with batch norm (c2f2-bn or a resnet), not c2f2",
+             c.at("defense.name"));
+    }
+    const int64_t want = static_cast<int64_t>(d.mdprop.targets.size()) + 1;
+    if (t.model.bn_branches != want) {
+      c.fail("model.bn_branches",
+             "must be " + std::to_string(want) + " for defense mdprop with " +
+                 std::to_string(want - 1) + " adversarial branch(es) (defense.mdprop.targets)",
+             c.at("model.bn_branches"));
+    }
+  }
+  return d;
+}
+
 }  // namespace
 
 const std::vector<std::string>& loss_names() {
@@ -232,6 +319,7 @@ json default_config_json() {
         {"dampening", 0.0},
         {"nesterov", false},
         {"groups", json::array()}}},
+      {"defense", defense_schema()},
       {"epochs", 8},
       {"eval", {{"every_epochs", 1}, {"max_images", 0}, {"batch_size", 256}}},
       {"log_every_batches", 10},
@@ -393,6 +481,7 @@ TrainConfig resolve_config(const json& config, const std::string& source) {
   t.optimizer.groups =
       resolve_param_groups(resolved.at("optimizer").at("groups"), t.optimizer, source);
 
+  t.defense = resolve_defense(c, t);
   t.epochs = c.integer("epochs", 1);
   t.eval_every_epochs = c.integer("eval.every_epochs", 0);
   t.eval_max_images = c.integer("eval.max_images", 0);

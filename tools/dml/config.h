@@ -24,6 +24,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "attacks/defenses/defense.h"
 #include "losses/arcface.h"
 #include "losses/margin.h"
 #include "losses/multi_similarity.h"
@@ -72,6 +73,7 @@ struct TrainConfig {
   double lifted_norm_weight = 5e-3;                 // loss.lifted.norm_weight
   double npair_norm_weight = 5e-3;                  // loss.npair.norm_weight
   OptimizerConfig optimizer;
+  attacks::defenses::DefenseOptions defense;  // defense.*: name "none" = vanilla training
   int64_t epochs = 8;
   int64_t eval_every_epochs = 1;  // 0 = only after the last epoch
   int64_t eval_max_images = 0;    // 0 = the whole test split

@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "attacks/defenses/defense.h"
 #include "data/dataset.h"
 #include "data/loader.h"
 #include "data/sampler.h"
@@ -22,13 +23,12 @@
 #include "engine/device.h"
 #include "engine/io/file_io.h"
 #include "engine/io/safetensors.h"
-#include "engine/optim/adam.h"
-#include "engine/optim/sgd.h"
 #include "kernels/common/check.h"
 #include "losses/losses.h"
 #include "models/embed.h"
 #include "models/weights.h"
 #include "tools/dml/args.h"
+#include "tools/dml/training_loss.h"
 
 namespace dml {
 
@@ -53,128 +53,6 @@ std::unique_ptr<data::Dataset> open_split(const TrainConfig& config, const std::
     throw UsageError("config key 'data' (name '" + config.data_name + "', root '" +
                      config.data_root + "'): cannot open the " + split + " split: " + e.what());
   }
-}
-
-// The model's optimizer: group 0 = the default group (optimizer.lr, optimizer.weight_decay; empty
-// when optimizer.groups take every parameter), group g + 1 = optimizer.groups[g]. Within a
-// group, parameters keep the model's order; without groups this is one group of
-// model->parameters(), as before groups existed (so older checkpoints' optimizer state loads).
-std::unique_ptr<engine::optim::Optimizer> make_optimizer(const OptimizerConfig& o,
-                                                         const models::Model& model) {
-  std::vector<std::string> names;
-  std::vector<engine::Tensor> params;
-  for (const auto& [name, param] : model.named_parameters()) {
-    names.push_back(name);
-    params.push_back(param);
-  }
-  const std::vector<size_t> group_of = assign_param_groups(names, o.groups);
-  std::vector<std::vector<engine::Tensor>> grouped(o.groups.size() + 1);
-  for (size_t i = 0; i < params.size(); ++i) grouped[group_of[i]].push_back(params[i]);
-  std::vector<double> lrs = {o.lr}, decays = {o.weight_decay};
-  for (const ParamGroupConfig& g : o.groups) {
-    lrs.push_back(g.lr);
-    decays.push_back(g.weight_decay);
-  }
-  if (o.name == "sgd") {
-    std::vector<engine::optim::SgdGroup> groups(grouped.size());
-    for (size_t g = 0; g < grouped.size(); ++g) {
-      groups[g].params = grouped[g];
-      groups[g].options.lr = lrs[g];
-      groups[g].options.momentum = o.momentum;
-      groups[g].options.dampening = o.dampening;
-      groups[g].options.weight_decay = decays[g];
-      groups[g].options.nesterov = o.nesterov;
-    }
-    return std::make_unique<engine::optim::Sgd>(std::move(groups));
-  }
-  std::vector<engine::optim::AdamGroup> groups(grouped.size());
-  for (size_t g = 0; g < grouped.size(); ++g) {
-    groups[g].params = grouped[g];
-    groups[g].options.lr = lrs[g];
-    groups[g].options.beta1 = o.beta1;
-    groups[g].options.beta2 = o.beta2;
-    groups[g].options.eps = o.eps;
-    groups[g].options.weight_decay = decays[g];
-  }
-  if (o.name == "adamw") return std::make_unique<engine::optim::AdamW>(std::move(groups));
-  return std::make_unique<engine::optim::Adam>(std::move(groups));
-}
-
-// The configured loss, and the module holding its own parameters for the losses that have some
-// (margin: "beta"; arcface: "centers"; null for the others).
-struct TrainingLoss {
-  std::shared_ptr<losses::MarginLoss> margin;
-  std::shared_ptr<losses::ArcFaceLoss> arcface;
-  engine::nn::Module* module() const {
-    if (margin) return margin.get();
-    if (arcface) return arcface.get();
-    return nullptr;
-  }
-};
-
-// ArcFace's centers draw from `init_gen` after the model has drawn its weights, so the model's
-// initial weights do not depend on the loss.
-TrainingLoss make_training_loss(const TrainConfig& config, int64_t num_classes,
-                                engine::Generator& init_gen) {
-  TrainingLoss loss;
-  if (config.loss_name == "margin") {
-    loss.margin = std::make_shared<losses::MarginLoss>(losses::parse_metric(config.metric),
-                                                       config.margin_loss);
-  } else if (config.loss_name == "arcface") {
-    loss.arcface = std::make_shared<losses::ArcFaceLoss>(num_classes, config.model.embedding_dim,
-                                                         init_gen, config.arcface);
-  }
-  return loss;
-}
-
-// The loss's own parameters get an optimizer of their own: margin's beta plain SGD with
-// loss.margin_loss.beta_lr (robrank's separate torch.optim.SGD); ArcFace's centers Adam with
-// loss.arcface.centers_lr, optimizer.beta1/beta2/eps and no weight decay (the "Revisiting DML"
-// code MDProp builds on: the criterion's own group {params, lr} in the model's Adam). Null when
-// the loss has no parameters.
-std::unique_ptr<engine::optim::Optimizer> make_loss_optimizer(const TrainConfig& config,
-                                                              const TrainingLoss& loss) {
-  if (loss.margin) {
-    return std::make_unique<engine::optim::Sgd>(
-        std::vector<engine::optim::SgdGroup>{loss.margin->param_group()});
-  }
-  if (loss.arcface) {
-    engine::optim::AdamGroup group = loss.arcface->param_group();
-    group.options.beta1 = config.optimizer.beta1;
-    group.options.beta2 = config.optimizer.beta2;
-    group.options.eps = config.optimizer.eps;
-    return std::make_unique<engine::optim::Adam>(std::vector<engine::optim::AdamGroup>{group});
-  }
-  return nullptr;
-}
-
-// One batch's loss. The triplet branch is the computation `dml train` has always done (mining
-// with the loss margin as semihard's band, then the triplet loss); the other miners' users do the
-// same with their own loss. Losses without a miner draw nothing from `mining`.
-engine::Tensor compute_loss(const TrainConfig& config, const TrainingLoss& loss,
-                            const engine::Tensor& embeddings, const engine::Tensor& labels,
-                            engine::Generator& mining) {
-  const losses::Metric metric = losses::parse_metric(config.metric);
-  const std::string& name = config.loss_name;
-  if (name == "triplet" || name == "contrastive") {
-    const losses::Triplets triplets = losses::mine_triplets(
-        embeddings, labels, losses::parse_miner(config.miner), metric, mining, config.margin);
-    if (name == "triplet") return losses::triplet_loss(embeddings, triplets, metric, config.margin);
-    return losses::contrastive_loss(embeddings, triplets, metric, config.margin);
-  }
-  if (name == "margin") {
-    return loss.margin->spc2_loss(embeddings, labels, losses::parse_miner(config.miner), mining);
-  }
-  if (name == "multi_similarity") {
-    return losses::multi_similarity_loss(embeddings, labels, config.multi_similarity);
-  }
-  if (name == "arcface") return loss.arcface->loss(embeddings, labels);
-  if (name == "lifted") {
-    return losses::lifted_loss(embeddings, labels, metric, config.margin,
-                               config.lifted_norm_weight);
-  }
-  ENGINE_CHECK(name == "npair", "dml train: unknown loss '", name, "'");
-  return losses::npair_loss(embeddings, labels, metric, config.npair_norm_weight);
 }
 
 json without_free_keys(json config) {
@@ -204,13 +82,14 @@ std::string first_difference(const json& a, const json& b, const std::string& pr
 struct RunState {
   int64_t step = 0;  // optimizer steps done
   int64_t epochs_evaluated = 0;
+  int64_t passes = 0;  // forward/backward passes spent (defense.h StepResult::passes), all steps
 };
 
 void save_checkpoint(const std::string& path, const TrainConfig& config, const models::Model& model,
                      const engine::optim::Optimizer& optimizer, const TrainingLoss& loss,
                      const engine::optim::Optimizer* loss_optimizer,
-                     const data::BatchSampler& sampler, const engine::Generator& mining,
-                     const RunState& run) {
+                     const attacks::defenses::Defense* defense, const data::BatchSampler& sampler,
+                     const engine::Generator& mining, const RunState& run) {
   std::map<std::string, engine::Tensor> tensors;
   for (const auto& [name, tensor] : model.state_dict()) tensors["model." + name] = tensor;
   for (const auto& [name, tensor] : optimizer.state_dict()) tensors["optimizer." + name] = tensor;
@@ -220,11 +99,15 @@ void save_checkpoint(const std::string& path, const TrainConfig& config, const m
       tensors["loss_optimizer." + name] = tensor;
     }
   }
+  if (defense != nullptr) {
+    for (const auto& [name, tensor] : defense->state()) tensors["defense." + name] = tensor;
+  }
   json meta = {
       {"format", kCheckpointFormat},
       {"config", config.resolved},
       {"step", run.step},
       {"epochs_evaluated", run.epochs_evaluated},
+      {"passes", run.passes},
       {"sampler", data::to_json(sampler.state())},
       // As a string: JSON numbers in other readers may lose 64-bit precision.
       {"mining_generator",
@@ -260,6 +143,22 @@ void write_text_atomically(const std::string& path, const std::string& text) {
   engine::detail::AtomicFileWriter writer(path);
   writer.write(text.data(), text.size());
   writer.commit();
+}
+
+std::string format_number(double x) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.3g", x);
+  return text;
+}
+
+std::string defense_summary(const attacks::defenses::DefenseOptions& d) {
+  if (d.name == "none") return "";
+  std::string text = ", defense " + d.name + " (eps " + format_number(d.pgd.eps) + ", alpha " +
+                     format_number(d.pgd.alpha) + ", " + std::to_string(d.pgd.steps) + " steps";
+  if (d.name == "hm") {
+    text += ", HM[" + d.hm.source + ", " + d.hm.destination + "]" + (d.hm.ics ? " & ICS" : "");
+  }
+  return text + ")";
 }
 
 }  // namespace
@@ -337,6 +236,8 @@ int train(const TrainConfig& config, const TrainOptions& options) {
   data::Spc2Sampler sampler(train_set->labels(), config.pairs_per_batch, config.seed,
                             config.drop_last);
   const TrainingLoss loss = make_training_loss(config, train_set->num_classes(), init_gen);
+  const std::unique_ptr<attacks::defenses::Defense> defense =
+      attacks::defenses::make_defense(config.defense);
   engine::Generator mining(config.seed ^ kMiningSeedMix);
   RunState run;
   engine::optim::OptimizerState optimizer_state, loss_optimizer_state;
@@ -359,7 +260,7 @@ int train(const TrainConfig& config, const TrainOptions& options) {
       throw UsageError("--resume: config key '" + differs + "' differs from the checkpoint's " +
                        ckpt + " (only epochs, eval.*, log/checkpoint cadence and device may)");
     }
-    std::map<std::string, engine::Tensor> model_state, loss_state;
+    std::map<std::string, engine::Tensor> model_state, loss_state, defense_state;
     for (const auto& [name, raw] : file.tensors) {
       engine::Tensor t = engine::tensor_from_raw(raw, ckpt + ": " + name);
       if (name.rfind("model.", 0) == 0) {
@@ -370,17 +271,21 @@ int train(const TrainConfig& config, const TrainOptions& options) {
         loss_state[name.substr(5)] = t;
       } else if (name.rfind("loss_optimizer.", 0) == 0 && loss.module() != nullptr) {
         loss_optimizer_state[name.substr(15)] = t;
+      } else if (name.rfind("defense.", 0) == 0 && defense != nullptr) {
+        defense_state[name.substr(8)] = t;
       } else {
         engine::fail(ckpt, ": unexpected tensor '", name, "' for loss ", config.loss_name);
       }
     }
     model->load_state_dict(engine::nn::StateDict(model_state));
     if (loss.module() != nullptr) loss.module()->load_state_dict(engine::nn::StateDict(loss_state));
+    if (defense != nullptr) defense->load_state(defense_state);
     sampler.restore(data::sampler_state_from_json(meta.at("sampler")));
     mining.seed = parse_u64(meta.at("mining_generator").at("seed"), ckpt + " mining seed");
     mining.offset = parse_u64(meta.at("mining_generator").at("offset"), ckpt + " mining offset");
     run.step = meta.at("step").get<int64_t>();
     run.epochs_evaluated = meta.at("epochs_evaluated").get<int64_t>();
+    run.passes = meta.value("passes", run.step);  // checkpoints before defenses: 1 per step
   }
   model->to(device);
   if (loss.module() != nullptr) loss.module()->to(device);
@@ -401,7 +306,7 @@ int train(const TrainConfig& config, const TrainOptions& options) {
 
   std::fprintf(stderr,
                "train: %s -> %s (%lld train / %lld test images), %s D=%lld, %s %s/%s, %s lr "
-               "%g, %lld epochs x %lld batches of %lld pairs, device %s%s\n",
+               "%g, %lld epochs x %lld batches of %lld pairs, device %s%s%s\n",
                config.data_name.c_str(), config.output_dir.c_str(),
                static_cast<long long>(train_set->size()), static_cast<long long>(test_set->size()),
                config.model.name.c_str(), static_cast<long long>(config.model.embedding_dim),
@@ -409,7 +314,7 @@ int train(const TrainConfig& config, const TrainOptions& options) {
                config.optimizer.name.c_str(), config.optimizer.lr,
                static_cast<long long>(config.epochs), static_cast<long long>(per_epoch),
                static_cast<long long>(config.pairs_per_batch), device.str().c_str(),
-               options.resume ? ", resumed" : "");
+               defense_summary(config.defense).c_str(), options.resume ? ", resumed" : "");
 
   EvalSettings eval_settings;
   eval_settings.metric = config.metric;
@@ -428,6 +333,15 @@ int train(const TrainConfig& config, const TrainOptions& options) {
     return e;
   };
   std::optional<metrics::Evaluation> final_eval;
+  attacks::defenses::TrainingContext context{
+      *model,
+      [&](const engine::Tensor& embeddings, const engine::Tensor& labels, engine::Generator& gen) {
+        return compute_loss(config, loss, embeddings, labels, gen);
+      },
+      losses::parse_metric(config.metric),
+      losses::parse_miner(config.miner),
+      config.margin,
+      mining};
 
   for (int64_t epoch = sampler.state().epoch; epoch < config.epochs; ++epoch) {
     const int64_t first = sampler.state().batch;
@@ -445,12 +359,24 @@ int train(const TrainConfig& config, const TrainOptions& options) {
       int64_t images_since = 0;
       double loss_sum = 0.0;
       int64_t loss_count = 0;
+      int64_t passes_since = 0;
+      std::vector<std::pair<std::string, engine::Tensor>> defense_logs;
       while (loader.next(batch)) {
         model->train();
         const engine::Tensor images = batch.images.to(device);
         const engine::Tensor labels = batch.labels.to(device);
-        const engine::Tensor embeddings = (*model)(images);
-        const engine::Tensor loss_value = compute_loss(config, loss, embeddings, labels, mining);
+        engine::Tensor loss_value;
+        if (defense != nullptr) {
+          attacks::defenses::StepResult result = defense->step(context, images, labels);
+          loss_value = result.loss;
+          defense_logs = std::move(result.logs);
+          passes_since += result.passes;
+          run.passes += result.passes;
+        } else {
+          loss_value = compute_loss(config, loss, (*model)(images), labels, mining);
+          passes_since += 1;
+          run.passes += 1;
+        }
         const double value = loss_value.item();
         ENGINE_CHECK(std::isfinite(value), "training loss is ", value, " at epoch ", epoch + 1,
                      ", batch ", batch.number + 1, "/", per_epoch, " (step ", run.step + 1,
@@ -480,24 +406,32 @@ int train(const TrainConfig& config, const TrainOptions& options) {
                          {"lr", optimizer->lr(0)},
                          {"images_per_s", rate}};
           if (loss.margin) record["beta"] = loss.margin->beta().item();
+          const double passes_per_batch = static_cast<double>(passes_since) / loss_count;
+          if (defense != nullptr) {
+            record["passes_per_batch"] = passes_per_batch;
+            for (const auto& [name, tensor] : defense_logs) record[name] = tensor.item();
+          }
           log.write(record);
-          std::fprintf(stderr, "%sepoch %lld/%lld  batch %lld/%lld  loss %.4f  %.0f images/s%s",
+          const std::string cost =
+              defense != nullptr ? "  " + format_number(passes_per_batch) + " passes/batch" : "";
+          std::fprintf(stderr, "%sepoch %lld/%lld  batch %lld/%lld  loss %.4f  %.0f images/s%s%s",
                        tty ? "\r" : "", static_cast<long long>(epoch + 1),
                        static_cast<long long>(config.epochs),
                        static_cast<long long>(batch.number + 1), static_cast<long long>(per_epoch),
-                       loss_sum / loss_count, rate, tty && !last ? "\x1b[K" : "\n");
+                       loss_sum / loss_count, rate, cost.c_str(), tty && !last ? "\x1b[K" : "\n");
           std::fflush(stderr);
           since = Clock::now();
           images_since = 0;
           loss_sum = 0.0;
           loss_count = 0;
+          passes_since = 0;
         }
         if (last) break;
         const bool stop = options.stop_after_batches > 0 && run.step == options.stop_after_batches;
         if (stop || (config.checkpoint_every_batches > 0 &&
                      run.step % config.checkpoint_every_batches == 0)) {
-          save_checkpoint(ckpt, config, *model, *optimizer, loss, loss_optimizer.get(), sampler,
-                          mining, run);
+          save_checkpoint(ckpt, config, *model, *optimizer, loss, loss_optimizer.get(),
+                          defense.get(), sampler, mining, run);
         }
         if (stop) {
           std::fprintf(stderr,
@@ -520,8 +454,8 @@ int train(const TrainConfig& config, const TrainOptions& options) {
       final_eval = evaluate_now(epoch);
       run.epochs_evaluated = epoch + 1;
     }
-    save_checkpoint(ckpt, config, *model, *optimizer, loss, loss_optimizer.get(), sampler, mining,
-                    run);
+    save_checkpoint(ckpt, config, *model, *optimizer, loss, loss_optimizer.get(), defense.get(),
+                    sampler, mining, run);
     if (options.stop_after_batches > 0 && run.step == options.stop_after_batches &&
         epoch + 1 < config.epochs) {
       std::fprintf(stderr,
@@ -541,11 +475,16 @@ int train(const TrainConfig& config, const TrainOptions& options) {
   summary["images"] = final_eval->n;
   summary["epochs"] = config.epochs;
   summary["steps"] = run.step;
+  summary["passes"] = run.passes;  // forward/backward passes (training cost, SPEC §9)
   write_text_atomically((std::filesystem::path(config.output_dir) / "metrics.json").string(),
                         summary.dump(2) + "\n");
-  std::printf("trained %s for %lld epochs (%lld steps); weights %s\n\n", config.model.name.c_str(),
-              static_cast<long long>(config.epochs), static_cast<long long>(run.step),
-              weights.c_str());
+  std::printf(
+      "trained %s for %lld epochs (%lld steps, %s forward/backward passes per step); "
+      "weights %s\n\n",
+      config.model.name.c_str(), static_cast<long long>(config.epochs),
+      static_cast<long long>(run.step),
+      format_number(run.step > 0 ? static_cast<double>(run.passes) / run.step : 0.0).c_str(),
+      weights.c_str());
   print_metrics_table(*final_eval, config.data_name + " test");
   return 0;
 }

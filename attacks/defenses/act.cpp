@@ -1,0 +1,72 @@
+// ACT, Anti-Collapse Triplet (seed 004 §4.2; robrank-spec §5.4; robrank defenses/pnp.py
+// pnp_training_step + PositiveNegativePerplexing.pncollapse).
+//
+//   1. e = f(x) in eval mode, no gradient; B triplets (a, p, n) mined on e with the loss's miner
+//      (semihard band 1.0 for N and E, as robrank passes: common.h adversary_mining_margin).
+//   2. PGD on the stacked [p; n] images (the anchors are untouched), descending
+//        mean_i d(f^(p~_i), f^(n~_i))
+//      (Euclidean ||. + 1e-6|| between normalized embeddings for N, raw for E, 1 - cos for C):
+//      the adversary tries to collapse each positive onto its negative.
+//   3. In train mode: f([p~; n~]) in one forward and f(a) of the clean anchors in a second
+//      (robrank since its issue #7); loss = triplet(a, p~, n~) with the loss margin (0.2 for N).
+// Cost: eta + 1 passes.
+#include <memory>
+
+#include "attacks/defenses/common.h"
+#include "attacks/defenses/recipes.h"
+#include "engine/ops.h"
+#include "losses/distance.h"
+#include "losses/miners.h"
+#include "losses/triplet.h"
+
+namespace attacks::defenses {
+
+namespace {
+
+class Act : public Defense {
+ public:
+  explicit Act(const DefenseOptions& options) : options_(options) {}
+  const char* name() const override { return "act"; }
+
+  StepResult step(TrainingContext& context, const engine::Tensor& images,
+                  const engine::Tensor& labels) override {
+    const losses::Metric metric = context.metric;
+    const engine::Tensor clean = clean_embeddings(context.model, images);
+    const losses::Triplets t = losses::mine_triplets(
+        clean, labels, context.miner, metric, context.mining, adversary_mining_margin(metric));
+    const int64_t b = t.size();
+    const engine::Tensor pn_images =
+        gather_rows(images, engine::concat({t.positive, t.negative}, 0));
+    PgdTrace trace;
+    engine::Tensor adversarial_pn;
+    {
+      EvalModeGuard eval_mode(context.model);
+      const Objective collapse = [&](const engine::Tensor& x, int64_t) {
+        const engine::Tensor e = losses::embed_for_metric(context.model(x), metric);
+        return engine::mean(losses::row_distance(e.slice(0, 0, b), e.slice(0, b, 2 * b), metric));
+      };
+      adversarial_pn =
+          pgd_attack(pn_images, collapse, seeded(options_.pgd, context.mining), &trace);
+    }
+    const engine::Tensor pn = context.model(adversarial_pn);
+    const engine::Tensor anchors = context.model(gather_rows(images, t.anchor));
+    StepResult result;
+    result.loss = losses::triplet_loss_rows(anchors, pn.slice(0, 0, b), pn.slice(0, b, 2 * b),
+                                            metric, context.margin);
+    result.logs = {{"adversarial_loss", result.loss.detach()},
+                   {"attack_objective", last_objective(trace)}};
+    result.passes = trace.steps + 1;
+    return result;
+  }
+
+ private:
+  DefenseOptions options_;
+};
+
+}  // namespace
+
+std::unique_ptr<Defense> make_act(const DefenseOptions& options) {
+  return std::make_unique<Act>(options);
+}
+
+}  // namespace attacks::defenses

@@ -1,0 +1,64 @@
+// Shared pieces of the adversarial-training recipes (common.h).
+#include "attacks/defenses/common.h"
+
+#include <vector>
+
+#include "attacks/objectives.h"
+#include "engine/autograd.h"
+#include "engine/ops.h"
+#include "kernels/common/check.h"
+
+namespace attacks::defenses {
+
+using engine::Tensor;
+
+Tensor clean_embeddings(models::Model& model, const Tensor& images) {
+  EvalModeGuard eval_mode(model);
+  engine::NoGradGuard no_grad;
+  return model(images).detach();
+}
+
+Tensor gather_rows(const Tensor& x, const Tensor& index) {
+  return engine::index_select(x, index.device() == x.device() ? index : index.to(x.device()));
+}
+
+double adversary_mining_margin(losses::Metric metric) {
+  return metric == losses::Metric::C ? 0.2 : 1.0;
+}
+
+PgdOptions seeded(PgdOptions options, engine::Generator& gen) {
+  if (options.random_start) {
+    // A distinct, reproducible seed per call: the generator's seed mixed with the block it hands
+    // out (splitmix64's finalizer, so neighbouring blocks give unrelated seeds).
+    uint64_t z = gen.seed + 0x9E3779B97F4A7C15ull * (gen.take(1) + 1);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    options.seed = z ^ (z >> 31);
+  }
+  return options;
+}
+
+Tensor embedding_shift_adversary(models::Model& model, const Tensor& images,
+                                 const Tensor& reference, losses::Metric metric,
+                                 const PgdOptions& options, engine::Generator& gen,
+                                 PgdTrace* trace) {
+  ENGINE_CHECK(reference.dim() == 2 && reference.size(0) == images.size(0),
+               "embedding_shift_adversary: reference ", reference.str(), " does not match images ",
+               images.str());
+  const Tensor target = losses::embed_for_metric(reference.detach(), metric).detach();
+  // {-1, 0, 1} drawn on the host (the engine converts dtypes on the CPU only), then moved.
+  const Tensor signs = engine::randint(target.shape(), -1, 2, gen).to(target.dtype());
+  const Tensor first_target = target + (signs * 1e-7).to(target.device());
+  EvalModeGuard eval_mode(model);
+  const Objective objective = [&](const Tensor& x, int64_t step) {
+    const Tensor e = losses::embed_for_metric(model(x), metric);
+    return embedding_shift_loss(e, step == 0 ? first_target : target, metric);
+  };
+  return pgd_attack(images, objective, seeded(options, gen), trace);
+}
+
+Tensor last_objective(const PgdTrace& trace) {
+  return trace.objective.empty() ? Tensor() : trace.objective.back();
+}
+
+}  // namespace attacks::defenses

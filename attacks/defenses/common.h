@@ -1,0 +1,47 @@
+// What several adversarial-training recipes share (defense.h lists the recipes): the clean
+// reference embeddings, row gathering, robrank's sampling margin for training-time adversaries,
+// and the embedding-shift (ES) adversary of EST, REST and SES.
+#pragma once
+
+#include <cstdint>
+
+#include "attacks/pgd.h"
+#include "engine/random.h"
+#include "engine/tensor.h"
+#include "losses/distance.h"
+#include "models/model.h"
+
+namespace attacks::defenses {
+
+// The model's embeddings of `images` in eval mode, without gradient (model.eval() for the call,
+// the previous mode restored): what every recipe mines on and measures against. Raw model
+// outputs (not normalized).
+engine::Tensor clean_embeddings(models::Model& model, const engine::Tensor& images);
+
+// Rows `index` (I64 [T] on any device) of x [N, ...]: engine::index_select after moving the index
+// to x's device.
+engine::Tensor gather_rows(const engine::Tensor& x, const engine::Tensor& index);
+
+// Semihard's band width when REST, ACT and Madry sample triplets for their adversary: robrank
+// passes its Euclidean triplet margin 1.0 for metrics E and N and 0.2 only for C
+// (robrank-spec §5.4, pitfall 5). HM passes the loss margin instead.
+double adversary_mining_margin(losses::Metric metric);
+
+// `options` with its random-start seed drawn from `gen` (one Philox block), so a recipe's random
+// start is part of the checkpointed mining stream; unchanged when random_start is off.
+PgdOptions seeded(PgdOptions options, engine::Generator& gen);
+
+// robrank's embedding-shift adversary (AdvRank.embShift), the adversary of EST, REST and SES:
+// PGD descending -mean_i d(f^(x~_i), r_i) from x~ = images, where r = embed_for_metric(reference)
+// is the clean embedding of each image, offset by 1e-7 * {-1, 0, 1} (uniform, from `gen`) at the
+// first step so the shift's gradient at x~ = x is not a fixed direction. The model is put in eval
+// mode for the attack. Returns the adversarial images; `trace` receives the PGD trace.
+engine::Tensor embedding_shift_adversary(models::Model& model, const engine::Tensor& images,
+                                         const engine::Tensor& reference, losses::Metric metric,
+                                         const PgdOptions& options, engine::Generator& gen,
+                                         PgdTrace* trace);
+
+// The objective value of the last PGD step (before it), detached, or undefined for no step.
+engine::Tensor last_objective(const PgdTrace& trace);
+
+}  // namespace attacks::defenses

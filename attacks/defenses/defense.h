@@ -1,0 +1,137 @@
+// Adversarial-training recipes (SPEC §9): what one training step computes for one SPC-2 batch
+// when a defense is on. A recipe = a training-time adversary (attacks/pgd.h plus an objective)
+// and a training objective (losses/); each recipe lives in its own file in this folder:
+//
+//   est.cpp     EST, Embedding-Shifted Triplet (seed 004 §4.1; robrank-spec §5.1)
+//   rest.cpp    REST, revised EST (robrank-spec §5.2)
+//   ses.cpp     SES, Suppressing Embedding Shift (seed 004 §4.1; robrank-spec §5.3)
+//   act.cpp     ACT, Anti-Collapse Triplet (seed 004 §4.2; robrank-spec §5.4)
+//   madry.cpp   Madry min-max triplet (robrank-spec §5.6 "mmt"; SPEC §9)
+//   hm.cpp      Hardness Manipulation HM[H_S, H_D], gradual adversary, ICS (seeds 001-003;
+//               robrank-spec §5.5)
+//   mdprop.cpp  AdvProp-D and MDProp with K BN branches (seed 000 Algorithm 1)
+// and common.h holds what several of them share (clean embeddings, the ES adversary).
+//
+// FGSM variants are the same recipes with pgd.steps = 1 (attacks/pgd.h: the step is then eps).
+//
+// The trainer (tools/dml/trainer.cpp) calls step() with the model in train mode on every batch and
+// then does backward(result.loss) and the optimizer step itself, exactly as for vanilla training.
+// A recipe runs its adversary with the model in eval mode (EvalModeGuard) and returns with the
+// model in train mode again. No parameter gradient is computed while attacking (attacks use
+// engine::grad, which returns input gradients only), so the optimizer sees exactly the gradient of
+// result.loss.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "attacks/pgd.h"
+#include "engine/random.h"
+#include "engine/tensor.h"
+#include "losses/losses.h"
+#include "models/model.h"
+
+namespace attacks::defenses {
+
+// Hardness Manipulation (seed 002 §3; robrank-spec §5.5).
+struct HmOptions {
+  // H_S: the miner whose triplets are perturbed (random semihard softhard distance hardest, or
+  // robrank's letters r m s d h).
+  std::string source = "softhard";
+  // H_D: a miner (its triplets' hardness on the clean embeddings), or a pseudo-hardness of
+  // seed 002 §3.2 with l = clamp(previous adversarial loss, 0, gamma) / gamma (u = gamma):
+  //   "g_b"    H_D(destination_miner) + xi (1 - l)     "g_lga"   -gamma l   (robrank's gradual)
+  //   "g_2"    -gamma l^2                               "g_sqrt"  -gamma sqrt(l)
+  //   "const_0"  0      "const_half_gamma"  -gamma / 2      "const_gamma"  -gamma
+  std::string destination = "g_lga";
+  std::string destination_miner = "semihard";  // H_D inside g_b
+  // The PGD objective: "et" = mean (min(0, H_S - H_D))^2 (the papers'), "l2" = mean (H_S - H_D)^2.
+  std::string objective = "et";
+  double gamma = 0.2;            // the triplet margin, also u of the normalization
+  double xi = 0.1;               // g_b's shift
+  double initial_loss = 2.0;     // l_{-1}: robrank starts the gradual adversary at 2.0 (l = 1)
+  bool ics = false;              // add the Intra-Class Structure term (seed 002 §3.3)
+  double ics_lambda = 0.5;       // 0.05 on SOP
+  double stop_tolerance = 1e-7;  // robrank's early stop of the HM attack (attacks/pgd.h)
+};
+
+// AdvProp-D / MDProp (seed 000 §3, Algorithm 1): branch 0 takes the clean batch, branch k >= 1 the
+// batch perturbed toward targets[k-1] different-class targets (1 = a single-targeted STAX, T > 1 =
+// a multi-targeted MTAX). AdvProp-D = {1}; MDProp = {1, T}; the model needs targets.size() + 1 BN
+// branches.
+struct MdpropOptions {
+  std::vector<int64_t> targets = {1, 5};
+};
+
+// Every option of every recipe, with the papers' defaults for 28x28 images (SPEC §11: the
+// defense attack is eps = 77/255, alpha = 3/255, 32 steps). A recipe reads only its own fields.
+// `dml train` fills this from the config's "defense" object (docs/config.md).
+struct DefenseOptions {
+  std::string name = "none";  // none est rest ses act madry hm mdprop
+  PgdOptions pgd = {77.0 / 255.0, 3.0 / 255.0, 32, false, 0, 0.0};
+  double ses_weight = 1.0;  // SES: weight of the embedding-shift term (robrank: 1.0)
+  HmOptions hm;
+  MdpropOptions mdprop;
+};
+
+// The recipe names, in docs order ("none" first).
+const std::vector<std::string>& defense_names();
+// Whether the recipe trains on triplet rows itself (act rest madry hm), so the config's loss must
+// be the triplet loss; est, ses and mdprop train with whatever loss is configured.
+bool needs_triplet_loss(const std::string& name);
+
+// Throws engine::Error naming the option when a value is out of range or a name is unknown.
+void validate(const DefenseOptions& options);
+
+// What a recipe may use from the trainer.
+struct TrainingContext {
+  models::Model& model;
+  // The configured loss on a batch's embeddings (what vanilla training minimizes, e.g. triplet
+  // with the configured miner), drawing from the generator it is given when it mines (the
+  // recipes pass `mining`). EST, SES and MDProp train on it.
+  std::function<engine::Tensor(const engine::Tensor& embeddings, const engine::Tensor& labels,
+                               engine::Generator& mining)>
+      loss;
+  losses::Metric metric;      // loss.metric of the config (N, E or C)
+  losses::Miner miner;        // loss.miner of the config (REST, ACT and Madry sample with it)
+  double margin;              // loss.margin of the config (the triplet margin: 0.2 for N and C)
+  engine::Generator& mining;  // the trainer's mining stream (checkpointed by the trainer)
+};
+
+// The result of one training step.
+struct StepResult {
+  engine::Tensor loss;  // one element, differentiable with respect to the model's parameters
+  // Values worth logging (one-element tensors, left on the device: the trainer reads them only
+  // when it writes a log line), e.g. {"clean_loss", ...}, {"attack_objective", ...}.
+  std::vector<std::pair<std::string, engine::Tensor>> logs;
+  // Forward+backward passes spent on this batch, the papers' cost measure: PGD steps taken + 1
+  // (fewer steps when HM's early stop ends its attack sooner; 1 when HM skips the attack).
+  int64_t passes = 1;
+};
+
+class Defense {
+ public:
+  virtual ~Defense() = default;
+  virtual const char* name() const = 0;
+  // images [2B, C, H, W] in [0, 1] laid out a0, p0, a1, p1, ... (data/sampler.h SPC-2), labels
+  // I64 [2B] on the images' device.
+  virtual StepResult step(TrainingContext& context, const engine::Tensor& images,
+                          const engine::Tensor& labels) = 0;
+  // State carried from one step to the next (HM's previous adversarial loss), saved by the
+  // trainer in its checkpoint as "defense.<key>" so --resume stays bit-identical. Empty for
+  // stateless recipes.
+  virtual std::map<std::string, engine::Tensor> state() const { return {}; }
+  // Throws engine::Error naming the key when `state` does not hold exactly state()'s keys.
+  virtual void load_state(const std::map<std::string, engine::Tensor>& state);
+};
+
+// The recipe named by options.name (after validate()); null for "none" (the trainer's vanilla
+// path).
+std::unique_ptr<Defense> make_defense(const DefenseOptions& options);
+
+}  // namespace attacks::defenses

@@ -1,0 +1,186 @@
+// Hardness Manipulation (hm.h).
+#include "attacks/defenses/hm.h"
+
+#include <cmath>
+#include <memory>
+#include <string>
+
+#include "attacks/defenses/common.h"
+#include "attacks/defenses/recipes.h"
+#include "engine/autograd.h"
+#include "engine/ops.h"
+#include "kernels/common/check.h"
+#include "losses/ics.h"
+#include "losses/miners.h"
+#include "losses/triplet.h"
+
+namespace attacks::defenses {
+
+using engine::Tensor;
+
+namespace {
+
+bool is_pseudo_hardness(const std::string& name) {
+  return name == "g_b" || name == "g_lga" || name == "g_2" || name == "g_sqrt" ||
+         name == "const_0" || name == "const_half_gamma" || name == "const_gamma";
+}
+
+bool is_miner(const std::string& name) {
+  try {
+    losses::parse_miner(name);
+    return true;
+  } catch (const engine::Error&) {
+    return false;
+  }
+}
+
+}  // namespace
+
+void validate_hm(const HmOptions& o) {
+  ENGINE_CHECK(is_miner(o.source), "defense option hm.source '", o.source,
+               "' is not a miner (random, semihard, softhard, distance, hardest)");
+  ENGINE_CHECK(is_miner(o.destination) || is_pseudo_hardness(o.destination),
+               "defense option hm.destination '", o.destination,
+               "' is neither a miner nor one of g_b, g_lga, g_2, g_sqrt, const_0, "
+               "const_half_gamma, const_gamma");
+  ENGINE_CHECK(is_miner(o.destination_miner), "defense option hm.destination_miner '",
+               o.destination_miner, "' is not a miner");
+  ENGINE_CHECK(o.objective == "et" || o.objective == "l2", "defense option hm.objective '",
+               o.objective, "' must be et or l2");
+  ENGINE_CHECK(std::isfinite(o.gamma) && o.gamma > 0.0,
+               "defense option hm.gamma must be a finite number > 0, got ", o.gamma);
+  ENGINE_CHECK(std::isfinite(o.xi), "defense option hm.xi must be finite, got ", o.xi);
+  ENGINE_CHECK(std::isfinite(o.initial_loss), "defense option hm.initial_loss must be finite");
+  ENGINE_CHECK(std::isfinite(o.ics_lambda) && o.ics_lambda >= 0.0,
+               "defense option hm.ics_lambda must be a finite number >= 0, got ", o.ics_lambda);
+  ENGINE_CHECK(std::isfinite(o.stop_tolerance) && o.stop_tolerance >= 0.0,
+               "defense option hm.stop_tolerance must be a finite number >= 0");
+}
+
+bool hm_destination_is_miner(const HmOptions& options) { return is_miner(options.destination); }
+
+Tensor hm_destination_hardness(const HmOptions& o, const Tensor& previous_loss,
+                               const Tensor& miner_hardness) {
+  engine::NoGradGuard no_grad;
+  const std::string& g = o.destination;
+  const Tensor zero = previous_loss.detach() * 0.0;  // [1] on the loss's device and dtype
+  if (g == "const_0") return zero;
+  if (g == "const_half_gamma") return zero - o.gamma / 2.0;
+  if (g == "const_gamma") return zero - o.gamma;
+  const Tensor level = engine::clamp(previous_loss.detach(), 0.0, o.gamma) / o.gamma;  // l
+  if (g == "g_lga") return level * -o.gamma;
+  if (g == "g_2") return engine::pow(level, 2.0) * -o.gamma;
+  if (g == "g_sqrt") return engine::sqrt(level) * -o.gamma;
+  ENGINE_CHECK(g == "g_b", "hm_destination_hardness: '", g, "' is not a pseudo-hardness");
+  ENGINE_CHECK(miner_hardness.defined(), "hm_destination_hardness: g_b needs the miner hardness");
+  return miner_hardness.detach() + (level * -o.xi + o.xi);  // H_D + xi (1 - l)
+}
+
+namespace {
+
+class HardnessManipulation : public Defense {
+ public:
+  explicit HardnessManipulation(const DefenseOptions& options) : options_(options) {}
+  const char* name() const override { return "hm"; }
+
+  StepResult step(TrainingContext& context, const Tensor& images, const Tensor& labels) override {
+    const HmOptions& o = options_.hm;
+    const losses::Metric metric = context.metric;
+    if (!previous_loss_.defined()) {
+      previous_loss_ = Tensor::from_vector({o.initial_loss}, {1}, images.dtype(), images.device());
+    } else if (!(previous_loss_.device() == images.device())) {
+      previous_loss_ = previous_loss_.to(images.device());  // loaded from a checkpoint
+    }
+    const Tensor clean = losses::embed_for_metric(clean_embeddings(context.model, images), metric);
+    const losses::Miner source = losses::parse_miner(o.source);
+    const losses::Triplets s =
+        losses::mine_triplets(clean, labels, source, metric, context.mining, context.margin);
+    const int64_t b = s.size();
+
+    const bool miner_destination = hm_destination_is_miner(o);
+    const bool skip_attack = miner_destination && losses::parse_miner(o.destination) == source;
+    const Tensor apn_images =
+        gather_rows(images, engine::concat({s.anchor, s.positive, s.negative}, 0));
+    Tensor adversarial = apn_images;
+    PgdTrace trace;
+    Tensor destination;
+    if (!skip_attack) {
+      Tensor miner_hardness;
+      if (miner_destination || o.destination == "g_b") {
+        const losses::Miner dst =
+            losses::parse_miner(miner_destination ? o.destination : o.destination_miner);
+        const losses::Triplets d =
+            losses::mine_triplets(clean, labels, dst, metric, context.mining, context.margin);
+        // Recomputed on the rows with the loss's distance (robrank: F.pairwise_distance, 1e-6).
+        miner_hardness =
+            losses::triplet_hardness(gather_rows(clean, d.anchor), gather_rows(clean, d.positive),
+                                     gather_rows(clean, d.negative), metric)
+                .detach();
+      }
+      destination = miner_destination ? miner_hardness
+                                      : hm_destination_hardness(o, previous_loss_, miner_hardness);
+      EvalModeGuard eval_mode(context.model);
+      const bool et = o.objective == "et";
+      const Objective manipulate = [&](const Tensor& x, int64_t) {
+        const Tensor e = context.model(x);
+        const Tensor gap = losses::triplet_hardness(e.slice(0, 0, b), e.slice(0, b, 2 * b),
+                                                    e.slice(0, 2 * b, 3 * b), metric) -
+                           destination;
+        // et: min(0, gap)^2 = relu(-gap)^2, zero once the triplet is as hard as its destination.
+        return engine::mean(engine::pow(et ? engine::relu(-gap) : gap, 2.0));
+      };
+      PgdOptions pgd = seeded(options_.pgd, context.mining);
+      pgd.stop_tolerance = o.stop_tolerance;
+      adversarial = pgd_attack(apn_images, manipulate, pgd, &trace);
+    }
+    const Tensor e = context.model(adversarial);
+    const Tensor adversarial_anchors = e.slice(0, 0, b);
+    const Tensor adversarial_loss =
+        losses::triplet_loss_rows(adversarial_anchors, e.slice(0, b, 2 * b),
+                                  e.slice(0, 2 * b, 3 * b), metric, context.margin);
+    previous_loss_ = adversarial_loss.detach().reshape({1});
+    StepResult result;
+    result.loss = adversarial_loss;
+    if (o.ics) {
+      const Tensor ap =
+          context.model(gather_rows(images, engine::concat({s.anchor, s.positive}, 0)));
+      const Tensor ics = losses::ics_loss(ap.slice(0, 0, b), adversarial_anchors,
+                                          ap.slice(0, b, 2 * b), metric, o.ics_lambda);
+      result.loss = result.loss + ics;
+      result.logs.push_back({"ics_loss", ics.detach()});
+    }
+    result.logs.push_back({"adversarial_loss", adversarial_loss.detach()});
+    if (!skip_attack) {
+      result.logs.push_back({"attack_objective", last_objective(trace)});
+      result.logs.push_back({"destination_hardness", engine::mean(destination)});
+    }
+    result.passes = trace.steps + 1;
+    return result;
+  }
+
+  std::map<std::string, Tensor> state() const override {
+    if (!previous_loss_.defined()) return {};
+    return {{"hm_previous_loss", previous_loss_}};
+  }
+
+  void load_state(const std::map<std::string, Tensor>& state) override {
+    for (const auto& [key, value] : state) {
+      ENGINE_CHECK(key == "hm_previous_loss", "defense hm: unexpected state '", key, "'");
+      ENGINE_CHECK(value.numel() == 1,
+                   "defense hm: state 'hm_previous_loss' must hold one value, got ", value.str());
+      previous_loss_ = value.detach().reshape({1});
+    }
+  }
+
+ private:
+  DefenseOptions options_;
+  Tensor previous_loss_;  // l_{t-1}, [1]; undefined until the first step (then initial_loss)
+};
+
+}  // namespace
+
+std::unique_ptr<Defense> make_hm(const DefenseOptions& options) {
+  return std::make_unique<HardnessManipulation>(options);
+}
+
+}  // namespace attacks::defenses

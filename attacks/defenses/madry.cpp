@@ -1,0 +1,69 @@
+// Madry min-max for the triplet loss (robrank-spec §5.6 "mmt"; robrank defenses/pnp.py
+// mmt_training_step + minmaxtriplet; SPEC §9 "Madry min-max").
+//
+//   1. e = f(x) in eval mode, no gradient; B triplets (a, p, n) mined on e with the loss's miner
+//      (semihard band 1.0 for N and E: common.h adversary_mining_margin).
+//   2. PGD on the stacked [a; p; n] images (each triplet its own copies), descending
+//        mean_i d(a~_i, n~_i) - d(a~_i, p~_i)  = -mean_i H(a~_i, p~_i, n~_i)
+//      i.e. the inner maximization of the triplet loss without its hinge.
+//   3. loss = triplet(a~, p~, n~) with the loss margin, one train-mode forward of 3B images.
+// The papers report that this direct adaptation collapses the model (seed 004 §4; robrank-spec
+// §5.6); it is here as the baseline the other recipes are measured against. Cost: eta + 1.
+#include <memory>
+
+#include "attacks/defenses/common.h"
+#include "attacks/defenses/recipes.h"
+#include "engine/ops.h"
+#include "losses/miners.h"
+#include "losses/triplet.h"
+
+namespace attacks::defenses {
+
+namespace {
+
+class Madry : public Defense {
+ public:
+  explicit Madry(const DefenseOptions& options) : options_(options) {}
+  const char* name() const override { return "madry"; }
+
+  StepResult step(TrainingContext& context, const engine::Tensor& images,
+                  const engine::Tensor& labels) override {
+    const losses::Metric metric = context.metric;
+    const engine::Tensor clean = clean_embeddings(context.model, images);
+    const losses::Triplets t = losses::mine_triplets(
+        clean, labels, context.miner, metric, context.mining, adversary_mining_margin(metric));
+    const int64_t b = t.size();
+    const engine::Tensor apn_images =
+        gather_rows(images, engine::concat({t.anchor, t.positive, t.negative}, 0));
+    PgdTrace trace;
+    engine::Tensor adversarial;
+    {
+      EvalModeGuard eval_mode(context.model);
+      const Objective harden = [&](const engine::Tensor& x, int64_t) {
+        const engine::Tensor e = context.model(x);
+        return -engine::mean(losses::triplet_hardness(e.slice(0, 0, b), e.slice(0, b, 2 * b),
+                                                      e.slice(0, 2 * b, 3 * b), metric));
+      };
+      adversarial = pgd_attack(apn_images, harden, seeded(options_.pgd, context.mining), &trace);
+    }
+    const engine::Tensor e = context.model(adversarial);
+    StepResult result;
+    result.loss = losses::triplet_loss_rows(e.slice(0, 0, b), e.slice(0, b, 2 * b),
+                                            e.slice(0, 2 * b, 3 * b), metric, context.margin);
+    result.logs = {{"adversarial_loss", result.loss.detach()},
+                   {"attack_objective", last_objective(trace)}};
+    result.passes = trace.steps + 1;
+    return result;
+  }
+
+ private:
+  DefenseOptions options_;
+};
+
+}  // namespace
+
+std::unique_ptr<Defense> make_madry(const DefenseOptions& options) {
+  return std::make_unique<Madry>(options);
+}
+
+}  // namespace attacks::defenses

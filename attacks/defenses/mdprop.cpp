@@ -1,0 +1,149 @@
+// AdvProp-D and MDProp (Singh et al., seed 000 §3 and Algorithm 1; research/ecosystem.md §5).
+//
+// The model has K = targets.size() + 1 BN branches (engine/nn/batch_norm.h). One step on a batch X
+// of B images with labels Y:
+//   for k = 1 .. K-1, with T = targets[k-1]:
+//     for every image i pick T targets j among the batch's images of another class (uniformly,
+//     without replacement when there are enough; from the mining stream), and take their
+//     embeddings t_ij = f_k(x_j) in eval mode through branch k, without gradient;
+//     X^k = PGD on X in eval mode through branch k, descending the feature-space loss
+//       mean_i (1/T) sum_j || f_k(x~_i) - t_ij ||^2        (attacks/objectives.h; seed 000 eq. 3,
+//     T = 1 is the single-targeted STAX of eq. 16, T > 1 a multi-targeted MTAX).
+//   One train-mode forward of [X; X^1; ...; X^{K-1}] with BN rows [kB, (k+1)B) routed to branch k;
+//   loss = sum_k L(f([...]) rows of part k, Y), L the configured loss (e.g. multi-similarity or
+//   ArcFace), as Algorithm 1 line 11 sums it.
+// Evaluation afterwards uses branch 0 only. AdvProp-D = targets {1}; MDProp = {1, T}.
+// Cost: the sum of the adversaries' PGD steps + 1 passes.
+//
+// Differences from the MDProp code (research/ecosystem.md §5), where it differs from the paper:
+// the code perturbs half of the batch per adversarial branch and routes [clean N | adv1 N/2 |
+// adv2 N/2]; we follow Algorithm 1 (every image gets one adversarial copy per branch). The code
+// bounds pixels by the normalized batch's min/max; ours are images in [0, 1] and eps is in those
+// units (the ResNets normalize inside the model).
+#include <algorithm>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "attacks/defenses/common.h"
+#include "attacks/defenses/recipes.h"
+#include "attacks/objectives.h"
+#include "engine/autograd.h"
+#include "engine/nn/batch_norm.h"
+#include "engine/ops.h"
+#include "kernels/common/check.h"
+
+namespace attacks::defenses {
+
+using engine::Tensor;
+
+namespace {
+
+// For each of the n images, `count` row indices of images with another label (row-major
+// [n * count]): uniform without replacement among them when there are at least `count`, with
+// replacement when there are fewer, among all other rows when every image shares the label.
+// Draws exactly n * count uniforms from `gen`.
+std::vector<int64_t> pick_targets(const std::vector<int64_t>& labels, int64_t count,
+                                  engine::Generator& gen) {
+  const int64_t n = static_cast<int64_t>(labels.size());
+  const std::vector<double> u =
+      engine::uniform({n * count}, 0.0, 1.0, gen, engine::DType::F64).to_vector();
+  std::vector<int64_t> picked(static_cast<size_t>(n * count));
+  for (int64_t i = 0; i < n; ++i) {
+    std::vector<int64_t> pool;
+    for (int64_t j = 0; j < n; ++j) {
+      if (labels[j] != labels[i]) pool.push_back(j);
+    }
+    if (pool.empty()) {
+      for (int64_t j = 0; j < n; ++j) {
+        if (j != i || n == 1) pool.push_back(j);
+      }
+    }
+    const int64_t m = static_cast<int64_t>(pool.size());
+    for (int64_t k = 0; k < count; ++k) {
+      const double draw = u[static_cast<size_t>(i * count + k)];
+      int64_t choice;
+      if (m >= count) {  // partial Fisher-Yates: pool[0..k) holds the picks so far
+        const int64_t j = k + std::min(m - k - 1, static_cast<int64_t>(draw * (m - k)));
+        std::swap(pool[k], pool[j]);
+        choice = pool[k];
+      } else {
+        choice = pool[std::min(m - 1, static_cast<int64_t>(draw * m))];
+      }
+      picked[static_cast<size_t>(i * count + k)] = choice;
+    }
+  }
+  return picked;
+}
+
+class Mdprop : public Defense {
+ public:
+  explicit Mdprop(const DefenseOptions& options) : options_(options) {}
+  const char* name() const override { return "mdprop"; }
+
+  StepResult step(TrainingContext& context, const Tensor& images, const Tensor& labels) override {
+    models::Model& model = context.model;
+    const int64_t branches = static_cast<int64_t>(options_.mdprop.targets.size()) + 1;
+    ENGINE_CHECK(!engine::nn::batch_norm_layers(model).empty(), "defense mdprop: model ",
+                 model.name(), " has no batch norm to branch (use c2f2-bn or a resnet)");
+    ENGINE_CHECK(model.bn_branches() == branches, "defense mdprop: ", branches - 1,
+                 " adversarial branch(es) (mdprop.targets) need model.bn_branches = ", branches,
+                 ", the model has ", model.bn_branches());
+    const int64_t n = images.size(0);
+    const std::vector<int64_t> host_labels = labels.to_indices();
+    StepResult result;
+    result.passes = 1;
+    std::vector<Tensor> parts = {images};
+    for (int64_t k = 1; k < branches; ++k) {
+      const int64_t count = options_.mdprop.targets[static_cast<size_t>(k - 1)];
+      const Tensor index =
+          Tensor::from_indices(pick_targets(host_labels, count, context.mining), {n * count});
+      engine::nn::set_batch_norm_eval_branch(model, k);
+      PgdTrace trace;
+      Tensor adversarial;
+      {
+        const Tensor targets =
+            gather_rows(clean_embeddings(model, images), index).reshape({n, count, -1});
+        EvalModeGuard eval_mode(model);
+        const Objective impersonate = [&](const Tensor& x, int64_t) {
+          return feature_targeted_loss(model(x), targets);
+        };
+        adversarial = pgd_attack(images, impersonate, seeded(options_.pgd, context.mining), &trace);
+      }
+      engine::nn::set_batch_norm_eval_branch(model, 0);
+      parts.push_back(adversarial);
+      result.passes += trace.steps;
+      result.logs.push_back({"attack_objective_" + std::to_string(k), last_objective(trace)});
+    }
+    std::vector<engine::BatchNormRoute> routes;
+    for (int64_t k = 0; k < branches; ++k) routes.push_back({k * n, (k + 1) * n, k});
+    engine::nn::set_batch_norm_routes(model, routes);
+    Tensor e;
+    try {
+      e = model(engine::concat(parts, 0));
+    } catch (...) {
+      engine::nn::set_batch_norm_routes(model, {});
+      throw;
+    }
+    engine::nn::set_batch_norm_routes(model, {});
+    for (int64_t k = 0; k < branches; ++k) {
+      const Tensor part_loss = context.loss(e.slice(0, k * n, (k + 1) * n), labels, context.mining);
+      result.loss = k == 0 ? part_loss : result.loss + part_loss;
+      result.logs.push_back(
+          {k == 0 ? std::string("clean_loss") : "adversarial_loss_" + std::to_string(k),
+           part_loss.detach()});
+    }
+    return result;
+  }
+
+ private:
+  DefenseOptions options_;
+};
+
+}  // namespace
+
+std::unique_ptr<Defense> make_mdprop(const DefenseOptions& options) {
+  return std::make_unique<Mdprop>(options);
+}
+
+}  // namespace attacks::defenses

@@ -1,0 +1,67 @@
+// SES, Suppressing Embedding Shift (seed 004 §4.1 and its ECCV'20 supplement; robrank-spec §5.3;
+// robrank defenses/ses.py).
+//
+//   1. x~ = the ES adversary (common.h) on every image, reference f(x) in eval mode.
+//   2. In train mode: e = f(x), e~ = f(x~) (two forwards, both with gradient);
+//      loss = L(e) + w * mean_i s_i with L the configured loss and the shift
+//        N: || n(e~_i) - n(e_i) + 1e-6 ||     C: 1 - cos(e~_i, e_i)
+//        E: || n(e~_i) - e_i + 1e-6 ||  (robrank normalizes only the adversarial side for E, "so
+//           the loss does not diverge"; kept as robrank has it)
+//      where n() is L2 normalization; w = ses_weight (1.0).
+// Cost: eta + 1 passes (the papers' count; SES trains on two forwards per batch).
+#include <memory>
+
+#include "attacks/defenses/common.h"
+#include "attacks/defenses/recipes.h"
+#include "engine/ops.h"
+#include "losses/distance.h"
+
+namespace attacks::defenses {
+
+namespace {
+
+class Ses : public Defense {
+ public:
+  explicit Ses(const DefenseOptions& options) : options_(options) {}
+  const char* name() const override { return "ses"; }
+
+  StepResult step(TrainingContext& context, const engine::Tensor& images,
+                  const engine::Tensor& labels) override {
+    const engine::Tensor reference = clean_embeddings(context.model, images);
+    PgdTrace trace;
+    const engine::Tensor adversarial = embedding_shift_adversary(
+        context.model, images, reference, context.metric, options_.pgd, context.mining, &trace);
+    const engine::Tensor clean = context.model(images);
+    const engine::Tensor shifted = context.model(adversarial);
+    const engine::Tensor clean_loss = context.loss(clean, labels, context.mining);
+    engine::Tensor shift;
+    if (context.metric == losses::Metric::C) {
+      shift = losses::row_distance(shifted, clean, losses::Metric::C);
+    } else {
+      const engine::Tensor other = context.metric == losses::Metric::N
+                                       ? losses::embed_for_metric(clean, losses::Metric::N)
+                                       : clean;
+      shift = losses::row_distance(losses::embed_for_metric(shifted, losses::Metric::N), other,
+                                   losses::Metric::E);
+    }
+    const engine::Tensor mean_shift = engine::mean(shift);
+    StepResult result;
+    result.loss = clean_loss + mean_shift * options_.ses_weight;
+    result.logs = {{"clean_loss", clean_loss.detach()},
+                   {"embedding_shift", mean_shift.detach()},
+                   {"attack_objective", last_objective(trace)}};
+    result.passes = trace.steps + 1;
+    return result;
+  }
+
+ private:
+  DefenseOptions options_;
+};
+
+}  // namespace
+
+std::unique_ptr<Defense> make_ses(const DefenseOptions& options) {
+  return std::make_unique<Ses>(options);
+}
+
+}  // namespace attacks::defenses
