@@ -11,11 +11,18 @@ cd "$ROOT"
 BUILD="${BUILD_DIR:-$ROOT/build-gpu}"
 JOBS="$(nproc)"
 GPU="$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)"
+# A log under docs/benchmarks/ claims GPU results: never write one on a machine without a GPU
+# (ALLOW_NO_GPU=1 runs the script anyway, e.g. to test the script itself, and logs to $OUT or /tmp).
+if [ -z "$GPU" ] && [ "${ALLOW_NO_GPU:-0}" != 1 ]; then
+  echo "tools/gpu_check.sh: no GPU visible (nvidia-smi lists none); run it on a GPU machine" >&2
+  exit 1
+fi
 GPU_SLUG="$(echo "${GPU:-unknown-gpu}" | tr ' ' '-' | tr -cd 'A-Za-z0-9._-')"
 COMMIT="$(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
 DIRTY="$(git status --porcelain 2>/dev/null | grep -qv '^??' && echo ' (with uncommitted changes)')"
 DATE="$(date -u +%Y-%m-%d)"
 LOG="$ROOT/docs/benchmarks/$DATE-$GPU_SLUG-$COMMIT.md"
+if [ -z "$GPU" ]; then LOG="${OUT:-/tmp}/gpu-check-without-gpu-$COMMIT.md"; fi
 mkdir -p "$(dirname "$LOG")"
 FAILURES=0
 

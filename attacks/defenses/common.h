@@ -34,8 +34,11 @@ PgdOptions seeded(PgdOptions options, engine::Generator& gen);
 // robrank's embedding-shift adversary (AdvRank.embShift), the adversary of EST, REST and SES:
 // PGD descending -mean_i d(f^(x~_i), r_i) from x~ = images, where r = embed_for_metric(reference)
 // is the clean embedding of each image, offset by 1e-7 * {-1, 0, 1} (uniform, from `gen`) at the
-// first step so the shift's gradient at x~ = x is not a fixed direction. The model is put in eval
-// mode for the attack. Returns the adversarial images; `trace` receives the PGD trace.
+// first step, as robrank does, so the shift's gradient at x~ = x is defined. For N and E the
+// distance ||e - r + 1e-6|| (PyTorch's pairwise_distance, attacks/objectives.h) adds 1e-6 to every
+// coordinate, which outweighs the 1e-7 offset: the first step's direction is nearly the same for
+// every row, in robrank as here. The model is put in eval mode for the attack. Returns the
+// adversarial images; `trace` receives the PGD trace.
 engine::Tensor embedding_shift_adversary(models::Model& model, const engine::Tensor& images,
                                          const engine::Tensor& reference, losses::Metric metric,
                                          const PgdOptions& options, engine::Generator& gen,

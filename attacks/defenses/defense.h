@@ -126,7 +126,9 @@ class Defense {
   // trainer in its checkpoint as "defense.<key>" so --resume stays bit-identical. Empty for
   // stateless recipes.
   virtual std::map<std::string, engine::Tensor> state() const { return {}; }
-  // Throws engine::Error naming the key when `state` does not hold exactly state()'s keys.
+  // Restores what state() returned. Throws engine::Error naming the key for a key the recipe
+  // does not keep or a value of the wrong shape; an empty map is the state before the first
+  // step (HM then starts from hm.initial_loss).
   virtual void load_state(const std::map<std::string, engine::Tensor>& state);
 };
 

@@ -164,6 +164,7 @@ class HardnessManipulation : public Defense {
   }
 
   void load_state(const std::map<std::string, Tensor>& state) override {
+    previous_loss_ = Tensor();  // empty: the state before the first step
     for (const auto& [key, value] : state) {
       ENGINE_CHECK(key == "hm_previous_loss", "defense hm: unexpected state '", key, "'");
       ENGINE_CHECK(value.numel() == 1,

@@ -25,6 +25,8 @@
 #include <string>
 #include <vector>
 
+#include "attacks/defenses/mdprop.h"
+
 #include "attacks/defenses/common.h"
 #include "attacks/defenses/recipes.h"
 #include "attacks/objectives.h"
@@ -37,14 +39,8 @@ namespace attacks::defenses {
 
 using engine::Tensor;
 
-namespace {
-
-// For each of the n images, `count` row indices of images with another label (row-major
-// [n * count]): uniform without replacement among them when there are at least `count`, with
-// replacement when there are fewer, among all other rows when every image shares the label.
-// Draws exactly n * count uniforms from `gen`.
-std::vector<int64_t> pick_targets(const std::vector<int64_t>& labels, int64_t count,
-                                  engine::Generator& gen) {
+std::vector<int64_t> mdprop_pick_targets(const std::vector<int64_t>& labels, int64_t count,
+                                         engine::Generator& gen) {
   const int64_t n = static_cast<int64_t>(labels.size());
   const std::vector<double> u =
       engine::uniform({n * count}, 0.0, 1.0, gen, engine::DType::F64).to_vector();
@@ -76,6 +72,29 @@ std::vector<int64_t> pick_targets(const std::vector<int64_t>& labels, int64_t co
   return picked;
 }
 
+namespace {
+
+// Sets the BN eval branch and routes of every BN layer for its lifetime and puts back the
+// defaults (eval branch 0, no routes) afterwards, also when the attack or forward throws.
+class BranchGuard {
+ public:
+  BranchGuard(models::Model& model, int64_t eval_branch,
+              const std::vector<engine::BatchNormRoute>& routes)
+      : model_(model) {
+    engine::nn::set_batch_norm_eval_branch(model_, eval_branch);
+    engine::nn::set_batch_norm_routes(model_, routes);
+  }
+  ~BranchGuard() {
+    engine::nn::set_batch_norm_eval_branch(model_, 0);
+    engine::nn::set_batch_norm_routes(model_, {});
+  }
+  BranchGuard(const BranchGuard&) = delete;
+  BranchGuard& operator=(const BranchGuard&) = delete;
+
+ private:
+  models::Model& model_;
+};
+
 class Mdprop : public Defense {
  public:
   explicit Mdprop(const DefenseOptions& options) : options_(options) {}
@@ -96,12 +115,12 @@ class Mdprop : public Defense {
     std::vector<Tensor> parts = {images};
     for (int64_t k = 1; k < branches; ++k) {
       const int64_t count = options_.mdprop.targets[static_cast<size_t>(k - 1)];
-      const Tensor index =
-          Tensor::from_indices(pick_targets(host_labels, count, context.mining), {n * count});
-      engine::nn::set_batch_norm_eval_branch(model, k);
+      const Tensor index = Tensor::from_indices(
+          mdprop_pick_targets(host_labels, count, context.mining), {n * count});
       PgdTrace trace;
       Tensor adversarial;
       {
+        const BranchGuard through_branch(model, k, {});
         const Tensor targets =
             gather_rows(clean_embeddings(model, images), index).reshape({n, count, -1});
         EvalModeGuard eval_mode(model);
@@ -110,22 +129,17 @@ class Mdprop : public Defense {
         };
         adversarial = pgd_attack(images, impersonate, seeded(options_.pgd, context.mining), &trace);
       }
-      engine::nn::set_batch_norm_eval_branch(model, 0);
       parts.push_back(adversarial);
       result.passes += trace.steps;
       result.logs.push_back({"attack_objective_" + std::to_string(k), last_objective(trace)});
     }
     std::vector<engine::BatchNormRoute> routes;
     for (int64_t k = 0; k < branches; ++k) routes.push_back({k * n, (k + 1) * n, k});
-    engine::nn::set_batch_norm_routes(model, routes);
     Tensor e;
-    try {
+    {
+      const BranchGuard routed(model, 0, routes);
       e = model(engine::concat(parts, 0));
-    } catch (...) {
-      engine::nn::set_batch_norm_routes(model, {});
-      throw;
     }
-    engine::nn::set_batch_norm_routes(model, {});
     for (int64_t k = 0; k < branches; ++k) {
       const Tensor part_loss = context.loss(e.slice(0, k * n, (k + 1) * n), labels, context.mining);
       result.loss = k == 0 ? part_loss : result.loss + part_loss;

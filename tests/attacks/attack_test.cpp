@@ -282,6 +282,43 @@ TEST_CASE("PGD with one step is FGSM: every pixel moves by eps against the gradi
   CHECK(trace.max_delta_values()[0] == Approx(0.2));
 }
 
+TEST_CASE("PGD stop_tolerance ends the loop once the objective stops moving", "[attacks][pgd]") {
+  // Objective sum(w * clamp-free x) with w = +-1: each step moves every pixel by alpha against
+  // sign(w), so the objective falls by 16 * alpha = 0.16 per step until the eps-ball (0.2 = two
+  // steps of 0.1) stops it; from step 2 on it stays flat.
+  std::vector<double> w(16);
+  for (int i = 0; i < 16; ++i) w[static_cast<size_t>(i)] = i % 2 == 0 ? 1.0 : -1.0;
+  const Tensor weights = Tensor::from_vector(w, {1, 1, 4, 4});
+  const Tensor x = Tensor::full({1, 1, 4, 4}, 0.5);
+  const attacks::Objective objective = [&](const Tensor& input, int64_t) {
+    return engine::sum(input * weights);
+  };
+  attacks::PgdOptions options;
+  options.eps = 0.2;
+  options.alpha = 0.1;
+  options.steps = 10;
+  attacks::PgdTrace full;
+  attacks::pgd_attack(x, objective, options, &full);
+  CHECK(full.steps == 10);  // off by default: every step runs
+  // Values before each step: 0 (x = 0.5), -1.6, then -3.2 at the ball's edge for good.
+  options.stop_tolerance = 1e-7;
+  attacks::PgdTrace stopped;
+  const Tensor adv = attacks::pgd_attack(x, objective, options, &stopped);
+  // Steps 0 (|0 - (-1)|), 1 (|-1.6 - 0|) and 2 (|-3.2 + 1.6|) move; step 3 sees -3.2 again and
+  // ends the loop after taking its (projected, so no-op) step: 4 steps.
+  CHECK(stopped.steps == 4);
+  REQUIRE(stopped.objective_values().size() == 4);
+  CHECK(stopped.objective_values()[3] == Approx(-3.2));
+  CHECK(attacks::measure_perturbation(x, adv).max_delta == Approx(0.2));
+  // A constant objective stops after two steps: |c - (-1)| >= tol, then |c - c| < tol.
+  attacks::PgdTrace flat;
+  attacks::pgd_attack(
+      x, [&](const Tensor& input, int64_t) { return engine::sum(input * 0.0); }, options, &flat);
+  CHECK(flat.steps == 2);
+  options.stop_tolerance = -1.0;
+  CHECK_THROWS_AS(attacks::pgd_attack(x, objective, options), engine::Error);
+}
+
 TEST_CASE("PGD random start stays within eps and [0, 1]", "[attacks][pgd]") {
   const Tensor x = Tensor::full({2, 1, 4, 4}, 0.95);
   attacks::PgdOptions options;

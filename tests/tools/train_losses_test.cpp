@@ -26,6 +26,7 @@
 #include "losses/arcface.h"
 #include "models/registry.h"
 #include "tests/io/io_test_util.h"
+#include "tests/tools/tiny_training.h"
 #include "tools/dml/config.h"
 #include "tools/dml/trainer.h"
 
@@ -33,84 +34,12 @@ using nlohmann::json;
 
 namespace {
 
-constexpr int64_t kClasses = 10;
-constexpr int64_t kEmbeddingDim = 8;
-constexpr uint64_t kSeed = 5;
-
-// n images of 28x28: image i has class i % 10, uniform noise in [0, 48) and a 7x7 square of 255 at
-// row 3 + 12 (c / 5), column 1 + 5 (c % 5), shifted by up to one pixel at random.
-void write_split(const std::string& dir, const std::string& prefix, int64_t n, uint32_t seed) {
-  std::mt19937 random(seed);
-  std::vector<uint8_t> pixels, labels;
-  for (int64_t i = 0; i < n; ++i) {
-    const int64_t c = i % kClasses;
-    std::vector<uint8_t> image(28 * 28);
-    for (uint8_t& p : image) p = static_cast<uint8_t>(random() % 48);
-    const int64_t top = 3 + 12 * (c / 5) + static_cast<int64_t>(random() % 3) - 1;
-    const int64_t left = 1 + 5 * (c % 5) + static_cast<int64_t>(random() % 3) - 1;
-    for (int64_t y = top; y < top + 7; ++y) {
-      for (int64_t x = left; x < left + 7; ++x) {
-        if (y >= 0 && y < 28 && x >= 0 && x < 28) image[static_cast<size_t>(y * 28 + x)] = 255;
-      }
-    }
-    pixels.insert(pixels.end(), image.begin(), image.end());
-    labels.push_back(static_cast<uint8_t>(c));
-  }
-  test::write_bytes(dir + "/" + prefix + "-images-idx3-ubyte",
-                    data::idx_bytes(data::IdxHeader{0x08, {n, 28, 28}}, pixels));
-  test::write_bytes(dir + "/" + prefix + "-labels-idx1-ubyte",
-                    data::idx_bytes(data::IdxHeader{0x08, {n}}, labels));
-}
-
-// The generated data set, written once per test binary run.
-const std::string& data_root() {
-  static test::TempDir dir;
-  static const bool written = [] {
-    write_split(dir.file(""), "train", 100, 1);
-    write_split(dir.file(""), "t10k", 30, 2);
-    return true;
-  }();
-  (void)written;
-  static const std::string root = dir.file("");
-  return root;
-}
-
-// `steps` batches of 4 pairs in one epoch, evaluation at the end on 20 test images; `extra` is
-// merged over it (json::merge_patch).
-dml::TrainConfig tiny_config(const std::string& loss, const std::string& output_dir, int64_t steps,
-                             const json& extra = json::object()) {
-  json config = {{"data", {{"name", "mnist"}, {"root", data_root()}, {"num_workers", 0}}},
-                 {"model", {{"name", "c2f2"}, {"embedding_dim", kEmbeddingDim}}},
-                 {"sampler", {{"pairs_per_batch", 4}, {"max_batches_per_epoch", steps}}},
-                 {"loss", {{"name", loss}}},
-                 {"epochs", 1},
-                 {"eval", {{"every_epochs", 0}, {"max_images", 20}, {"batch_size", 20}}},
-                 {"log_every_batches", 1},
-                 {"output_dir", output_dir},
-                 {"seed", kSeed},
-                 {"device", "cpu"}};
-  config.merge_patch(extra);
-  return dml::resolve_config(config, loss + " test config");
-}
-
-std::vector<json> log_records(const std::string& output_dir, const std::string& type) {
-  std::ifstream in(output_dir + "/log.jsonl");
-  std::vector<json> records;
-  std::string line;
-  while (std::getline(in, line)) {
-    json record = json::parse(line);
-    if (record.at("type") == type) records.push_back(record);
-  }
-  return records;
-}
-
-std::map<std::string, engine::RawTensor> checkpoint_tensors(const std::string& output_dir) {
-  std::map<std::string, engine::RawTensor> tensors;
-  for (auto& [name, raw] : engine::read_safetensors(dml::checkpoint_path(output_dir)).tensors) {
-    tensors[name] = raw;
-  }
-  return tensors;
-}
+using tiny_training::checkpoint_tensors;
+using tiny_training::data_root;
+using tiny_training::kClasses;
+using tiny_training::kEmbeddingDim;
+using tiny_training::log_records;
+using tiny_training::tiny_config;
 
 std::vector<uint8_t> bytes_of(const engine::Tensor& t) { return engine::raw_from_tensor(t).bytes; }
 

@@ -3,7 +3,11 @@
 // One step: the next SPC-2 batch [a0, p0, a1, p1, ...] (data/sampler.h, loaded by
 // data/loader.h), model.train(), embeddings, the configured loss (loss.name: triplet,
 // contrastive and margin mine triplets with loss.miner first; multi_similarity, arcface, lifted
-// and npair take the batch's labels), backward, optimizer step(s). Evaluation: the test split
+// and npair take the batch's labels), backward, optimizer step(s). With a defense
+// (defense.name != "none", attacks/defenses/defense.h) the recipe's step() replaces "embeddings,
+// the configured loss": it crafts its adversarial examples and returns the loss to back-propagate,
+// its log values and its cost in passes (PGD steps + 1), which the log and metrics.json record.
+// Evaluation: the test split
 // (first eval.max_images images) embedded in eval mode and scored by
 // metrics::evaluate_embeddings under loss.metric.
 //
@@ -32,9 +36,11 @@
 //   "loss.<name>"       margin and arcface only: the loss's parameters ("loss.beta",
 //                       "loss.centers")
 //   "loss_optimizer.<key>"  margin and arcface only: the loss optimizer's state_dict()
+//   "defense.<key>"     the defense's state (HM: "hm_previous_loss")
 //   __metadata__ "dml_checkpoint": JSON {"format": 1, "config": <resolved config>,
 //       "step": <optimizer steps done>, "sampler": <SamplerState: epoch and next batch>,
-//       "mining_generator": {"seed", "offset"}, "epochs_evaluated": <last evaluated epoch + 1>}
+//       "mining_generator": {"seed", "offset"}, "epochs_evaluated": <last evaluated epoch + 1>,
+//       "passes": <forward/backward passes so far>}
 // Resuming restores all of it and continues from the sampler's cursor, so the weights after the
 // last step are bit-identical to an uninterrupted run's (tested: tests/CMakeLists.txt
 // tools.dml_train_*, tests/tools/train_losses_test.cpp). The stored config is resolved again

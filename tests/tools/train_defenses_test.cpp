@@ -1,0 +1,211 @@
+// Tiny `dml train` runs with every defense (attacks/defenses/defense.h) on the generated data set
+// of tiny_training.h: each recipe trains (finite losses, the first and last layers move), logs its
+// cost (passes per batch = PGD steps + 1) and its own values, and stores it in metrics.json; HM's
+// state (the previous adversarial loss) and a random PGD start survive --resume bit-identically;
+// MDProp trains C2F2-BN's auxiliary BN branches; the config rejects defenses that cannot run.
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "engine/io/safetensors.h"
+#include "engine/random.h"
+#include "models/registry.h"
+#include "tests/io/io_test_util.h"
+#include "tests/tools/tiny_training.h"
+#include "tools/dml/args.h"
+#include "tools/dml/config.h"
+#include "tools/dml/trainer.h"
+
+using nlohmann::json;
+using tiny_training::checkpoint_tensors;
+using tiny_training::log_records;
+using tiny_training::tiny_config;
+
+namespace {
+
+// A 2-step PGD with a visible budget (pixels are in [0, 1]).
+json defense(const std::string& name, const json& extra = json::object()) {
+  json d = {{"name", name}, {"pgd", {{"eps", 0.1}, {"alpha", 0.05}, {"steps", 2}}}};
+  d.merge_patch(extra);
+  return d;
+}
+
+json read_json(const std::string& path) {
+  const std::vector<uint8_t> bytes = test::read_bytes(path);
+  return json::parse(bytes.begin(), bytes.end());
+}
+
+void check_defense_trains(const std::string& name, const json& extra = json::object()) {
+  test::TempDir out;
+  const int64_t steps = 2;
+  const dml::TrainConfig config =
+      tiny_config("triplet", out.file("run"), steps, {{"defense", defense(name, extra)}});
+  REQUIRE(dml::train(config, dml::TrainOptions()) == 0);
+
+  const std::vector<json> train = log_records(out.file("run"), "train");
+  REQUIRE(train.size() == static_cast<size_t>(steps));
+  double passes = 0.0;
+  for (const json& record : train) {
+    INFO(record.dump());
+    CHECK(std::isfinite(record.at("loss").get<double>()));
+    // SES trains on the clean loss plus the shift; the others on adversarial examples.
+    for (const char* key : name == "ses" ? std::vector<const char*>{"clean_loss", "embedding_shift"}
+                                         : std::vector<const char*>{"adversarial_loss"}) {
+      CHECK(std::isfinite(record.at(key).get<double>()));
+    }
+    CHECK(std::isfinite(record.at("attack_objective").get<double>()));
+    const double p = record.at("passes_per_batch").get<double>();
+    if (name == "hm") {
+      CHECK(p >= 2.0);  // at least one PGD step (the destination differs from the source)
+      CHECK(p <= 3.0);  // at most the 2 steps (early stop may end it sooner) + 1
+    } else {
+      CHECK(p == 3.0);  // 2 PGD steps + the training pass
+    }
+    passes += p;  // log_every_batches = 1: one batch per record
+  }
+  // metrics.json holds the run's total passes.
+  CHECK(read_json(out.file("run/metrics.json")).at("passes").get<double>() == passes);
+
+  // Training moved the first and last layers.
+  const auto tensors = checkpoint_tensors(out.file("run"));
+  engine::Generator gen(config.seed);
+  const auto initial = models::build_model(config.model, gen)->state_dict();
+  for (const char* layer : {"conv1.weight", "fc2.weight"}) {
+    INFO(name << ": " << layer);
+    CHECK(tensors.at(std::string("model.") + layer).bytes !=
+          engine::raw_from_tensor(initial.at(layer)).bytes);
+  }
+  if (name == "hm") {
+    // The gradual adversary's state, and its first destination: g_lga of the initial loss 2.0,
+    // clamped to gamma = 0.2, gives -0.2 * 1 = -0.2.
+    CHECK(tensors.count("defense.hm_previous_loss") == 1);
+    CHECK(train.front().at("destination_hardness").get<double>() == Approx(-0.2));
+  } else {
+    for (const auto& [key, raw] : tensors) CHECK(key.rfind("defense.", 0) != 0);
+  }
+}
+
+void check_resume_bit_identical(const json& defense_config) {
+  test::TempDir out;
+  const json run = {{"epochs", 2}, {"defense", defense_config}};
+  REQUIRE(dml::train(tiny_config("triplet", out.file("whole"), 3, run), dml::TrainOptions()) == 0);
+  dml::TrainOptions stop;
+  stop.stop_after_batches = 4;  // mid-way through the second epoch
+  const dml::TrainConfig split = tiny_config("triplet", out.file("split"), 3, run);
+  REQUIRE(dml::train(split, stop) == 0);
+  dml::TrainOptions resume;
+  resume.resume = true;
+  REQUIRE(dml::train(split, resume) == 0);
+  CHECK(test::read_bytes(out.file("whole/model.safetensors")) ==
+        test::read_bytes(out.file("split/model.safetensors")));
+  CHECK(test::read_bytes(out.file("whole/metrics.json")) ==
+        test::read_bytes(out.file("split/metrics.json")));
+  const auto whole = checkpoint_tensors(out.file("whole"));
+  const auto resumed = checkpoint_tensors(out.file("split"));
+  REQUIRE(whole.size() == resumed.size());
+  for (const auto& [name, raw] : whole) {
+    INFO(name);
+    REQUIRE(resumed.count(name) == 1);
+    CHECK(resumed.at(name).bytes == raw.bytes);
+  }
+}
+
+void check_config_rejected(const json& extra, const std::string& key) {
+  test::TempDir out;
+  INFO(extra.dump());
+  try {
+    tiny_config("triplet", out.file("run"), 1, extra);
+    FAIL("the config was accepted");
+  } catch (const dml::UsageError& e) {
+    INFO(e.what());
+    CHECK(std::string(e.what()).find("'" + key + "'") != std::string::npos);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("dml train: defense est trains and logs its cost", "[tools][train][defenses]") {
+  check_defense_trains("est");
+}
+TEST_CASE("dml train: defense rest trains and logs its cost", "[tools][train][defenses]") {
+  check_defense_trains("rest");
+}
+TEST_CASE("dml train: defense ses trains and logs its cost", "[tools][train][defenses]") {
+  check_defense_trains("ses");
+}
+TEST_CASE("dml train: defense act trains and logs its cost", "[tools][train][defenses]") {
+  check_defense_trains("act");
+}
+TEST_CASE("dml train: defense madry trains and logs its cost", "[tools][train][defenses]") {
+  check_defense_trains("madry");
+}
+TEST_CASE("dml train: defense hm (softhard -> g_lga, ICS) trains and keeps its state",
+          "[tools][train][defenses]") {
+  check_defense_trains("hm",
+                       {{"hm", {{"source", "softhard"}, {"destination", "g_lga"}, {"ics", true}}}});
+}
+
+TEST_CASE("dml train: defense mdprop trains C2F2-BN's auxiliary BN branches",
+          "[tools][train][defenses]") {
+  test::TempDir out;
+  const json extra = {{"model", {{"name", "c2f2-bn"}, {"bn_branches", 3}}},
+                      {"defense",
+                       {{"name", "mdprop"},
+                        {"pgd", {{"eps", 0.03}, {"alpha", 0.03}, {"steps", 1}}},
+                        {"mdprop", {{"targets", {1, 2}}}}}}};
+  REQUIRE(dml::train(tiny_config("triplet", out.file("run"), 2, extra), dml::TrainOptions()) == 0);
+  const std::vector<json> train = log_records(out.file("run"), "train");
+  REQUIRE(train.size() == 2);
+  for (const json& record : train) {
+    INFO(record.dump());
+    CHECK(record.at("passes_per_batch").get<double>() == 3.0);  // 1 + 1 PGD step per branch
+    for (const char* key : {"clean_loss", "adversarial_loss_1", "adversarial_loss_2"}) {
+      CHECK(std::isfinite(record.at(key).get<double>()));
+    }
+  }
+  // Each branch saw its own batches: the running means of the three branches of bn1 all moved
+  // away from the initial 0 and differ from each other.
+  const auto tensors = checkpoint_tensors(out.file("run"));
+  const std::vector<uint8_t> main = tensors.at("model.bn1.running_mean").bytes;
+  const std::vector<uint8_t> aux0 = tensors.at("model.bn1.aux_bn.0.running_mean").bytes;
+  const std::vector<uint8_t> aux1 = tensors.at("model.bn1.aux_bn.1.running_mean").bytes;
+  const std::vector<uint8_t> zeros(main.size(), 0);
+  CHECK(main != zeros);
+  CHECK(aux0 != zeros);
+  CHECK(aux1 != zeros);
+  CHECK(main != aux0);
+  CHECK(aux0 != aux1);
+}
+
+TEST_CASE("dml train: hm resumed mid-epoch is bit-identical, its previous loss included",
+          "[tools][train][defenses]") {
+  check_resume_bit_identical(defense("hm", {{"hm", {{"destination", "g_lga"}}}}));
+}
+
+TEST_CASE("dml train: est with a random PGD start resumed mid-epoch is bit-identical",
+          "[tools][train][defenses]") {
+  check_resume_bit_identical(defense("est", {{"pgd", {{"random_start", true}}}}));
+}
+
+TEST_CASE("dml train: defenses the config cannot run are usage errors naming the key",
+          "[tools][defenses]") {
+  check_config_rejected({{"defense", {{"name", "trades"}}}}, "defense.name");
+  check_config_rejected({{"defense", {{"name", "act"}}}, {"loss", {{"name", "multi_similarity"}}}},
+                        "defense.name");
+  check_config_rejected({{"defense", {{"name", "mdprop"}}}}, "defense.name");  // c2f2: no BN
+  check_config_rejected(
+      {{"defense", {{"name", "mdprop"}}}, {"model", {{"name", "c2f2-bn"}, {"bn_branches", 2}}}},
+      "model.bn_branches");  // targets [1, 5] need 3 branches
+  check_config_rejected({{"defense", {{"mdprop", {{"targets", {1, 0}}}}}}},
+                        "defense.mdprop.targets");
+  check_config_rejected({{"defense", {{"hm", {{"destination", "g_lgaa"}}}}}},
+                        "defense.hm.destination");
+  check_config_rejected({{"defense", {{"pgd", {{"steps", 0}}}}}}, "defense.pgd.steps");
+  check_config_rejected({{"defense", {{"pgd", {{"eps", -0.1}}}}}}, "defense.pgd.eps");
+  check_config_rejected({{"defense", {{"pgd", {{"epsilon", 0.1}}}}}}, "defense.pgd.epsilon");
+}
