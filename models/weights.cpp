@@ -115,6 +115,18 @@ void load_weights(nn::Module& model, const std::map<std::string, Tensor>& tensor
 
   // 2. Compare with the model's own state, collecting every problem before failing.
   nn::StateDict expected = model.state_dict();
+  auto kept = [&](const std::string& name) {
+    for (const std::string& prefix : options.keep_prefixes) {
+      if (starts_with(name, prefix)) return true;
+    }
+    return false;
+  };
+  for (const std::string& name : state.keys()) {
+    if (kept(name)) state.erase(name);
+  }
+  for (const auto& entry : expected) {
+    if (kept(entry.first)) state.set(entry.first, entry.second);
+  }
   size_t matched = 0;  // entries present with the right shape, for the hint below
   for (const auto& entry : expected) {
     const std::string& name = entry.first;

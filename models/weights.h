@@ -19,6 +19,7 @@
 
 #include <map>
 #include <string>
+#include <vector>
 
 #include "engine/nn/module.h"
 
@@ -32,6 +33,11 @@ struct WeightLoadOptions {
   // MDProp model): a BN whose file entries have no aux_bn.* key at all gets branch 0's values
   // copied into every aux branch (MDProp's initialization) instead of "missing key" errors.
   bool aux_from_main = false;
+  // State entries whose names start with one of these prefixes keep the model's own values; the
+  // file's entries under them are ignored (neither loaded nor reported). `dml train`'s
+  // model.pretrained uses {"fc."}: robrank replaces the ImageNet 1000-way fc with a fresh linear
+  // layer of the embedding dimension.
+  std::vector<std::string> keep_prefixes;
 };
 
 // Reads `path` (names canonicalized) and loads it into `model` as described above.

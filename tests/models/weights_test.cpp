@@ -346,6 +346,41 @@ TEST_CASE("weights: a K = 1 file fills aux branches from branch 0 when asked",
   CHECK(loaded.at("bn1.aux_bn.1.weight").to_vector() == std::vector<double>(32, 0.5));
 }
 
+TEST_CASE("weights: an ImageNet resnet18 file (1000-way fc) loads into a D = 512 model, fc kept",
+          "[models][weights]") {
+  // robrank's start: torchvision's ImageNet ResNet-18 with fc replaced by a fresh 512 -> D layer.
+  // The file's fc is [1000, 512]; keep_prefixes {"fc."} leaves the model's own fc in place.
+  std::vector<Key> keys = torchvision_resnet_keys(false, 1000);
+  ScratchDir dir;
+  const std::string path = dir.file("imagenet.safetensors");
+  engine::SafetensorsFile file;
+  for (const auto& entry : tensors_for(keys, true)) {
+    file.tensors.emplace_back(entry.first, engine::raw_from_tensor(entry.second));
+  }
+  test::write_bytes(path, engine::serialize_safetensors(file));
+
+  auto model = build("resnet18", 512, 2);  // K = 2: aux branches from the file's main ones
+  const Tensor fc_before = model->state_dict().at("fc.weight").clone();
+  models::WeightLoadOptions options;
+  options.aux_from_main = true;
+  REQUIRE_THROWS_WITH(models::load_weights(*model, path, options),
+                      Catch::Contains("'fc.weight' (model [512, 512], file [1000, 512])"));
+  options.keep_prefixes = {"fc."};
+  models::load_weights(*model, path, options);
+  const engine::nn::StateDict loaded = model->state_dict();
+  test::require_close(loaded.at("fc.weight"), fc_before, 0, 0, "fc.weight");
+  for (size_t i = 0; i < keys.size(); ++i) {
+    if (keys[i].name.rfind("fc.", 0) == 0 || keys[i].counter) continue;
+    INFO(keys[i].name);
+    // tensors_for fills key i with fill_value(i, name) everywhere.
+    const double expected = fill_value(i, keys[i].name);
+    CHECK(loaded.at(keys[i].name).flatten().slice(0, 0, 1).item() ==
+          Approx(expected).epsilon(1e-6));
+  }
+  // The aux branch of bn1 took branch 0's values from the file.
+  CHECK(loaded.at("bn1.aux_bn.0.weight").to_vector() == loaded.at("bn1.weight").to_vector());
+}
+
 TEST_CASE("weights: a corrupt file is an error naming it", "[models][weights]") {
   test::TempDir dir;
   const std::string path = dir.file("broken.safetensors");

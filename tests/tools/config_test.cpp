@@ -4,6 +4,7 @@
 // the offending key. Expected values are the papers' / robrank's numbers written out here, never
 // read back from the code under test.
 #include <catch2/catch.hpp>
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -225,4 +226,30 @@ TEST_CASE("config: a config written before the new keys resolves to today's defa
   }
   REQUIRE(old["optimizer"].erase("groups") == 1);
   CHECK(resolve(old).resolved == resolve(json::object()).resolved);
+}
+
+TEST_CASE("config: every reference config in configs/ resolves, defenses as documented",
+          "[tools][config]") {
+  // A typo in a shipped config would only show when a user runs it; resolve them all here.
+  int64_t count = 0;
+  for (const auto& entry :
+       std::filesystem::recursive_directory_iterator(std::string(ENGINE_SOURCE_DIR) + "/configs")) {
+    if (entry.path().extension() != ".json") continue;
+    INFO(entry.path().string());
+    const dml::TrainConfig t =
+        dml::resolve_config(dml::load_config_file(entry.path().string()), entry.path().string());
+    ++count;
+    const std::string stem = entry.path().stem().string();
+    // The file name says the recipe and the attack: *-fgsm is one step, the others the papers'.
+    if (t.defense.name != "none") {
+      CHECK(stem.rfind(t.defense.name, 0) == 0);
+    }
+    if (entry.path().parent_path().filename() == "fashion" && t.defense.name != "none") {
+      // SPEC §11: eps = 77/255, alpha = 3/255; eta = 32 (or 1 for FGSM).
+      CHECK(t.defense.pgd.eps == Approx(77.0 / 255.0));
+      CHECK(t.defense.pgd.alpha == Approx(3.0 / 255.0));
+      CHECK(t.defense.pgd.steps == (stem.find("fgsm") != std::string::npos ? 1 : 32));
+    }
+  }
+  CHECK(count >= 17);  // quick + 11 fashion + 4 cub + mdprop
 }

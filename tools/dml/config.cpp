@@ -286,7 +286,12 @@ json default_config_json() {
   return json{
       {"data", {{"name", "fashion-mnist"}, {"root", ""}, {"num_workers", 2}}},
       {"model",
-       {{"name", "c2f2"}, {"embedding_dim", 512}, {"bn_branches", 1}, {"frozen_bn", false}}},
+       {{"name", "c2f2"},
+        {"embedding_dim", 512},
+        {"bn_branches", 1},
+        {"frozen_bn", false},
+        {"pretrained", ""},
+        {"pretrained_skip", json::array({"fc."})}}},
       {"sampler",
        {{"name", "spc2"},
         {"pairs_per_batch", 128},
@@ -409,6 +414,15 @@ TrainConfig resolve_config(const json& config, const std::string& source) {
   t.model.embedding_dim = c.integer("model.embedding_dim", 1);
   t.model.bn_branches = c.integer("model.bn_branches", 1);
   t.model.frozen_bn = c.flag("model.frozen_bn");
+  t.pretrained = c.str("model.pretrained");
+  t.pretrained_skip.clear();
+  for (const json& prefix : c.at("model.pretrained_skip")) {
+    if (!prefix.is_string() || prefix.get<std::string>().empty()) {
+      c.fail("model.pretrained_skip", "must be a list of non-empty name prefixes (e.g. [\"fc.\"])",
+             c.at("model.pretrained_skip"));
+    }
+    t.pretrained_skip.push_back(prefix.get<std::string>());
+  }
   if (t.model.name == "c2f2" && t.model.bn_branches != 1) {
     c.fail("model.bn_branches", "must be 1 for c2f2 (it has no batch norm; use c2f2-bn)",
            c.at("model.bn_branches"));

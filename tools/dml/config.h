@@ -58,6 +58,12 @@ struct TrainConfig {
   std::string data_root;  // "" = the dataset's default location
   int64_t num_workers = 2;
   models::ModelConfig model;
+  // model.pretrained: a safetensors file loaded into the freshly built model before training
+  // (not on --resume: the checkpoint holds the weights), e.g. torchvision's ImageNet ResNet
+  // converted with one line of Python; "" = none. State entries under model.pretrained_skip keep
+  // their fresh initialization (default {"fc."}: the new embedding layer).
+  std::string pretrained;
+  std::vector<std::string> pretrained_skip = {"fc."};
   int64_t pairs_per_batch = 128;
   int64_t max_batches_per_epoch = 0;  // 0 = the whole epoch
   bool drop_last = false;

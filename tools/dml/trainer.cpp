@@ -55,6 +55,18 @@ std::unique_ptr<data::Dataset> open_split(const TrainConfig& config, const std::
   }
 }
 
+// model.pretrained into the fresh model (config.h); BN aux branches take branch 0's values when
+// the file has none (MDProp's initialization from ImageNet weights).
+void load_pretrained(const TrainConfig& config, models::Model& model) {
+  if (!std::filesystem::is_regular_file(config.pretrained)) {
+    throw UsageError("config key 'model.pretrained': no such file '" + config.pretrained + "'");
+  }
+  models::WeightLoadOptions load;
+  load.aux_from_main = true;
+  load.keep_prefixes = config.pretrained_skip;
+  models::load_weights(model, config.pretrained, load);
+}
+
 json without_free_keys(json config) {
   for (const char* key : kResumeFreeKeys) config.erase(key);
   return config;
@@ -233,6 +245,7 @@ int train(const TrainConfig& config, const TrainOptions& options) {
 
   engine::Generator init_gen(config.seed);
   std::shared_ptr<models::Model> model = models::build_model(config.model, init_gen);
+  if (!config.pretrained.empty() && !options.resume) load_pretrained(config, *model);
   data::Spc2Sampler sampler(train_set->labels(), config.pairs_per_batch, config.seed,
                             config.drop_last);
   const TrainingLoss loss = make_training_loss(config, train_set->num_classes(), init_gen);
