@@ -23,5 +23,6 @@ int run_eval(Args& args);            // tools/dml/eval.cpp
 int run_bench(Args& args);           // tools/dml/bench.cpp
 int run_attack_command(Args& args);  // tools/dml/attack.cpp
 int run_ers(Args& args);             // tools/dml/ers.cpp
+int run_report(Args& args);          // tools/dml/report.cpp (+ report_grid.cpp)
 
 }  // namespace dml

@@ -25,6 +25,7 @@ const dml::Command kCommands[] = {
      dml::run_attack_command},
     {"ers", "Empirical Robustness Score (profiles rob28, rob224) or an attack-strength curve",
      dml::run_ers},
+    {"report", "training curves, ERS bars (SVG) and retrieval grids (PNG)", dml::run_report},
     {"bench", "time our CUDA kernels against cuDNN/cuBLAS and the measured ceilings",
      dml::run_bench},
 };

@@ -1,0 +1,526 @@
+// `dml report` (tools/dml/report.cpp, report_grid.cpp, svg.h): the training-curve SVG of a
+// hand-written log.jsonl, the ERS bar chart of two hand-written `dml ers` files, and the retrieval
+// grid PNG of a tiny trained model, each checked against values worked out by hand or
+// independently (pixel coordinates from the documented layouts; the grid's neighbours by a
+// brute-force distance loop over the model's embeddings). Errors: usage mistakes and bad files.
+#include <stb/stb_image.h>
+
+#include <algorithm>
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <cstdint>
+#include <fstream>
+#include <regex>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "data/dataset.h"
+#include "engine/random.h"
+#include "kernels/common/check.h"
+#include "models/embed.h"
+#include "tests/io/io_test_util.h"
+#include "tests/tools/tiny_training.h"
+#include "tools/dml/args.h"
+#include "tools/dml/commands.h"
+#include "tools/dml/load_model.h"
+#include "tools/dml/trainer.h"
+
+namespace {
+
+int report(std::vector<std::string> tokens) {
+  dml::Args args(std::move(tokens));
+  return dml::run_report(args);
+}
+
+void write_text(const std::string& path, const std::string& text) {
+  std::ofstream out(path, std::ios::trunc);
+  out << text;
+}
+
+std::string read_text(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+struct Polyline {
+  std::string title;
+  std::vector<std::pair<double, double>> points;
+};
+
+std::vector<Polyline> polylines(const std::string& svg) {
+  std::vector<Polyline> out;
+  const std::regex re("<polyline class=\"curve\"[^>]* points=\"([^\"]*)\"><title>([^<]*)</title>");
+  for (auto it = std::sregex_iterator(svg.begin(), svg.end(), re); it != std::sregex_iterator();
+       ++it) {
+    Polyline p;
+    p.title = (*it)[2];
+    std::stringstream points((*it)[1].str());
+    std::string pair;
+    while (points >> pair) {
+      const size_t comma = pair.find(',');
+      p.points.emplace_back(std::stod(pair.substr(0, comma)), std::stod(pair.substr(comma + 1)));
+    }
+    out.push_back(p);
+  }
+  return out;
+}
+
+const Polyline& find_curve(const std::vector<Polyline>& curves, const std::string& title) {
+  for (const Polyline& p : curves) {
+    if (p.title == title) return p;
+  }
+  FAIL("no curve " << title);
+  return curves.front();
+}
+
+size_t count(const std::string& text, const std::string& what) {
+  size_t n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+// Coordinates are written with two decimals: 0.005 is the rounding of one number.
+constexpr double kPixel = 0.005;
+
+std::string train_record(int step, double mean_loss, double clean, double adversarial) {
+  std::ostringstream s;
+  s << R"({"type":"train","epoch":1,"batch":)" << step << R"(,"step":)" << step << R"(,"loss":)"
+    << adversarial << R"(,"mean_loss":)" << mean_loss << R"(,"clean_loss":)" << clean
+    << R"(,"adversarial_loss":)" << adversarial << R"(,"passes_per_batch":2.0})"
+    << "\n";
+  return s.str();
+}
+
+}  // namespace
+
+TEST_CASE("report --log: curves, axes and the documented pixel mapping", "[report]") {
+  test::TempDir dir;
+  const std::string run = dir.file("run");
+  std::filesystem::create_directories(run);
+  write_text(run + "/log.jsonl",
+             train_record(2, 1.9, 1.0, 1.2) + train_record(4, 1.5, 0.8, 1.1) +
+                 R"({"type":"eval","epoch":1,"step":5,"recall@1":0.5,"map_at_r10":0.3})"
+                 "\n"
+                 R"({"type":"note","text":"ignored"})"
+                 "\n" +
+                 train_record(6, 1.2, 0.7, 1.0) + train_record(8, 1.0, 0.6, 0.9) +
+                 train_record(10, 0.7, 0.5, 0.8) +
+                 R"({"type":"eval","epoch":2,"step":10,"recall@1":0.8,"map_at_r10":0.6})"
+                 "\n");
+  REQUIRE(report({"--log", run}) == 0);
+  const std::string svg = read_text(run + "/report.svg");  // the default --out
+  REQUIRE(svg.rfind("<svg", 0) == 0);
+  REQUIRE(svg.size() > 7);
+  CHECK(svg.substr(svg.size() - 7) == "</svg>\n");
+  CHECK(count(svg, "<text") == count(svg, "</text>"));
+  // Two panels: 40 + 2 * 390 pixels high.
+  CHECK(svg.find("height=\"820.00\"") != std::string::npos);
+  CHECK(svg.find(run) != std::string::npos);  // the title names the run
+  for (const char* label : {">step</text>", ">loss</text>", ">%</text>", ">training loss</text>",
+                            ">evaluation</text>", ">mean_loss</text>", ">recall@1</text>"}) {
+    CHECK(svg.find(label) != std::string::npos);
+  }
+
+  const std::vector<Polyline> curves = polylines(svg);
+  REQUIRE(curves.size() == 5);
+  CHECK(find_curve(curves, "mean_loss").points.size() == 5);
+  CHECK(find_curve(curves, "clean_loss").points.size() == 5);
+  CHECK(find_curve(curves, "adversarial_loss").points.size() == 5);
+  CHECK(find_curve(curves, "recall@1").points.size() == 2);
+  CHECK(find_curve(curves, "map_at_r10").points.size() == 2);
+
+  // x: steps 0..10 (max step 10, tick step 2) over the plot's x = 80..760.
+  // Loss panel: plot y = 80..380; y range [0, 2] (max 1.9, raw step 0.38 -> 0.5).
+  //   mean_loss at step 4 = 1.5: x = 80 + 4/10 * 680 = 352, y = 380 - 1.5/2 * 300 = 155.
+  const auto& loss = find_curve(curves, "mean_loss").points;
+  CHECK(loss[1].first == Approx(352.0).margin(kPixel));
+  CHECK(loss[1].second == Approx(155.0).margin(kPixel));
+  CHECK(svg.find(">0.5</text>") != std::string::npos);  // a y tick of the loss panel
+  // Evaluation panel: plot y = 470..770; y range [0, 80] % (max 80, raw step 16 -> 20).
+  //   map_at_r10 at step 5 = 30 %: x = 80 + 5/10 * 680 = 420, y = 770 - 30/80 * 300 = 657.5;
+  //   recall@1 at step 10 = 80 %: the plot's top right corner (760, 470).
+  const auto& map = find_curve(curves, "map_at_r10").points;
+  CHECK(map[0].first == Approx(420.0).margin(kPixel));
+  CHECK(map[0].second == Approx(657.5).margin(kPixel));
+  const auto& recall = find_curve(curves, "recall@1").points;
+  CHECK(recall[1].first == Approx(760.0).margin(kPixel));
+  CHECK(recall[1].second == Approx(470.0).margin(kPixel));
+}
+
+TEST_CASE("report --log: a plain run, a resumed log, and bad logs", "[report]") {
+  test::TempDir dir;
+  const std::string run = dir.file("run");
+  std::filesystem::create_directories(run);
+  const std::string out = dir.file("curves.svg");
+  SECTION("no defense keys, no eval: one panel with mean_loss only") {
+    write_text(run + "/log.jsonl", R"({"type":"train","step":1,"loss":2,"mean_loss":2})"
+                                   "\n"
+                                   R"({"type":"train","step":2,"loss":1,"mean_loss":1.5})"
+                                   "\n");
+    REQUIRE(report({"--log", run, "--out", out}) == 0);
+    const std::string svg = read_text(out);
+    CHECK(svg.find("height=\"430.00\"") != std::string::npos);
+    const std::vector<Polyline> curves = polylines(svg);
+    REQUIRE(curves.size() == 1);
+    CHECK(curves[0].title == "mean_loss");
+    CHECK(curves[0].points.size() == 2);
+  }
+  SECTION("a resumed run logs steps 2 and 3 again: the later records win") {
+    write_text(run + "/log.jsonl", train_record(1, 1.0, 1, 1) + train_record(2, 1.0, 1, 1) +
+                                       train_record(3, 1.0, 1, 1) + train_record(2, 2.0, 1, 1) +
+                                       train_record(3, 2.0, 1, 1) + train_record(4, 2.0, 1, 1));
+    REQUIRE(report({"--log", run, "--out", out}) == 0);
+    const auto& points = find_curve(polylines(read_text(out)), "mean_loss").points;
+    REQUIRE(points.size() == 4);
+    // x range [0, 4] (raw step 0.8 -> 1), y range [0, 2] (raw step 0.4 -> 0.5): step 2 is at
+    // x = 80 + 2/4 * 680 = 420 with the resumed value 2.0 at the plot's top, y = 80.
+    CHECK(points[1].first == Approx(420.0).margin(kPixel));
+    CHECK(points[1].second == Approx(80.0).margin(kPixel));
+    for (size_t i = 1; i < points.size(); ++i) CHECK(points[i].first > points[i - 1].first);
+  }
+  SECTION("a malformed line is an error naming the file and line") {
+    write_text(run + "/log.jsonl", train_record(1, 1.0, 1, 1) + "{\"type\":\"train\",\n");
+    REQUIRE_THROWS_WITH(report({"--log", run, "--out", out}),
+                        Catch::Contains(run + "/log.jsonl:2") && Catch::Contains("not a JSON"));
+  }
+  SECTION("a log without records is an error") {
+    write_text(run + "/log.jsonl", R"({"type":"note"})"
+                                   "\n");
+    REQUIRE_THROWS_WITH(report({"--log", run, "--out", out}),
+                        Catch::Contains("log.jsonl") && Catch::Contains("no train or eval"));
+  }
+  SECTION("a missing run directory is a runtime error naming the file") {
+    REQUIRE_THROWS_AS(report({"--log", dir.file("nope")}), engine::Error);
+    REQUIRE_THROWS_WITH(report({"--log", dir.file("nope")}), Catch::Contains("nope/log.jsonl"));
+  }
+  CHECK_FALSE(std::filesystem::exists(run + "/report.svg"));
+}
+
+namespace {
+
+std::string ers_json(const std::vector<double>& raw, double ers) {
+  const char* names[] = {"CA+", "CA-", "QA+", "QA-", "TMA", "ES:D", "ES:R", "LTM", "GTM", "GTT"};
+  std::ostringstream s;
+  s << R"({"profile":"rob28","complete":true)";
+  for (size_t c = 0; c < raw.size(); ++c) s << ",\"" << names[c] << "\":" << raw[c];
+  s << ",\"ers\":" << ers << "}\n";
+  return s.str();
+}
+
+struct Bar {
+  double x, y, w, h;
+  std::string fill, title;
+};
+
+std::vector<Bar> bars(const std::string& svg) {
+  std::vector<Bar> out;
+  const std::regex re(
+      "<rect class=\"bar\" x=\"([^\"]*)\" y=\"([^\"]*)\" width=\"([^\"]*)\" "
+      "height=\"([^\"]*)\" fill=\"([^\"]*)\"><title>([^<]*)</title>");
+  for (auto it = std::sregex_iterator(svg.begin(), svg.end(), re); it != std::sregex_iterator();
+       ++it) {
+    out.push_back({std::stod((*it)[1]), std::stod((*it)[2]), std::stod((*it)[3]),
+                   std::stod((*it)[4]), (*it)[5], (*it)[6]});
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("report --ers: 2 x 11 bars with heights of the normalized values", "[report]") {
+  test::TempDir dir;
+  // Normalized by hand (metrics/ers.h): CA+ 2z, CA- 100-z, QA+ 2z, QA- 100-z, TMA 100(1-z),
+  // ES:D 100(2-z)/2, then ES:R, LTM, GTM, GTT as they are; ERS = their mean.
+  // vanilla: 40 70 20 60 50 50 60 55 45 35 -> ERS 485 / 10 = 48.5
+  // act:     90 90 70 75 80 80 85 80 75 70 -> ERS 795 / 10 = 79.5
+  write_text(dir.file("vanilla.json"), ers_json({20, 30, 10, 40, 0.5, 1.0, 60, 55, 45, 35}, 48.5));
+  write_text(dir.file("act.json"), ers_json({45, 10, 35, 25, 0.2, 0.4, 85, 80, 75, 70}, 79.5));
+  const std::vector<std::vector<double>> expected = {
+      {40, 70, 20, 60, 50, 50, 60, 55, 45, 35, 48.5},
+      {90, 90, 70, 75, 80, 80, 85, 80, 75, 70, 79.5}};
+  const std::string out = dir.file("ers.svg");
+  std::string names[2] = {"vanilla", "act"};
+  SECTION("repeated --ers, default names") {
+    REQUIRE(report({"--ers", dir.file("vanilla.json"), "--ers", dir.file("act.json"), "--out",
+                    out}) == 0);
+  }
+  SECTION("a comma-separated --ers list and --names") {
+    REQUIRE(report({"--ers", dir.file("vanilla.json") + "," + dir.file("act.json"), "--names",
+                    "base,ACT", "--out", out}) == 0);
+    names[0] = "base";
+    names[1] = "ACT";
+  }
+  const std::string svg = read_text(out);
+  REQUIRE(svg.rfind("<svg", 0) == 0);
+  CHECK(svg.find(">" + names[0] + "</text>") != std::string::npos);  // legend
+  CHECK(svg.find(">" + names[1] + "</text>") != std::string::npos);
+  CHECK(svg.find(">ES:D</text>") != std::string::npos);
+  CHECK(svg.find(">ERS</text>") != std::string::npos);
+  const std::vector<Bar> b = bars(svg);
+  REQUIRE(b.size() == 22);
+  // y range [0, 100] (raw step 20) over the plot's y = 80..380: 3 pixels per point, bars stand
+  // on y = 380. Groups of 680 / 11 pixels; two bars of 0.8 * 680 / 11 / 2 each from 10 % in.
+  const double group_w = 680.0 / 11.0, bar_w = 0.4 * group_w;
+  for (size_t g = 0; g < 11; ++g) {
+    for (size_t s = 0; s < 2; ++s) {
+      const Bar& bar = b[2 * g + s];
+      INFO("group " << g << " series " << s << ": " << bar.title);
+      CHECK(bar.title.rfind(names[s] + " ", 0) == 0);
+      CHECK(bar.h == Approx(3.0 * expected[s][g]).margin(kPixel));
+      CHECK(bar.y + bar.h == Approx(380.0).margin(2 * kPixel));
+      CHECK(bar.x == Approx(80.0 + group_w * g + 0.1 * group_w + bar_w * s).margin(kPixel));
+      CHECK(bar.w == Approx(bar_w).margin(kPixel));
+      CHECK(bar.fill == b[s].fill);
+    }
+  }
+  CHECK(b[0].fill != b[1].fill);
+}
+
+TEST_CASE("report --ers: a negative normalized value hangs below the zero line", "[report]") {
+  test::TempDir dir;
+  // ES:D 2.5 -> 100 (2 - 2.5) / 2 = -25; the others 50: ERS (9 * 50 - 25) / 10 = 42.5.
+  write_text(dir.file("e.json"), ers_json({25, 50, 25, 50, 0.5, 2.5, 50, 50, 50, 50}, 42.5));
+  REQUIRE(report({"--ers", dir.file("e.json"), "--out", dir.file("e.svg")}) == 0);
+  const std::vector<Bar> b = bars(read_text(dir.file("e.svg")));
+  REQUIRE(b.size() == 11);
+  // y range [-50, 100] (span 125, raw step 25 -> 50): 2 pixels per point, zero at y = 280.
+  CHECK(b[5].y == Approx(280.0).margin(kPixel));
+  CHECK(b[5].h == Approx(50.0).margin(kPixel));
+  CHECK(b[0].y == Approx(180.0).margin(kPixel));
+  CHECK(b[0].h == Approx(100.0).margin(kPixel));
+  CHECK(b[10].h == Approx(85.0).margin(kPixel));
+}
+
+TEST_CASE("report: usage and file errors", "[report]") {
+  test::TempDir dir;
+  CHECK(report({"--help"}) == 0);
+  CHECK_THROWS_AS(report({}), dml::UsageError);
+  CHECK_THROWS_AS(report({"--log", "a", "--ers", "b.json", "--out", "x.svg"}), dml::UsageError);
+  CHECK_THROWS_AS(report({"--log", "a", "--grid"}), dml::UsageError);
+  CHECK_THROWS_WITH(report({"--log", "a", "--bogus"}), Catch::Contains("--bogus"));
+  CHECK_THROWS_WITH(report({"--ers", "a.json"}), Catch::Contains("--out"));
+  CHECK_THROWS_WITH(report({"--ers", "a.json", "--names", "x,y", "--out", "e.svg"}),
+                    Catch::Contains("--names"));
+  CHECK_THROWS_WITH(
+      report({"--grid", "--checkpoint", "m.safetensors", "--out", "g.png", "--k", "0"}),
+      Catch::Contains("--k"));
+  CHECK_THROWS_WITH(
+      report({"--grid", "--checkpoint", "m.safetensors", "--out", "g.png", "--queries", "x"}),
+      Catch::Contains("--queries"));
+  // Files: missing, not JSON, without the ERS columns (runtime errors naming the file).
+  CHECK_THROWS_AS(report({"--ers", dir.file("none.json"), "--out", dir.file("e.svg")}),
+                  engine::Error);
+  write_text(dir.file("bad.json"), "{\"CA+\": ");
+  CHECK_THROWS_WITH(report({"--ers", dir.file("bad.json"), "--out", dir.file("e.svg")}),
+                    Catch::Contains("bad.json") && Catch::Contains("not a JSON"));
+  write_text(dir.file("partial.json"), R"({"CA+": 1, "complete": false})");
+  CHECK_THROWS_WITH(report({"--ers", dir.file("partial.json"), "--out", dir.file("e.svg")}),
+                    Catch::Contains("partial.json") && Catch::Contains("CA-"));
+  CHECK_FALSE(std::filesystem::exists(dir.file("e.svg")));
+}
+
+namespace {
+
+struct Image {
+  int width = 0, height = 0;
+  std::vector<uint8_t> rgb;
+  const uint8_t* at(int y, int x) const { return rgb.data() + 3 * (y * width + x); }
+};
+
+Image read_png(const std::string& path) {
+  Image image;
+  int channels = 0;
+  unsigned char* pixels = stbi_load(path.c_str(), &image.width, &image.height, &channels, 3);
+  REQUIRE(pixels != nullptr);
+  image.rgb.assign(pixels, pixels + 3 * image.width * image.height);
+  stbi_image_free(pixels);
+  return image;
+}
+
+struct Split {
+  std::vector<std::vector<uint8_t>> pixels;  // 28 x 28 bytes per image
+  std::vector<int64_t> labels;
+  std::vector<std::vector<double>> embeddings;  // L2-normalized (metric N)
+};
+
+// The generated test split and the trained model's embeddings of it, computed without `dml report`.
+Split load_split(const std::string& model_path) {
+  const auto dataset = data::open_dataset("mnist", "test", tiny_training::data_root());
+  const int64_t n = dataset->size();
+  const dml::TrainedModel trained = dml::load_trained_model(model_path, engine::Device::cpu());
+  REQUIRE(trained.metric == "N");
+  engine::Tensor images = engine::Tensor::empty({n, 1, 28, 28});
+  Split split;
+  engine::Generator gen(0);
+  for (int64_t i = 0; i < n; ++i) {
+    const engine::Tensor image = dataset->image(i, gen);
+    images.select(0, i).copy_(image);
+    std::vector<uint8_t> bytes;
+    for (double v : image.to_vector()) bytes.push_back(static_cast<uint8_t>(std::lround(255 * v)));
+    split.pixels.push_back(bytes);
+    split.labels.push_back(dataset->label(i));
+  }
+  const std::vector<double> e = models::embed(*trained.model, images).to_vector();
+  const size_t d = e.size() / static_cast<size_t>(n);
+  for (int64_t i = 0; i < n; ++i) {
+    std::vector<double> row(e.begin() + static_cast<std::ptrdiff_t>(i * d),
+                            e.begin() + static_cast<std::ptrdiff_t>((i + 1) * d));
+    double norm = 0.0;
+    for (double v : row) norm += v * v;
+    for (double& v : row) v /= std::sqrt(norm);
+    split.embeddings.push_back(row);
+  }
+  return split;
+}
+
+// The k nearest of images 0..m-1 to image q (q itself left out), by brute force.
+std::vector<int64_t> brute_force_neighbours(const Split& split, int64_t q, int64_t m, int64_t k) {
+  std::vector<std::pair<double, int64_t>> ranked;
+  for (int64_t j = 0; j < m; ++j) {
+    if (j == q) continue;
+    double d2 = 0.0;
+    for (size_t t = 0; t < split.embeddings[0].size(); ++t) {
+      const double diff = split.embeddings[q][t] - split.embeddings[j][t];
+      d2 += diff * diff;
+    }
+    ranked.emplace_back(d2, j);
+  }
+  std::sort(ranked.begin(), ranked.end());
+  std::vector<int64_t> top;
+  for (int64_t i = 0; i < k; ++i) top.push_back(ranked[i].second);
+  return top;
+}
+
+// Checks a grid of `rows` x (1 + k) cells of 28 x 28 images upscaled by `scale` (frames of 3
+// pixels, gaps of 6): size, white gaps, frame colours, and which image each cell shows (found by
+// its pixels). Returns the query index of every row and the number of green frames.
+struct Grid {
+  std::vector<int64_t> queries;
+  int64_t greens = 0;
+};
+Grid check_grid(const std::string& png, const Split& split, int64_t rows, int64_t k, int64_t scale,
+                int64_t m) {
+  const Image image = read_png(png);
+  const int cell = static_cast<int>(28 * scale + 6);
+  REQUIRE(image.width == (k + 1) * cell + (k + 2) * 6);
+  REQUIRE(image.height == rows * cell + (rows + 1) * 6);
+  const uint8_t white[3] = {255, 255, 255}, grey[3] = {128, 128, 128}, green[3] = {0, 170, 0},
+                red[3] = {220, 0, 0};
+  auto is = [](const uint8_t* p, const uint8_t* c) {
+    return p[0] == c[0] && p[1] == c[1] && p[2] == c[2];
+  };
+  // Outside every cell: white.
+  int64_t non_white_gap = 0;
+  for (int y = 0; y < image.height; ++y) {
+    for (int x = 0; x < image.width; ++x) {
+      const bool in_cell = (y % (cell + 6)) >= 6 && (x % (cell + 6)) >= 6 && y < image.height - 6 &&
+                           x < image.width - 6;
+      if (!in_cell && !is(image.at(y, x), white)) ++non_white_gap;
+    }
+  }
+  CHECK(non_white_gap == 0);
+
+  std::vector<int64_t> queries;
+  int64_t greens = 0, reds = 0;
+  for (int64_t r = 0; r < rows; ++r) {
+    std::vector<int64_t> shown;
+    for (int64_t c = 0; c <= k; ++c) {
+      const int y0 = static_cast<int>(6 + r * (cell + 6)),
+                x0 = static_cast<int>(6 + c * (cell + 6));
+      // The image inside the frame: grey RGB, each pixel a scale x scale block.
+      std::vector<uint8_t> bytes(28 * 28);
+      bool grey_blocks = true;
+      for (int y = 0; y < 28 * scale; ++y) {
+        for (int x = 0; x < 28 * scale; ++x) {
+          const uint8_t* p = image.at(y0 + 3 + y, x0 + 3 + x);
+          const uint8_t want = bytes[static_cast<size_t>((y / scale) * 28 + x / scale)];
+          if (y % scale == 0 && x % scale == 0) {
+            bytes[static_cast<size_t>((y / scale) * 28 + x / scale)] = p[0];
+          } else if (p[0] != want) {
+            grey_blocks = false;
+          }
+          if (p[1] != p[0] || p[2] != p[0]) grey_blocks = false;
+        }
+      }
+      CHECK(grey_blocks);
+      int64_t found = -1, matches = 0;
+      for (size_t i = 0; i < split.pixels.size(); ++i) {
+        if (split.pixels[i] == bytes) {
+          found = static_cast<int64_t>(i);
+          ++matches;
+        }
+      }
+      INFO("row " << r << " cell " << c);
+      REQUIRE(matches == 1);
+      REQUIRE(found < m);
+      shown.push_back(found);
+      // The frame: 3 pixels on every side, one colour.
+      const int64_t q = shown[0];
+      const uint8_t* want = c == 0 ? grey : (split.labels[found] == split.labels[q] ? green : red);
+      if (c > 0) ++(want == green ? greens : reds);
+      int64_t wrong = 0;
+      for (int y = 0; y < cell; ++y) {
+        for (int x = 0; x < cell; ++x) {
+          const bool frame = y < 3 || x < 3 || y >= cell - 3 || x >= cell - 3;
+          if (frame && !is(image.at(y0 + y, x0 + x), want)) ++wrong;
+        }
+      }
+      CHECK(wrong == 0);
+    }
+    const std::vector<int64_t> expected = brute_force_neighbours(split, shown[0], m, k);
+    CHECK(std::vector<int64_t>(shown.begin() + 1, shown.end()) == expected);
+    queries.push_back(shown[0]);
+  }
+  // Three test images per class and k >= 3: every row has a red neighbour.
+  INFO(greens << " green and " << reds << " red frames");
+  if (k >= 3) CHECK(reds >= rows);
+  CHECK(std::set<int64_t>(queries.begin(), queries.end()).size() == queries.size());
+  CHECK(std::is_sorted(queries.begin(), queries.end()));
+  return {queries, greens};
+}
+
+}  // namespace
+
+TEST_CASE("report --grid: queries, neighbours and frames of a tiny trained model", "[report]") {
+  test::TempDir dir;
+  const dml::TrainConfig config = tiny_training::tiny_config("triplet", dir.file("run"), 10);
+  REQUIRE(dml::train(config, dml::TrainOptions()) == 0);
+  const std::string model = dir.file("run/model.safetensors");
+  const Split split = load_split(model);
+  REQUIRE(split.labels.size() == 30);
+  const std::vector<std::string> common = {
+      "--grid",   "--checkpoint", model, "--data", "mnist", "--root", tiny_training::data_root(),
+      "--device", "cpu"};
+  auto grid = [&](std::vector<std::string> more) {
+    std::vector<std::string> tokens = common;
+    tokens.insert(tokens.end(), more.begin(), more.end());
+    return report(tokens);
+  };
+
+  // Defaults: 8 queries, top 5, scale 2 for 28 x 28, all 30 images.
+  REQUIRE(grid({"--seed", "3", "--out", dir.file("a.png")}) == 0);
+  const Grid a = check_grid(dir.file("a.png"), split, 8, 5, 2, 30);
+  CHECK(a.greens > 0);  // both frame colours are exercised (the model ranks some classes well)
+  // Same seed, same file; another seed, other queries.
+  REQUIRE(grid({"--seed", "3", "--out", dir.file("b.png")}) == 0);
+  CHECK(test::read_bytes(dir.file("a.png")) == test::read_bytes(dir.file("b.png")));
+  REQUIRE(grid({"--seed", "4", "--out", dir.file("c.png")}) == 0);
+  CHECK(check_grid(dir.file("c.png"), split, 8, 5, 2, 30).queries != a.queries);
+
+  // The first 12 images only, 4 rows of 3 neighbours at scale 1: 4 * 34 + 5 * 6 = 166 square.
+  REQUIRE(grid({"--max-images", "12", "--queries", "4", "--k", "3", "--scale", "1", "--out",
+                dir.file("d.png")}) == 0);
+  check_grid(dir.file("d.png"), split, 4, 3, 1, 12);
+
+  // More neighbours or queries than the images allow: usage errors.
+  CHECK_THROWS_AS(grid({"--max-images", "4", "--k", "4", "--out", dir.file("e.png")}),
+                  dml::UsageError);
+  CHECK_THROWS_AS(
+      grid({"--max-images", "4", "--queries", "5", "--k", "2", "--out", dir.file("e.png")}),
+      dml::UsageError);
+  CHECK_FALSE(std::filesystem::exists(dir.file("e.png")));
+}

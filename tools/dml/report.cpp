@@ -1,0 +1,279 @@
+// dml report: charts and retrieval grids as SVG/PNG (SPEC §10; docs/report.md).
+//
+//   dml report --log RUN_DIR [--out FILE.svg]                 training curves of a `dml train` run
+//   dml report --grid --checkpoint FILE --out FILE.png ...    retrieval grid (report_grid.cpp)
+//   dml report --ers A.json [--ers B.json | ,B.json] [--names a,b] --out FILE.svg
+//                                                             ERS components as grouped bars
+//
+// The SVG layouts (pixels; the mapping of data to pixels is in tools/dml/svg.h):
+//   --log: 960 wide; a 40-pixel title band, then one 390-pixel band per panel (loss if the log has
+//          train records, evaluation % if it has eval records), each with its plot at
+//          x = 80..760, y = band top + 40 .. + 340. Both panels share the x axis (step, from 0).
+//   --ers: 960 x 440, plot at x = 80..760, y = 80..380; 11 groups (10 columns and ERS).
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "engine/io/file_io.h"
+#include "kernels/common/check.h"
+#include "metrics/ers.h"
+#include "tools/dml/commands.h"
+#include "tools/dml/report.h"
+#include "tools/dml/svg.h"
+
+namespace dml {
+
+namespace {
+
+const char kUsage[] =
+    "usage: dml report (--log RUN_DIR | --grid | --ers FILE) [options]\n"
+    "\n"
+    "Charts (SVG) and retrieval grids (PNG); one of the three modes per call (docs/report.md).\n"
+    "\n"
+    "dml report --log RUN_DIR [--out FILE.svg]\n"
+    "  Training curves from RUN_DIR/log.jsonl (`dml train`): mean_loss (and a defense's\n"
+    "  clean_loss / adversarial_loss) and the evaluations' recall@1 and map_at_r10 (%) against\n"
+    "  the step.\n"
+    "  --out FILE          the SVG (default RUN_DIR/report.svg)\n"
+    "\n"
+    "dml report --grid --checkpoint FILE --out FILE.png [options]\n"
+    "  A retrieval grid: one row per query, the query (grey frame) then its top-K neighbours in\n"
+    "  the same images (the query itself excluded), framed green when they share its label and\n"
+    "  red otherwise.\n"
+    "  --checkpoint FILE   <output_dir>/model.safetensors or checkpoint.safetensors of `dml "
+    "train`\n"
+    "  --data NAME         dataset (default: the one trained on)\n"
+    "  --split SPLIT       train or test (default test)\n"
+    "  --root DIR          the dataset's directory (default: the training config's data.root)\n"
+    "  --metric N|E|C      distance (default: the training loss metric)\n"
+    "  --max-images M      queries and gallery from the first M images (default 0 = all)\n"
+    "  --queries N         rows, chosen uniformly among the M images with --seed (default 8)\n"
+    "  --k K               neighbours per row (default 5)\n"
+    "  --seed S            seed of the query choice (default 0)\n"
+    "  --scale F           integer upscaling of every image (default 2 for images up to 64\n"
+    "                      pixels wide, 1 otherwise)\n"
+    "  --batch-size B      images per forward pass (default 256)\n"
+    "  --device DEV        cpu, cuda or cuda:N (default: cuda when a GPU is present)\n"
+    "  --out FILE          the PNG (required)\n"
+    "\n"
+    "dml report --ers A.json [--ers B.json ...] [--names a,b,...] --out FILE.svg\n"
+    "  Grouped bars of the ten normalized ERS columns (CA+ CA- QA+ QA- TMA ES:D ES:R LTM GTM\n"
+    "  GTT; higher = more robust) and the ERS, one colour per file (`dml ers --out` JSON of a\n"
+    "  finished rob28 or rob224 profile). --ers also takes a comma-separated list.\n"
+    "  --names LIST        comma-separated legend names, one per file (default: the file stems)\n"
+    "  --out FILE          the SVG (required)\n";
+
+std::vector<std::string> split_commas(const std::string& text) {
+  std::vector<std::string> items;
+  std::stringstream stream(text);
+  std::string item;
+  while (std::getline(stream, item, ',')) items.push_back(item);
+  if (!text.empty() && text.back() == ',') items.push_back("");
+  return items;
+}
+
+void write_text_file(const std::string& path, const std::string& text) {
+  engine::detail::AtomicFileWriter writer(path);
+  writer.write(text.data(), text.size());
+  writer.commit();
+}
+
+// ---- --log ---------------------------------------------------------------------------------
+
+// Appends (step, value); a resumed run that logs a step again replaces what followed it.
+void add_point(svg::Series& series, double step, double value) {
+  while (!series.points.empty() && series.points.back().first >= step) series.points.pop_back();
+  series.points.emplace_back(step, value);
+}
+
+// The number under `key`, if the record has one (null, e.g. a NaN loss, counts as absent).
+bool number_at(const nlohmann::json& record, const char* key, double& value) {
+  auto it = record.find(key);
+  if (it == record.end() || !it->is_number()) return false;
+  value = it->get<double>();
+  return true;
+}
+
+int report_log(const std::string& run_dir, const std::string& out_arg) {
+  const std::string path = (std::filesystem::path(run_dir) / "log.jsonl").string();
+  const std::string out =
+      out_arg.empty() ? (std::filesystem::path(run_dir) / "report.svg").string() : out_arg;
+  std::ifstream in(path);
+  ENGINE_CHECK(in.is_open(), path, ": cannot open the training log (a `dml train` output_dir?)");
+  svg::Series loss{"mean_loss", svg::palette(0), {}};
+  svg::Series clean{"clean_loss", svg::palette(2), {}};
+  svg::Series adversarial{"adversarial_loss", svg::palette(1), {}};
+  svg::Series recall{"recall@1", svg::palette(0), {}};
+  svg::Series map{"map_at_r10", svg::palette(3), {}};
+  int64_t train_records = 0, eval_records = 0, line_number = 0;
+  double max_step = 0.0;
+  std::string line;
+  while (std::getline(in, line)) {
+    ++line_number;
+    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+    const nlohmann::json record = nlohmann::json::parse(line, nullptr, false);
+    ENGINE_CHECK(!record.is_discarded() && record.is_object(), path, ":", line_number,
+                 ": not a JSON object");
+    const auto type = record.find("type");
+    if (type == record.end() || (*type != "train" && *type != "eval")) continue;
+    double step = 0.0, value = 0.0;
+    ENGINE_CHECK(number_at(record, "step", step), path, ":", line_number, ": a ",
+                 type->get<std::string>(), " record without a numeric \"step\"");
+    if (*type == "train") {
+      ++train_records;
+      if (number_at(record, "mean_loss", value)) add_point(loss, step, value);
+      if (number_at(record, "clean_loss", value)) add_point(clean, step, value);
+      if (number_at(record, "adversarial_loss", value)) add_point(adversarial, step, value);
+    } else {
+      ++eval_records;
+      if (number_at(record, "recall@1", value)) add_point(recall, step, 100.0 * value);
+      if (number_at(record, "map_at_r10", value)) add_point(map, step, 100.0 * value);
+    }
+    max_step = std::max(max_step, step);
+  }
+  ENGINE_CHECK(!in.bad(), path, ":", line_number + 1, ": read error");
+  ENGINE_CHECK(train_records + eval_records > 0, path, ":", line_number,
+               ": no train or eval records");
+
+  const int panels = (train_records > 0) + (eval_records > 0);
+  svg::Document doc(960, 40 + 390 * panels);
+  doc.text(20, 28,
+           "dml train run " + run_dir + " (" + std::to_string(train_records) + " train, " +
+               std::to_string(eval_records) + " eval records)",
+           16, "start", 0.0, true);
+  const svg::Ticks x = svg::nice_ticks(0.0, max_step);
+  int panel = 0;
+  if (train_records > 0) {
+    std::vector<svg::Series> series = {loss};
+    if (!clean.points.empty()) series.push_back(clean);
+    if (!adversarial.points.empty()) series.push_back(adversarial);
+    svg::line_chart(doc, svg::Rect{80, 40.0 + 390 * panel + 40, 680, 300}, x, "training loss",
+                    "step", "loss", series);
+    ++panel;
+  }
+  if (eval_records > 0) {
+    svg::line_chart(doc, svg::Rect{80, 40.0 + 390 * panel + 40, 680, 300}, x, "evaluation", "step",
+                    "%", {recall, map});
+  }
+  write_text_file(out, doc.str());
+  std::printf("wrote %s: %lld train and %lld eval records of %s\n", out.c_str(),
+              static_cast<long long>(train_records), static_cast<long long>(eval_records),
+              path.c_str());
+  return 0;
+}
+
+// ---- --ers ---------------------------------------------------------------------------------
+
+metrics::ErsRow read_ers_file(const std::string& path) {
+  std::ifstream in(path);
+  ENGINE_CHECK(in.is_open(), path, ": cannot open");
+  std::stringstream text;
+  text << in.rdbuf();
+  const nlohmann::json j = nlohmann::json::parse(text.str(), nullptr, false);
+  ENGINE_CHECK(!j.is_discarded() && j.is_object(), path, ": not a JSON object");
+  metrics::ErsRow raw{};
+  for (int c = 0; c < metrics::kErsColumns; ++c) {
+    const std::string& key = metrics::ers_column_names()[static_cast<size_t>(c)];
+    const auto it = j.find(key);
+    ENGINE_CHECK(it != j.end() && it->is_number(), path, ": no number \"", key,
+                 "\" (give the `dml ers --out` JSON of a finished rob28 or rob224 profile)");
+    raw[static_cast<size_t>(c)] = it->get<double>();
+  }
+  const double ers = metrics::empirical_robustness_score(raw);
+  const auto stored = j.find("ers");
+  if (stored != j.end() && stored->is_number() &&
+      std::abs(stored->get<double>() - ers) > 1e-6 * std::max(1.0, std::abs(ers))) {
+    std::fprintf(stderr, "dml report: warning: %s: \"ers\" %g differs from its columns' %g\n",
+                 path.c_str(), stored->get<double>(), ers);
+  }
+  return raw;
+}
+
+int report_ers(const std::vector<std::string>& files, const std::vector<std::string>& names,
+               const std::string& out) {
+  std::vector<std::vector<double>> values;  // [file][column], 10 normalized + ERS
+  for (const std::string& path : files) {
+    const metrics::ErsRow raw = read_ers_file(path);
+    const metrics::ErsRow normalized = metrics::ers_normalized(raw);
+    values.emplace_back(normalized.begin(), normalized.end());
+    values.back().push_back(metrics::empirical_robustness_score(raw));
+  }
+  std::vector<std::string> groups(metrics::ers_column_names().begin(),
+                                  metrics::ers_column_names().end());
+  groups.push_back("ERS");
+  svg::Document doc(960, 440);
+  doc.text(20, 28, "Empirical Robustness Score: normalized columns and ERS", 16, "start", 0.0,
+           true);
+  svg::bar_chart(doc, svg::Rect{80, 80, 680, 300}, "higher = more robust", groups, names, values,
+                 "normalized score", 100.0);
+  write_text_file(out, doc.str());
+
+  std::printf("%-16s", "");
+  for (const std::string& g : groups) std::printf("%7s", g.c_str());
+  std::printf("\n");
+  for (size_t f = 0; f < files.size(); ++f) {
+    std::printf("%-16s", names[f].c_str());
+    for (double v : values[f]) std::printf("%7.1f", v);
+    std::printf("\n");
+  }
+  std::printf("wrote %s\n", out.c_str());
+  return 0;
+}
+
+}  // namespace
+
+int run_report(Args& args) {
+  if (args.take_flag("--help") || args.take_flag("-h")) {
+    std::fputs(kUsage, stdout);
+    return 0;
+  }
+  const bool log_mode = args.has("--log"), grid_mode = args.has("--grid"),
+             ers_mode = args.has("--ers");
+  if (log_mode + grid_mode + ers_mode != 1) {
+    throw UsageError("give exactly one of --log RUN_DIR, --grid or --ers FILE");
+  }
+  if (grid_mode) {
+    args.take_flag("--grid");
+    return run_report_grid(args);
+  }
+  if (log_mode) {
+    const std::string run_dir = args.take_string("--log");
+    const std::string out = args.take_string("--out", "");
+    args.finish();
+    if (run_dir.empty()) throw UsageError("--log needs a run directory");
+    return report_log(run_dir, out);
+  }
+  std::vector<std::string> files;
+  for (const std::string& value : args.take_all("--ers")) {
+    for (const std::string& file : split_commas(value)) {
+      if (file.empty()) throw UsageError("--ers: an empty file name in '" + value + "'");
+      files.push_back(file);
+    }
+  }
+  const std::optional<std::string> names_text = args.take_optional("--names");
+  const std::string out = args.take_string("--out");
+  args.finish();
+  std::vector<std::string> names;
+  if (names_text) {
+    names = split_commas(*names_text);
+    if (names.size() != files.size()) {
+      throw UsageError("--names: " + std::to_string(names.size()) + " names for " +
+                       std::to_string(files.size()) + " --ers files");
+    }
+  } else {
+    for (const std::string& file : files) {
+      names.push_back(std::filesystem::path(file).stem().string());
+    }
+  }
+  return report_ers(files, names, out);
+}
+
+}  // namespace dml
