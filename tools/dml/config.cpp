@@ -141,6 +141,12 @@ class Checker {
   std::string prefix_;
 };
 
+// Whether a loss accepts batches in any layout (the others read SPC-2's [a0, p0, a1, p1, ...]).
+bool loss_takes_any_batch(const TrainConfig& t) {
+  return t.loss_name == "arcface" ||
+         (t.loss_name == "multi_similarity" && !t.multi_similarity.spc2_anchors);
+}
+
 bool loss_uses_miner(const std::string& loss) {
   return loss == "triplet" || loss == "contrastive" || loss == "margin";
 }
@@ -249,6 +255,10 @@ attacks::defenses::DefenseOptions resolve_defense(const Checker& c, const TrainC
   if (d.mdprop.targets.empty()) {
     c.fail("defense.mdprop.targets", "must name at least one adversarial branch", targets);
   }
+  if (attacks::defenses::needs_triplet_loss(d.name) && t.sampler_name != "spc2") {
+    c.fail("defense.name", "mines SPC-2 triplets: it needs sampler.name \"spc2\"",
+           c.at("defense.name"));
+  }
   if (attacks::defenses::needs_triplet_loss(d.name) && t.loss_name != "triplet") {
     c.fail("defense.name",
            "trains on triplets itself: it needs loss.name \"triplet\", not \"" + t.loss_name + "\"",
@@ -295,6 +305,8 @@ json default_config_json() {
       {"sampler",
        {{"name", "spc2"},
         {"pairs_per_batch", 128},
+        {"classes_per_batch", 32},
+        {"images_per_class", 2},
         {"max_batches_per_epoch", 0},
         {"drop_last", false}}},
       {"loss",
@@ -428,8 +440,10 @@ TrainConfig resolve_config(const json& config, const std::string& source) {
            c.at("model.bn_branches"));
   }
 
-  c.one_of("sampler.name", {"spc2"});
+  t.sampler_name = c.one_of("sampler.name", {"spc2", "m_per_class"});
   t.pairs_per_batch = c.integer("sampler.pairs_per_batch", 1);
+  t.classes_per_batch = c.integer("sampler.classes_per_batch", 1);
+  t.images_per_class = c.integer("sampler.images_per_class", 1);
   t.max_batches_per_epoch = c.integer("sampler.max_batches_per_epoch", 0);
   t.drop_last = c.flag("sampler.drop_last");
 
@@ -495,6 +509,13 @@ TrainConfig resolve_config(const json& config, const std::string& source) {
   t.optimizer.groups =
       resolve_param_groups(resolved.at("optimizer").at("groups"), t.optimizer, source);
 
+  if (t.sampler_name == "m_per_class" && !loss_takes_any_batch(t)) {
+    c.fail("sampler.name",
+           "m_per_class batches have no anchor/partner layout, which loss '" + t.loss_name +
+               "' needs (use spc2, or a loss that takes any labeled batch: arcface, or "
+               "multi_similarity with spc2_anchors false)",
+           c.at("sampler.name"));
+  }
   t.defense = resolve_defense(c, t);
   t.epochs = c.integer("epochs", 1);
   t.eval_every_epochs = c.integer("eval.every_epochs", 0);

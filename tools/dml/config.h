@@ -64,7 +64,10 @@ struct TrainConfig {
   // their fresh initialization (default {"fc."}: the new embedding layer).
   std::string pretrained;
   std::vector<std::string> pretrained_skip = {"fc."};
-  int64_t pairs_per_batch = 128;
+  std::string sampler_name = "spc2";  // spc2 | m_per_class
+  int64_t pairs_per_batch = 128;      // spc2
+  int64_t classes_per_batch = 32;     // m_per_class
+  int64_t images_per_class = 2;       // m_per_class: M
   int64_t max_batches_per_epoch = 0;  // 0 = the whole epoch
   bool drop_last = false;
   std::string loss_name = "triplet";  // one of loss_names()

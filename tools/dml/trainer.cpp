@@ -67,6 +67,24 @@ void load_pretrained(const TrainConfig& config, models::Model& model) {
   models::load_weights(model, config.pretrained, load);
 }
 
+std::unique_ptr<data::BatchSampler> make_sampler(const TrainConfig& config,
+                                                 const data::Dataset& train_set) {
+  if (config.sampler_name == "m_per_class") {
+    return std::make_unique<data::MPerClassSampler>(train_set.labels(), config.classes_per_batch,
+                                                    config.images_per_class, config.seed);
+  }
+  return std::make_unique<data::Spc2Sampler>(train_set.labels(), config.pairs_per_batch,
+                                             config.seed, config.drop_last);
+}
+
+std::string batch_summary(const TrainConfig& config) {
+  if (config.sampler_name == "m_per_class") {
+    return std::to_string(config.classes_per_batch) + " classes x " +
+           std::to_string(config.images_per_class) + " images";
+  }
+  return std::to_string(config.pairs_per_batch) + " pairs";
+}
+
 json without_free_keys(json config) {
   for (const char* key : kResumeFreeKeys) config.erase(key);
   return config;
@@ -246,8 +264,7 @@ int train(const TrainConfig& config, const TrainOptions& options) {
   engine::Generator init_gen(config.seed);
   std::shared_ptr<models::Model> model = models::build_model(config.model, init_gen);
   if (!config.pretrained.empty() && !options.resume) load_pretrained(config, *model);
-  data::Spc2Sampler sampler(train_set->labels(), config.pairs_per_batch, config.seed,
-                            config.drop_last);
+  std::unique_ptr<data::BatchSampler> sampler = make_sampler(config, *train_set);
   const TrainingLoss loss = make_training_loss(config, train_set->num_classes(), init_gen);
   const std::unique_ptr<attacks::defenses::Defense> defense =
       attacks::defenses::make_defense(config.defense);
@@ -293,7 +310,7 @@ int train(const TrainConfig& config, const TrainOptions& options) {
     model->load_state_dict(engine::nn::StateDict(model_state));
     if (loss.module() != nullptr) loss.module()->load_state_dict(engine::nn::StateDict(loss_state));
     if (defense != nullptr) defense->load_state(defense_state);
-    sampler.restore(data::sampler_state_from_json(meta.at("sampler")));
+    sampler->restore(data::sampler_state_from_json(meta.at("sampler")));
     mining.seed = parse_u64(meta.at("mining_generator").at("seed"), ckpt + " mining seed");
     mining.offset = parse_u64(meta.at("mining_generator").at("offset"), ckpt + " mining offset");
     run.step = meta.at("step").get<int64_t>();
@@ -310,7 +327,7 @@ int train(const TrainConfig& config, const TrainOptions& options) {
     if (loss_optimizer) loss_optimizer->load_state_dict(loss_optimizer_state);
   }
 
-  const int64_t full_epoch = sampler.batches_per_epoch();
+  const int64_t full_epoch = sampler->batches_per_epoch();
   const int64_t per_epoch = config.max_batches_per_epoch > 0
                                 ? std::min(config.max_batches_per_epoch, full_epoch)
                                 : full_epoch;
@@ -319,14 +336,14 @@ int train(const TrainConfig& config, const TrainOptions& options) {
 
   std::fprintf(stderr,
                "train: %s -> %s (%lld train / %lld test images), %s D=%lld, %s %s/%s, %s lr "
-               "%g, %lld epochs x %lld batches of %lld pairs, device %s%s%s\n",
+               "%g, %lld epochs x %lld batches of %s, device %s%s%s\n",
                config.data_name.c_str(), config.output_dir.c_str(),
                static_cast<long long>(train_set->size()), static_cast<long long>(test_set->size()),
                config.model.name.c_str(), static_cast<long long>(config.model.embedding_dim),
                config.loss_name.c_str(), config.metric.c_str(), config.miner.c_str(),
                config.optimizer.name.c_str(), config.optimizer.lr,
                static_cast<long long>(config.epochs), static_cast<long long>(per_epoch),
-               static_cast<long long>(config.pairs_per_batch), device.str().c_str(),
+               batch_summary(config).c_str(), device.str().c_str(),
                defense_summary(config.defense).c_str(), options.resume ? ", resumed" : "");
 
   EvalSettings eval_settings;
@@ -356,10 +373,10 @@ int train(const TrainConfig& config, const TrainOptions& options) {
       config.margin,
       mining};
 
-  for (int64_t epoch = sampler.state().epoch; epoch < config.epochs; ++epoch) {
-    const int64_t first = sampler.state().batch;
+  for (int64_t epoch = sampler->state().epoch; epoch < config.epochs; ++epoch) {
+    const int64_t first = sampler->state().batch;
     if (first < per_epoch) {
-      std::vector<std::vector<int64_t>> batches = sampler.rest_of_epoch();
+      std::vector<std::vector<int64_t>> batches = sampler->rest_of_epoch();
       batches.resize(static_cast<size_t>(per_epoch - first));
       data::LoaderOptions loader_options;
       loader_options.seed = config.seed;
@@ -399,7 +416,7 @@ int train(const TrainConfig& config, const TrainOptions& options) {
         engine::backward(loss_value);
         optimizer->step();
         if (loss_optimizer) loss_optimizer->step();
-        sampler.next();  // advance the cursor past this batch
+        sampler->next();  // advance the cursor past this batch
         ++run.step;
         images_since += images.size(0);
         loss_sum += value;
@@ -444,7 +461,7 @@ int train(const TrainConfig& config, const TrainOptions& options) {
         if (stop || (config.checkpoint_every_batches > 0 &&
                      run.step % config.checkpoint_every_batches == 0)) {
           save_checkpoint(ckpt, config, *model, *optimizer, loss, loss_optimizer.get(),
-                          defense.get(), sampler, mining, run);
+                          defense.get(), *sampler, mining, run);
         }
         if (stop) {
           std::fprintf(stderr,
@@ -456,10 +473,10 @@ int train(const TrainConfig& config, const TrainOptions& options) {
       }
     }
     // End of epoch: cursor to the next epoch (a truncated epoch does not roll over by itself).
-    data::SamplerState next_state = sampler.state();
+    data::SamplerState next_state = sampler->state();
     next_state.epoch = epoch + 1;
     next_state.batch = 0;
-    sampler.restore(next_state);
+    sampler->restore(next_state);
     const bool due =
         (config.eval_every_epochs > 0 && (epoch + 1) % config.eval_every_epochs == 0) ||
         epoch + 1 == config.epochs;
@@ -468,7 +485,7 @@ int train(const TrainConfig& config, const TrainOptions& options) {
       run.epochs_evaluated = epoch + 1;
     }
     save_checkpoint(ckpt, config, *model, *optimizer, loss, loss_optimizer.get(), defense.get(),
-                    sampler, mining, run);
+                    *sampler, mining, run);
     if (options.stop_after_batches > 0 && run.step == options.stop_after_batches &&
         epoch + 1 < config.epochs) {
       std::fprintf(stderr,
