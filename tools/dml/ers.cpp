@@ -5,7 +5,10 @@
 //
 // Runs every attack of the profile over the split, prints the raw-score row in the papers' column
 // order (CA+ CA- QA+ QA- TMA ES:D ES:R LTM GTM GTT) and the ERS; --out writes the JSON (atomic).
+#include <algorithm>
 #include <cstdio>
+#include <filesystem>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -33,7 +36,47 @@ const char kUsage[] =
     "  --profile NAME      rob28 (28x28 models), rob224 (224x224 models) or qccurve28\n"
     "  --out FILE          also write the JSON to FILE (atomically, after every attack; "
     "\"complete\"\n"
-    "                      is false until the last one has finished)\n";
+    "                      is false until the last one has finished)\n"
+    "  --resume            keep the attacks an interrupted run already wrote to --out (same\n"
+    "                      checkpoint, profile, seed, --max-images and --robrank-compat) and run\n"
+    "                      only the rest\n";
+
+// The attacks an interrupted `dml ers --out FILE` run finished, after checking that FILE was
+// written for the same checkpoint, profile and selection settings (its device may differ).
+std::vector<AttackSummary> finished_attacks(const std::string& path, const std::string& checkpoint,
+                                            const std::string& profile, const AttackSetup& setup) {
+  std::ifstream in(path);
+  ENGINE_CHECK(in.good(), path, ": cannot be read");
+  const nlohmann::json previous = nlohmann::json::parse(in, nullptr, false);
+  ENGINE_CHECK(previous.is_object() && previous.contains("attacks"), path,
+               ": not a dml ers result (no \"attacks\")");
+  auto expect = [&](const char* key, const nlohmann::json& value) {
+    if (!previous.contains(key) || previous.at(key) != value) {
+      throw UsageError("--resume: " + path + " was written with " + key + " " +
+                       (previous.contains(key) ? previous.at(key).dump() : "(none)") +
+                       ", this run has " + value.dump());
+    }
+  };
+  expect("checkpoint", checkpoint);
+  expect("profile", profile);
+  expect("dataset", setup.dataset + ":" + setup.split);
+  expect("robrank_compat", setup.run.robrank_compat);
+  expect("seed", setup.run.seed);
+  std::vector<AttackSummary> finished;
+  for (const nlohmann::json& attack : previous.at("attacks")) {
+    finished.push_back(attack_summary_from_json(attack, path));
+    const int64_t images = finished.back().images;
+    const int64_t expected =
+        setup.run.max_images > 0
+            ? std::min<int64_t>(setup.run.max_images, setup.images.labels.size())
+            : static_cast<int64_t>(setup.images.labels.size());
+    if (images != expected) {
+      throw UsageError("--resume: " + path + " attacked " + std::to_string(images) +
+                       " images, this run attacks " + std::to_string(expected));
+    }
+  }
+  return finished;
+}
 
 }  // namespace
 
@@ -45,6 +88,7 @@ int run_ers(Args& args) {
   }
   const std::string profile = args.take_string("--profile");
   const std::string out_path = args.take_string("--out", "");
+  const bool resume = args.take_flag("--resume");
   AttackCommonOptions options = take_attack_options(args);
   args.finish();
   std::vector<attacks::AttackSpec> specs;
@@ -56,6 +100,7 @@ int run_ers(Args& args) {
     throw UsageError(std::string("--profile: ") + e.what());
   }
   AttackSetup setup = setup_attack(options);
+  if (resume && out_path.empty()) throw UsageError("--resume needs --out (the file to resume)");
 
   // The JSON of the attacks done so far; with --out it is rewritten (atomically) after every
   // attack, with "complete": false until the last, so an interrupted hour-long run keeps what it
@@ -100,8 +145,23 @@ int run_ers(Args& args) {
     }
     return out;
   };
+  std::vector<AttackSummary> finished;  // --resume: what the previous run wrote
+  if (resume && std::filesystem::exists(out_path)) {
+    finished = finished_attacks(out_path, options.checkpoint, profile, setup);
+    for (const AttackSummary& f : finished) seconds += f.seconds;
+    std::fprintf(stderr, "ers: resuming %s: %zu of %zu attacks already done\n", out_path.c_str(),
+                 finished.size(), specs.size());
+  }
   for (attacks::AttackSpec& spec : specs) {
     complete_spec(spec, setup.dataset);
+    const std::string canonical = attacks::attack_spec_string(spec);
+    auto done = std::find_if(finished.begin(), finished.end(),
+                             [&](const AttackSummary& f) { return f.spec == canonical; });
+    if (done != finished.end()) {
+      summaries.push_back(*done);
+      attacks_json.push_back(attack_summary_json(summaries.back()));
+      continue;
+    }
     summaries.push_back(
         run_attack(*setup.trained.model, setup.images, setup.gallery, spec, setup.run));
     attacks_json.push_back(attack_summary_json(summaries.back()));

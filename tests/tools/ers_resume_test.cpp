@@ -1,0 +1,107 @@
+// `dml ers --resume` (tools/dml/ers.cpp): an interrupted run's finished attacks are kept from the
+// --out file and only the rest run, so the result equals an uninterrupted run's; a file written
+// for other settings is refused. On a tiny C2F2 trained on the generated data of tiny_training.h,
+// attacking 6 test images (8 steps of rob28 would be the same code, only slower).
+#include <catch2/catch.hpp>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "tests/io/io_test_util.h"
+#include "tests/tools/tiny_training.h"
+#include "tools/dml/args.h"
+#include "tools/dml/commands.h"
+#include "tools/dml/trainer.h"
+
+using nlohmann::json;
+
+namespace {
+
+json read_json(const std::string& path) {
+  std::ifstream in(path);
+  return json::parse(in);
+}
+
+void write_json(const std::string& path, const json& value) {
+  std::ofstream out(path);
+  out << value.dump(2);
+}
+
+int ers(const std::string& checkpoint, const std::string& out, std::vector<std::string> extra) {
+  std::vector<std::string> tokens = {"--checkpoint", checkpoint,
+                                     "--profile",    "rob28",
+                                     "--max-images", "6",
+                                     "--batch-size", "6",
+                                     "--device",     "cpu",
+                                     "--out",        out,
+                                     "--root",       tiny_training::data_root()};
+  tokens.insert(tokens.end(), extra.begin(), extra.end());
+  dml::Args args(tokens);
+  return dml::run_ers(args);
+}
+
+}  // namespace
+
+TEST_CASE("dml ers --resume keeps the finished attacks and runs the rest", "[tools][ers]") {
+  test::TempDir dir;
+  REQUIRE(dml::train(tiny_training::tiny_config("triplet", dir.file("run"), 2),
+                     dml::TrainOptions()) == 0);
+  const std::string checkpoint = dir.file("run/model.safetensors");
+  REQUIRE(ers(checkpoint, dir.file("whole.json"), {}) == 0);
+  const json whole = read_json(dir.file("whole.json"));
+  REQUIRE(whole.at("complete") == true);
+  REQUIRE(whole.at("attacks").size() == 9);  // rob28: nine attacks give the ten columns
+
+  // An "interrupted" file: the first four attacks, one of them altered so the test can tell a
+  // kept attack from a re-run one (CA+ is the first: its adversarial rank becomes 12.5 %).
+  json partial = whole;
+  partial["complete"] = false;
+  partial.erase("ers");
+  json kept = json::array();
+  for (size_t i = 0; i < 4; ++i) kept.push_back(whole.at("attacks")[i]);
+  REQUIRE(kept[0].at("attack").get<std::string>().rfind("CA:pm=+", 0) == 0);
+  kept[0]["measures"]["CA+:prank"]["adversarial"] = 12.5;
+  partial["attacks"] = kept;
+  write_json(dir.file("partial.json"), partial);
+
+  REQUIRE(ers(checkpoint, dir.file("partial.json"), {"--resume"}) == 0);
+  const json resumed = read_json(dir.file("partial.json"));
+  CHECK(resumed.at("complete") == true);
+  REQUIRE(resumed.at("attacks").size() == 9);
+  for (size_t i = 1; i < 9; ++i) {  // attacks 1..3 kept, 4..8 re-run: all equal the whole run's
+    INFO(i);
+    CHECK(resumed.at("attacks")[i].at("measures") == whole.at("attacks")[i].at("measures"));
+  }
+  CHECK(resumed.at("CA+").get<double>() == 12.5);  // kept, not recomputed
+  for (const char* column : {"CA-", "QA+", "QA-", "TMA", "ES:D", "ES:R", "LTM", "GTM", "GTT"}) {
+    INFO(column);
+    CHECK(resumed.at(column) == whole.at(column));
+  }
+  // ERS = mean of ten normalized columns; CA+ enters as 2 x CA+.
+  const double expected =
+      whole.at("ers").get<double>() + (2 * 12.5 - 2 * whole.at("CA+").get<double>()) / 10.0;
+  CHECK(resumed.at("ers").get<double>() == Approx(expected).epsilon(1e-12));
+}
+
+TEST_CASE("dml ers --resume refuses a file written for other settings", "[tools][ers]") {
+  test::TempDir dir;
+  REQUIRE(dml::train(tiny_training::tiny_config("triplet", dir.file("run"), 1),
+                     dml::TrainOptions()) == 0);
+  const std::string checkpoint = dir.file("run/model.safetensors");
+  json partial = {{"checkpoint", checkpoint}, {"profile", "rob28"}, {"dataset", "mnist:test"},
+                  {"robrank_compat", false},  {"seed", 0},          {"complete", false},
+                  {"attacks", json::array()}};
+  partial["seed"] = 3;
+  write_json(dir.file("seed.json"), partial);
+  REQUIRE_THROWS_WITH(ers(checkpoint, dir.file("seed.json"), {"--resume"}),
+                      Catch::Contains("seed 3") && Catch::Contains("seed.json"));
+  partial["seed"] = 0;
+  partial["robrank_compat"] = true;
+  write_json(dir.file("compat.json"), partial);
+  REQUIRE_THROWS_AS(ers(checkpoint, dir.file("compat.json"), {"--resume"}), dml::UsageError);
+  dml::Args no_out({"--checkpoint", checkpoint, "--profile", "rob28", "--root",
+                    tiny_training::data_root(), "--resume"});
+  REQUIRE_THROWS_WITH(dml::run_ers(no_out), Catch::Contains("--resume needs --out"));
+}
