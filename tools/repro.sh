@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# One reproduction, resumable in pieces: `dml train` a config, then `dml ers` on its weights, both
+# picking up where an interrupted call stopped (train --resume, ers --resume). Made for GPU
+# sessions whose commands are cut after a few minutes: call it again until it prints "done".
+#
+#   tools/repro.sh CONFIG [--device DEV] [--profile rob28|rob224] [--dml PATH] [--out DIR]
+#                         [--set KEY=VALUE]... [--ers-images N]
+#
+# --set goes to `dml train` (e.g. epochs for a quick check); --ers-images attacks only the first N
+# test images (default all, as the papers do).
+# Writes DIR (default runs/repro/<config name>): run/ (the training output), train.log, ers.json,
+# ers.log; the ERS uses --robrank-compat so it compares with the published tables. When $OUT is
+# set (the device tool's output folder) the logs and JSON files are copied there too.
+set -euo pipefail
+ROOT="$(cd "$(dirname "$0")/.." && pwd)"
+if [ $# -lt 1 ]; then
+  echo "usage: tools/repro.sh CONFIG [--device DEV] [--profile NAME] [--dml PATH] [--out DIR]" \
+    "[--set KEY=VALUE]... [--ers-images N]" >&2
+  exit 2
+fi
+CONFIG="$1"
+shift
+NAME="$(basename "$CONFIG" .json)"
+DEVICE=auto
+PROFILE=rob28
+DML="$ROOT/build/dml"
+DIR="$ROOT/runs/repro/$NAME"
+SETS=()
+ERS_IMAGES=0
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --device) DEVICE="$2"; shift 2 ;;
+    --profile) PROFILE="$2"; shift 2 ;;
+    --dml) DML="$2"; shift 2 ;;
+    --out) DIR="$2"; shift 2 ;;
+    --set) SETS+=(--set "$2"); shift 2 ;;
+    --ers-images) ERS_IMAGES="$2"; shift 2 ;;
+    *) echo "tools/repro.sh: unknown option $1" >&2; exit 2 ;;
+  esac
+done
+[ -f "$CONFIG" ] || { echo "tools/repro.sh: no config $CONFIG" >&2; exit 2; }
+[ -x "$DML" ] || { echo "tools/repro.sh: no dml program at $DML (build it first)" >&2; exit 2; }
+mkdir -p "$DIR"
+
+copy_out() {
+  if [ -n "${OUT:-}" ]; then
+    mkdir -p "$OUT/$NAME"
+    for f in train.log ers.log ers.json run/metrics.json run/log.jsonl; do
+      if [ -f "$DIR/$f" ]; then cp "$DIR/$f" "$OUT/$NAME/$(basename "$f")"; fi
+    done
+  fi
+}
+trap copy_out EXIT
+
+# 1. Training (skipped once model.safetensors exists).
+if [ ! -f "$DIR/run/model.safetensors" ]; then
+  RESUME=()
+  if [ -f "$DIR/run/checkpoint.safetensors" ]; then RESUME=(--resume); fi
+  echo "==> dml train $CONFIG ${RESUME[*]:-} (log: $DIR/train.log)"
+  start=$SECONDS
+  "$DML" train --config "$CONFIG" "${SETS[@]}" --set output_dir="$DIR/run" \
+    --set device="$DEVICE" "${RESUME[@]}" 2>&1 | tee -a "$DIR/train.log"
+  echo "[train: $((SECONDS - start)) s in this call]" | tee -a "$DIR/train.log"
+fi
+
+# 2. ERS (skipped once ers.json says complete).
+if ! grep -q '"complete": true' "$DIR/ers.json" 2>/dev/null; then
+  echo "==> dml ers --profile $PROFILE (log: $DIR/ers.log)"
+  start=$SECONDS
+  "$DML" ers --checkpoint "$DIR/run/model.safetensors" --profile "$PROFILE" --device "$DEVICE" \
+    --max-images "$ERS_IMAGES" --robrank-compat --out "$DIR/ers.json" --resume 2>&1 |
+    tee -a "$DIR/ers.log"
+  echo "[ers: $((SECONDS - start)) s in this call]" | tee -a "$DIR/ers.log"
+fi
+echo "done: $DIR/run/metrics.json and $DIR/ers.json"
