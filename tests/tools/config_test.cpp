@@ -250,6 +250,11 @@ TEST_CASE("config: every reference config in configs/ resolves, defenses as docu
       CHECK(t.defense.pgd.alpha == Approx(3.0 / 255.0));
       CHECK(t.defense.pgd.steps == (stem.find("fgsm") != std::string::npos ? 1 : 32));
     }
+    if (t.defense.name == "hm" && t.defense.hm.ics) {
+      // ICS weight: 0.5, except 0.05 on SOP (CVPR'22 §4; robrank-spec §5.5).
+      const bool sop = entry.path().parent_path().filename() == "sop";
+      CHECK(t.defense.hm.ics_lambda == Approx(sop ? 0.05 : 0.5));
+    }
   }
-  CHECK(count >= 17);  // quick + 11 fashion + 4 cub + mdprop
+  CHECK(count >= 25);  // quick + 11 fashion + 4 cub + mdprop + 4 cars + 4 sop
 }
