@@ -2,7 +2,8 @@
 # usage: train_kill_resume.sh DML DIR ARGS...
 # Kills `dml train ARGS` with SIGKILL at random moments (some land inside a checkpoint write) and
 # resumes until it finishes, then compares the final weights and metrics byte for byte with an
-# uninterrupted run. The kill delay grows with each try, so the run always finishes eventually
+# uninterrupted run, and the log (log.jsonl less its timing field) with the uninterrupted log: a
+# resume drops the records written after its checkpoint and a torn last line. The kill delay grows with each try, so the run always finishes eventually
 # however slow the machine.
 set -e
 dml=$1; d=$2; shift 2
@@ -22,4 +23,7 @@ done
 echo "finished after $tries runs"
 cmp "$d/ref/model.safetensors" "$d/k/model.safetensors"
 cmp "$d/ref/metrics.json" "$d/k/metrics.json"
+sed 's/"images_per_s":[^,]*,//' "$d/ref/log.jsonl" > "$d/ref.log"
+sed 's/"images_per_s":[^,]*,//' "$d/k/log.jsonl" > "$d/k.log"
+cmp "$d/ref.log" "$d/k.log"
 echo "bit-identical"

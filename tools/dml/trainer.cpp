@@ -113,6 +113,11 @@ struct RunState {
   int64_t step = 0;  // optimizer steps done
   int64_t epochs_evaluated = 0;
   int64_t passes = 0;  // forward/backward passes spent (defense.h StepResult::passes), all steps
+  // The batches since the last log record, whose means the next record reports; checkpointed so a
+  // resume between two records logs the same means as an uninterrupted run.
+  double window_loss_sum = 0.0;
+  int64_t window_batches = 0;
+  int64_t window_passes = 0;
 };
 
 void save_checkpoint(const std::string& path, const TrainConfig& config, const models::Model& model,
@@ -138,6 +143,10 @@ void save_checkpoint(const std::string& path, const TrainConfig& config, const m
       {"step", run.step},
       {"epochs_evaluated", run.epochs_evaluated},
       {"passes", run.passes},
+      {"log_window",
+       {{"loss_sum", run.window_loss_sum},
+        {"batches", run.window_batches},
+        {"passes", run.window_passes}}},
       {"sampler", data::to_json(sampler.state())},
       // As a string: JSON numbers in other readers may lose 64-bit precision.
       {"mining_generator",
@@ -155,8 +164,11 @@ uint64_t parse_u64(const json& value, const std::string& what) {
 
 class Log {
  public:
-  explicit Log(const std::string& path) : out_(path, std::ios::app), path_(path) {
-    ENGINE_CHECK(out_.good(), path, ": cannot open the log for appending");
+  // `fresh`: start an empty file (a new run, including --overwrite and a run killed before its
+  // first checkpoint); otherwise append (a resumed run).
+  Log(const std::string& path, bool fresh)
+      : out_(path, fresh ? std::ios::trunc : std::ios::app), path_(path) {
+    ENGINE_CHECK(out_.good(), path, ": cannot open the log for writing");
   }
   void write(const json& record) {
     out_ << record.dump() << '\n';
@@ -173,6 +185,30 @@ void write_text_atomically(const std::string& path, const std::string& text) {
   engine::detail::AtomicFileWriter writer(path);
   writer.write(text.data(), text.size());
   writer.commit();
+}
+
+// On --resume: the records of log.jsonl written after the checkpoint (steps > `step`) describe
+// work the resumed run redoes and logs again, and a kill can leave a torn last line; both are
+// dropped (the file rewritten atomically) so the log reads like one uninterrupted run. Returns how
+// many lines were dropped.
+int64_t drop_log_records_after(const std::string& path, int64_t step) {
+  std::ifstream in(path);
+  if (!in) return 0;  // no log yet
+  std::string kept, line;
+  int64_t dropped = 0;
+  while (std::getline(in, line)) {
+    const json record = json::parse(line, nullptr, false);
+    const bool valid = record.is_object();
+    const bool after = valid && record.contains("step") && record["step"].is_number_integer() &&
+                       record["step"].get<int64_t>() > step;
+    if (!valid || after) {
+      ++dropped;
+      continue;
+    }
+    kept += line + '\n';
+  }
+  if (dropped > 0) write_text_atomically(path, kept);
+  return dropped;
 }
 
 std::string format_number(double x) {
@@ -316,6 +352,12 @@ int train(const TrainConfig& config, const TrainOptions& options) {
     run.step = meta.at("step").get<int64_t>();
     run.epochs_evaluated = meta.at("epochs_evaluated").get<int64_t>();
     run.passes = meta.value("passes", run.step);  // checkpoints before defenses: 1 per step
+    if (meta.contains("log_window")) {  // absent in older checkpoints: the window restarts
+      const json& window = meta.at("log_window");
+      run.window_loss_sum = window.at("loss_sum").get<double>();
+      run.window_batches = window.at("batches").get<int64_t>();
+      run.window_passes = window.at("passes").get<int64_t>();
+    }
   }
   model->to(device);
   if (loss.module() != nullptr) loss.module()->to(device);
@@ -332,7 +374,16 @@ int train(const TrainConfig& config, const TrainOptions& options) {
                                 ? std::min(config.max_batches_per_epoch, full_epoch)
                                 : full_epoch;
   const bool tty = isatty(fileno(stderr)) != 0;
-  Log log((std::filesystem::path(config.output_dir) / "log.jsonl").string());
+  const std::string log_path = (std::filesystem::path(config.output_dir) / "log.jsonl").string();
+  if (options.resume) {
+    const int64_t dropped = drop_log_records_after(log_path, run.step);
+    if (dropped > 0) {
+      std::fprintf(stderr, "train: %s: dropped %lld record(s) after the checkpoint's step %lld\n",
+                   log_path.c_str(), static_cast<long long>(dropped),
+                   static_cast<long long>(run.step));
+    }
+  }
+  Log log(log_path, /*fresh=*/!options.resume);
 
   std::fprintf(stderr,
                "train: %s -> %s (%lld train / %lld test images), %s D=%lld, %s %s/%s, %s lr "
@@ -351,12 +402,12 @@ int train(const TrainConfig& config, const TrainOptions& options) {
   eval_settings.max_images = config.eval_max_images;
   eval_settings.batch_size = config.eval_batch_size;
   eval_settings.seed = config.seed;
-  auto evaluate_now = [&](int64_t epoch) {
+  auto evaluate_now = [&](int64_t epoch, bool write_record) {
     const metrics::Evaluation e = evaluate_model(*model, *test_set, eval_settings);
     json record = {{"type", "eval"}, {"epoch", epoch + 1}, {"step", run.step}, {"images", e.n}};
     const nlohmann::ordered_json values = metrics::metrics_json(e);
     for (const auto& item : values.items()) record[item.key()] = item.value();
-    log.write(record);
+    if (write_record) log.write(record);
     std::fprintf(stderr, "eval: epoch %lld, %lld images: recall@1 %.2f%%, map_at_r10 %.2f%%\n",
                  static_cast<long long>(epoch + 1), static_cast<long long>(e.n),
                  100.0 * e.retrieval.recall[0], 100.0 * e.retrieval.map_at_r10);
@@ -387,9 +438,6 @@ int train(const TrainConfig& config, const TrainOptions& options) {
       data::Batch batch;
       Clock::time_point since = Clock::now();
       int64_t images_since = 0;
-      double loss_sum = 0.0;
-      int64_t loss_count = 0;
-      int64_t passes_since = 0;
       std::vector<std::pair<std::string, engine::Tensor>> defense_logs;
       while (loader.next(batch)) {
         model->train();
@@ -400,11 +448,11 @@ int train(const TrainConfig& config, const TrainOptions& options) {
           attacks::defenses::StepResult result = defense->step(context, images, labels);
           loss_value = result.loss;
           defense_logs = std::move(result.logs);
-          passes_since += result.passes;
+          run.window_passes += result.passes;
           run.passes += result.passes;
         } else {
           loss_value = compute_loss(config, loss, (*model)(images), labels, mining);
-          passes_since += 1;
+          run.window_passes += 1;
           run.passes += 1;
         }
         const double value = loss_value.item();
@@ -419,8 +467,8 @@ int train(const TrainConfig& config, const TrainOptions& options) {
         sampler->next();  // advance the cursor past this batch
         ++run.step;
         images_since += images.size(0);
-        loss_sum += value;
-        ++loss_count;
+        run.window_loss_sum += value;
+        ++run.window_batches;
 
         const bool last = batch.number + 1 == per_epoch;
         if ((batch.number + 1) % config.log_every_batches == 0 || last) {
@@ -432,11 +480,12 @@ int train(const TrainConfig& config, const TrainOptions& options) {
                          {"batches", per_epoch},
                          {"step", run.step},
                          {"loss", value},
-                         {"mean_loss", loss_sum / loss_count},
+                         {"mean_loss", run.window_loss_sum / run.window_batches},
                          {"lr", optimizer->lr(0)},
                          {"images_per_s", rate}};
           if (loss.margin) record["beta"] = loss.margin->beta().item();
-          const double passes_per_batch = static_cast<double>(passes_since) / loss_count;
+          const double passes_per_batch =
+              static_cast<double>(run.window_passes) / run.window_batches;
           if (defense != nullptr) {
             record["passes_per_batch"] = passes_per_batch;
             for (const auto& [name, tensor] : defense_logs) record[name] = tensor.item();
@@ -448,13 +497,14 @@ int train(const TrainConfig& config, const TrainOptions& options) {
                        tty ? "\r" : "", static_cast<long long>(epoch + 1),
                        static_cast<long long>(config.epochs),
                        static_cast<long long>(batch.number + 1), static_cast<long long>(per_epoch),
-                       loss_sum / loss_count, rate, cost.c_str(), tty && !last ? "\x1b[K" : "\n");
+                       run.window_loss_sum / run.window_batches, rate, cost.c_str(),
+                       tty && !last ? "\x1b[K" : "\n");
           std::fflush(stderr);
           since = Clock::now();
           images_since = 0;
-          loss_sum = 0.0;
-          loss_count = 0;
-          passes_since = 0;
+          run.window_loss_sum = 0.0;
+          run.window_batches = 0;
+          run.window_passes = 0;
         }
         if (last) break;
         const bool stop = options.stop_after_batches > 0 && run.step == options.stop_after_batches;
@@ -481,7 +531,7 @@ int train(const TrainConfig& config, const TrainOptions& options) {
         (config.eval_every_epochs > 0 && (epoch + 1) % config.eval_every_epochs == 0) ||
         epoch + 1 == config.epochs;
     if (due && run.epochs_evaluated < epoch + 1) {
-      final_eval = evaluate_now(epoch);
+      final_eval = evaluate_now(epoch, /*write_record=*/true);
       run.epochs_evaluated = epoch + 1;
     }
     save_checkpoint(ckpt, config, *model, *optimizer, loss, loss_optimizer.get(), defense.get(),
@@ -500,7 +550,11 @@ int train(const TrainConfig& config, const TrainOptions& options) {
       (std::filesystem::path(config.output_dir) / "model.safetensors").string();
   models::save_weights(*model, weights,
                        {{"format", "pt"}, {"dml_model", model_metadata(config).dump()}});
-  if (!final_eval) final_eval = evaluate_now(config.epochs - 1);  // resumed after the last eval
+  if (!final_eval) {
+    // Resumed after the last evaluation (killed before the weights were written): the checkpoint
+    // counts that evaluation, whose record is in the log already; recompute it for metrics.json.
+    final_eval = evaluate_now(config.epochs - 1, /*write_record=*/false);
+  }
   nlohmann::ordered_json summary = metrics::metrics_json(*final_eval);
   summary["images"] = final_eval->n;
   summary["epochs"] = config.epochs;
