@@ -4,7 +4,10 @@
 // batches of 4 pairs and a 20-image evaluation, so a run takes well under a second.
 #pragma once
 
+#include <catch2/catch.hpp>
+
 #include <cstdint>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <random>
@@ -101,6 +104,42 @@ inline std::map<std::string, engine::RawTensor> checkpoint_tensors(const std::st
     tensors[name] = raw;
   }
   return tensors;
+}
+
+// Trains `loss` with `run` twice into `dir`: once whole, once stopped after `stop_after` steps and
+// resumed. The two must end bit-identical: final weights, metrics.json and every checkpoint
+// tensor (model, optimizers, loss parameters, defense state). Returns the checkpoint's tensor
+// names, for callers that check which state was saved.
+inline std::vector<std::string> check_resume_bit_identical(const std::string& dir,
+                                                           const std::string& loss,
+                                                           int64_t steps_per_epoch, const json& run,
+                                                           int64_t stop_after) {
+  const std::string whole_dir = dir + "/whole", split_dir = dir + "/split";
+  REQUIRE(dml::train(tiny_config(loss, whole_dir, steps_per_epoch, run), dml::TrainOptions()) == 0);
+  dml::TrainOptions stop;
+  stop.stop_after_batches = stop_after;
+  const dml::TrainConfig split = tiny_config(loss, split_dir, steps_per_epoch, run);
+  REQUIRE(dml::train(split, stop) == 0);
+  CHECK_FALSE(std::filesystem::exists(split_dir + "/model.safetensors"));
+  dml::TrainOptions resume;
+  resume.resume = true;
+  REQUIRE(dml::train(split, resume) == 0);
+
+  CHECK(test::read_bytes(whole_dir + "/model.safetensors") ==
+        test::read_bytes(split_dir + "/model.safetensors"));
+  CHECK(test::read_bytes(whole_dir + "/metrics.json") ==
+        test::read_bytes(split_dir + "/metrics.json"));
+  const auto whole = checkpoint_tensors(whole_dir);
+  const auto resumed = checkpoint_tensors(split_dir);
+  REQUIRE(whole.size() == resumed.size());
+  std::vector<std::string> names;
+  for (const auto& [name, raw] : whole) {
+    INFO(name);
+    REQUIRE(resumed.count(name) == 1);
+    CHECK(resumed.at(name).bytes == raw.bytes);
+    names.push_back(name);
+  }
+  return names;
 }
 
 }  // namespace tiny_training

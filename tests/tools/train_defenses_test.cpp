@@ -92,27 +92,9 @@ void check_defense_trains(const std::string& name, const json& extra = json::obj
 
 void check_resume_bit_identical(const json& defense_config) {
   test::TempDir out;
-  const json run = {{"epochs", 2}, {"defense", defense_config}};
-  REQUIRE(dml::train(tiny_config("triplet", out.file("whole"), 3, run), dml::TrainOptions()) == 0);
-  dml::TrainOptions stop;
-  stop.stop_after_batches = 4;  // mid-way through the second epoch
-  const dml::TrainConfig split = tiny_config("triplet", out.file("split"), 3, run);
-  REQUIRE(dml::train(split, stop) == 0);
-  dml::TrainOptions resume;
-  resume.resume = true;
-  REQUIRE(dml::train(split, resume) == 0);
-  CHECK(test::read_bytes(out.file("whole/model.safetensors")) ==
-        test::read_bytes(out.file("split/model.safetensors")));
-  CHECK(test::read_bytes(out.file("whole/metrics.json")) ==
-        test::read_bytes(out.file("split/metrics.json")));
-  const auto whole = checkpoint_tensors(out.file("whole"));
-  const auto resumed = checkpoint_tensors(out.file("split"));
-  REQUIRE(whole.size() == resumed.size());
-  for (const auto& [name, raw] : whole) {
-    INFO(name);
-    REQUIRE(resumed.count(name) == 1);
-    CHECK(resumed.at(name).bytes == raw.bytes);
-  }
+  // Stopped after 4 steps: mid-way through the second epoch.
+  tiny_training::check_resume_bit_identical(out.file("run"), "triplet", 3,
+                                            {{"epochs", 2}, {"defense", defense_config}}, 4);
 }
 
 void check_config_rejected(const json& extra, const std::string& key) {

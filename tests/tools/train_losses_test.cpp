@@ -130,30 +130,9 @@ void check_loss_trains(const std::string& loss) {
 void check_resume_bit_identical(const std::string& loss, int64_t epochs, int64_t steps_per_epoch,
                                 int64_t stop_after) {
   test::TempDir out;
-  const json run = {{"epochs", epochs}};
-  REQUIRE(dml::train(tiny_config(loss, out.file("whole"), steps_per_epoch, run),
-                     dml::TrainOptions()) == 0);
-  dml::TrainOptions stop;
-  stop.stop_after_batches = stop_after;
-  const dml::TrainConfig split = tiny_config(loss, out.file("split"), steps_per_epoch, run);
-  REQUIRE(dml::train(split, stop) == 0);
-  CHECK_FALSE(std::filesystem::exists(out.file("split/model.safetensors")));
-  dml::TrainOptions resume;
-  resume.resume = true;
-  REQUIRE(dml::train(split, resume) == 0);
-
-  CHECK(test::read_bytes(out.file("whole/model.safetensors")) ==
-        test::read_bytes(out.file("split/model.safetensors")));
-  CHECK(test::read_bytes(out.file("whole/metrics.json")) ==
-        test::read_bytes(out.file("split/metrics.json")));
-  const auto whole = checkpoint_tensors(out.file("whole"));
-  const auto resumed = checkpoint_tensors(out.file("split"));
-  REQUIRE(whole.size() == resumed.size());
   int64_t loss_entries = 0;
-  for (const auto& [name, raw] : whole) {
-    INFO(name);
-    REQUIRE(resumed.count(name) == 1);
-    CHECK(resumed.at(name).bytes == raw.bytes);
+  for (const std::string& name : tiny_training::check_resume_bit_identical(
+           out.file("run"), loss, steps_per_epoch, {{"epochs", epochs}}, stop_after)) {
     loss_entries += name.rfind("loss", 0) == 0 ? 1 : 0;
   }
   // The parameter, and its optimizer's step count (plus Adam's two moments for ArcFace).

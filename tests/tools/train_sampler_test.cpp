@@ -64,25 +64,8 @@ TEST_CASE("dml train: m_per_class batches train multi_similarity and arcface",
 TEST_CASE("dml train: an m_per_class run resumed mid-epoch is bit-identical",
           "[tools][train][sampler]") {
   test::TempDir out;
-  const json run = m_per_class({{"epochs", 2}});
-  REQUIRE(dml::train(tiny_config("multi_similarity", out.file("whole"), 3, run),
-                     dml::TrainOptions()) == 0);
-  dml::TrainOptions stop;
-  stop.stop_after_batches = 4;
-  const dml::TrainConfig split = tiny_config("multi_similarity", out.file("split"), 3, run);
-  REQUIRE(dml::train(split, stop) == 0);
-  dml::TrainOptions resume;
-  resume.resume = true;
-  REQUIRE(dml::train(split, resume) == 0);
-  CHECK(test::read_bytes(out.file("whole/model.safetensors")) ==
-        test::read_bytes(out.file("split/model.safetensors")));
-  const auto whole = checkpoint_tensors(out.file("whole"));
-  const auto resumed = checkpoint_tensors(out.file("split"));
-  REQUIRE(whole.size() == resumed.size());
-  for (const auto& [name, raw] : whole) {
-    INFO(name);
-    CHECK(resumed.at(name).bytes == raw.bytes);
-  }
+  tiny_training::check_resume_bit_identical(out.file("run"), "multi_similarity", 3,
+                                            m_per_class({{"epochs", 2}}), 4);
 }
 
 TEST_CASE("dml train: mdprop trains on m_per_class batches with multi-similarity",
