@@ -156,26 +156,45 @@ bool is_pointwise(const Conv2dShape& shape) {
          shape.pad_h == 0 && shape.pad_w == 0;
 }
 
+// Output columns q whose input column iw = q stride_w - pad_w + s dilation_w lies inside the
+// image, as the half-open range [begin, end) (empty when begin >= end). Computing it once per
+// kernel column keeps the im2col / col2im copy loops free of bounds tests.
+struct ColumnRange {
+  int64_t begin, end;
+};
+
+ColumnRange valid_columns(const Conv2dShape& shape, int64_t s) {
+  const int64_t offset = s * shape.dilation_w - shape.pad_w;  // iw = q stride_w + offset
+  const int64_t stride = shape.stride_w, Q = shape.out_w();
+  // smallest q with q stride + offset >= 0, and one past the largest with it <= W - 1
+  const int64_t begin = offset >= 0 ? 0 : (-offset + stride - 1) / stride;
+  const int64_t last = shape.W - 1 - offset;  // q stride <= last
+  const int64_t end = last < 0 ? 0 : last / stride + 1;
+  return {std::min(begin, Q), std::min(end, Q)};
+}
+
 // col [CRS, PQ] from one image x [C, H, W].
 template <typename T>
 void im2col(const Conv2dShape& shape, const T* image, T* col) {
   const int64_t H = shape.H, W = shape.W, P = shape.out_h(), Q = shape.out_w();
+  const int64_t stride = shape.stride_w;
   for (int64_t c = 0; c < shape.C; ++c) {
     for (int64_t r = 0; r < shape.R; ++r) {
       for (int64_t s = 0; s < shape.S; ++s) {
         T* row = col + ((c * shape.R + r) * shape.S + s) * P * Q;
+        const ColumnRange valid = valid_columns(shape, s);
+        const int64_t offset = s * shape.dilation_w - shape.pad_w;
         for (int64_t p = 0; p < P; ++p) {
           const int64_t ih = p * shape.stride_h - shape.pad_h + r * shape.dilation_h;
           T* out = row + p * Q;
-          if (ih < 0 || ih >= H) {
+          if (ih < 0 || ih >= H || valid.begin >= valid.end) {
             std::fill(out, out + Q, T(0));
             continue;
           }
           const T* in = image + (c * H + ih) * W;
-          for (int64_t q = 0; q < Q; ++q) {
-            const int64_t iw = q * shape.stride_w - shape.pad_w + s * shape.dilation_w;
-            out[q] = (iw >= 0 && iw < W) ? in[iw] : T(0);
-          }
+          std::fill(out, out + valid.begin, T(0));
+          for (int64_t q = valid.begin; q < valid.end; ++q) out[q] = in[q * stride + offset];
+          std::fill(out + valid.end, out + Q, T(0));
         }
       }
     }
@@ -187,19 +206,19 @@ void im2col(const Conv2dShape& shape, const T* image, T* col) {
 template <typename T>
 void col2im(const Conv2dShape& shape, const T* col, T* image) {
   const int64_t H = shape.H, W = shape.W, P = shape.out_h(), Q = shape.out_w();
+  const int64_t stride = shape.stride_w;
   for (int64_t c = 0; c < shape.C; ++c) {
     for (int64_t r = 0; r < shape.R; ++r) {
       for (int64_t s = 0; s < shape.S; ++s) {
         const T* row = col + ((c * shape.R + r) * shape.S + s) * P * Q;
+        const ColumnRange valid = valid_columns(shape, s);
+        const int64_t offset = s * shape.dilation_w - shape.pad_w;
         for (int64_t p = 0; p < P; ++p) {
           const int64_t ih = p * shape.stride_h - shape.pad_h + r * shape.dilation_h;
           if (ih < 0 || ih >= H) continue;
           const T* in = row + p * Q;
           T* out = image + (c * H + ih) * W;
-          for (int64_t q = 0; q < Q; ++q) {
-            const int64_t iw = q * shape.stride_w - shape.pad_w + s * shape.dilation_w;
-            if (iw >= 0 && iw < W) out[iw] += in[q];
-          }
+          for (int64_t q = valid.begin; q < valid.end; ++q) out[q * stride + offset] += in[q];
         }
       }
     }

@@ -26,18 +26,22 @@ constexpr int64_t kMinParallelElements = int64_t(1) << 16;
 // row-major window order, or -1 if the window has no in-image cell (validated shapes never
 // produce one). A NaN beats any number, so a NaN in the window becomes the output.
 template <typename T>
-int64_t window_argmax(const Pool2dShape& shape, const T* plane, int64_t p, int64_t q) {
-  int64_t best = -1;
-  for (int64_t i = 0; i < shape.kernel_h; ++i) {
-    const int64_t ih = p * shape.stride_h - shape.pad_h + i;
-    if (ih < 0 || ih >= shape.H) continue;
-    for (int64_t j = 0; j < shape.kernel_w; ++j) {
-      const int64_t iw = q * shape.stride_w - shape.pad_w + j;
-      if (iw < 0 || iw >= shape.W) continue;
-      const int64_t cell = ih * shape.W + iw;
-      if (best < 0 || plane[cell] > plane[best] ||
-          (std::isnan(plane[cell]) && !std::isnan(plane[best]))) {
-        best = cell;
+inline int64_t window_argmax(const Pool2dShape& shape, const T* plane, int64_t p, int64_t q) {
+  // The in-image part of the window, rows [i0, i1) and columns [j0, j1) in image coordinates:
+  // clamping once here keeps the compare loop free of bounds tests (it runs for every output of
+  // every forward and backward pass, so it is hot on the CPU).
+  const int64_t top = p * shape.stride_h - shape.pad_h, left = q * shape.stride_w - shape.pad_w;
+  const int64_t i0 = std::max<int64_t>(top, 0), i1 = std::min(top + shape.kernel_h, shape.H);
+  const int64_t j0 = std::max<int64_t>(left, 0), j1 = std::min(left + shape.kernel_w, shape.W);
+  if (i0 >= i1 || j0 >= j1) return -1;
+  int64_t best = i0 * shape.W + j0;
+  T best_value = plane[best];
+  for (int64_t ih = i0; ih < i1; ++ih) {
+    for (int64_t iw = j0; iw < j1; ++iw) {
+      const T value = plane[ih * shape.W + iw];
+      if (value > best_value || (std::isnan(value) && !std::isnan(best_value))) {
+        best = ih * shape.W + iw;
+        best_value = value;
       }
     }
   }

@@ -149,6 +149,10 @@ TEST_CASE("conv2d kernels: fast path matches the reference on special shapes",
   require_fast_matches_reference(make_shape(6, 32, 10, 10, 32, 1, 1, 1, 1, 0, 0, 1, 1));
   // The kernel exactly covers the padded input: a 1x1 output.
   require_fast_matches_reference(make_shape(2, 2, 3, 3, 3, 5, 5, 1, 1, 1, 1, 1, 1));
+  // Padding wider than the image: the outer kernel columns and rows never touch it (im2col's
+  // in-image column range is empty for them), with strides 1 and 2.
+  require_fast_matches_reference(make_shape(2, 2, 2, 2, 3, 5, 5, 1, 1, 2, 2, 1, 1));
+  require_fast_matches_reference(make_shape(2, 2, 3, 2, 3, 5, 5, 2, 2, 3, 3, 1, 1));
   // Empty batch: nothing to compute, dw and db are zero.
   Conv2dShape empty = make_shape(0, 2, 4, 4, 3, 3, 3, 1, 1, 1, 1, 1, 1);
   std::vector<double> dw(3 * 2 * 3 * 3, 7.0), db(3, 7.0);
