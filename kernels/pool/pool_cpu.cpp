@@ -34,18 +34,30 @@ inline int64_t window_argmax(const Pool2dShape& shape, const T* plane, int64_t p
   const int64_t i0 = std::max<int64_t>(top, 0), i1 = std::min(top + shape.kernel_h, shape.H);
   const int64_t j0 = std::max<int64_t>(left, 0), j1 = std::min(left + shape.kernel_w, shape.W);
   if (i0 >= i1 || j0 >= j1) return -1;
+  // Pass 1: the first maximal cell, by selects the compiler can make branch-free (whether a cell
+  // beats the current best is data dependent, and a branch on it mispredicts about every other
+  // time). A comparison with NaN is false, so this pass only notes whether a NaN was seen.
   int64_t best = i0 * shape.W + j0;
   T best_value = plane[best];
+  bool saw_nan = false;
   for (int64_t ih = i0; ih < i1; ++ih) {
     for (int64_t iw = j0; iw < j1; ++iw) {
-      const T value = plane[ih * shape.W + iw];
-      if (value > best_value || (std::isnan(value) && !std::isnan(best_value))) {
-        best = ih * shape.W + iw;
-        best_value = value;
-      }
+      const int64_t cell = ih * shape.W + iw;
+      const T value = plane[cell];
+      const int64_t greater = value > best_value;  // 0 or 1; false when either is NaN
+      best += (cell - best) * greater;
+      best_value = std::max(best_value, value);  // the same choice: value only if greater
+      saw_nan |= std::isnan(value);
     }
   }
-  return best;
+  if (!saw_nan) return best;
+  // Pass 2 (rare): the first NaN wins.
+  for (int64_t ih = i0; ih < i1; ++ih) {
+    for (int64_t iw = j0; iw < j1; ++iw) {
+      if (std::isnan(plane[ih * shape.W + iw])) return ih * shape.W + iw;
+    }
+  }
+  return best;  // not reached
 }
 
 }  // namespace

@@ -3,6 +3,8 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <cmath>
+#include <limits>
 #include <numeric>
 #include <random>
 #include <vector>
@@ -90,6 +92,22 @@ TEST_CASE("max_pool2d grad: ties route dy to the first maximal element", "[max_p
   x2.set_requires_grad(true);
   Tensor y2 = engine::max_pool2d(x2, pool_options(2, 2, 2, 2));
   test::require_close(input_grad(x2, y2, {1}), {0, 1, 0, 0}, 0, 0);
+}
+
+TEST_CASE("max_pool2d: a NaN in a window is its output and takes its gradient",
+          "[max_pool2d][grad]") {
+  // Two 2x2 windows side by side (x is 2 x 4):
+  //   left  {1, NaN / 5, NaN}: the first NaN in row-major order, (0,1), wins over the larger 5;
+  //   right {NaN, 9 / 2, 3}:   a NaN in the first cell is kept against the 9 after it.
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  Tensor x = Tensor::from_vector({1, nan, nan, 9, 5, nan, 2, 3}, {1, 1, 2, 4}, DType::F64);
+  x.set_requires_grad(true);
+  Tensor y = engine::max_pool2d(x, pool_options(2, 2, 2, 2));
+  const std::vector<double> out = y.to_vector();
+  REQUIRE(out.size() == 2);
+  CHECK(std::isnan(out[0]));
+  CHECK(std::isnan(out[1]));
+  test::require_close(input_grad(x, y, {1, 2}), {0, 1, 2, 0, 0, 0, 0, 0}, 0, 0);
 }
 
 TEST_CASE("max_pool2d grad: overlapping windows add their dy at a shared maximum",
