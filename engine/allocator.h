@@ -1,4 +1,5 @@
-// Memory for tensors. CPU: 64-byte aligned host memory. CUDA: a caching allocator — freed blocks
+// Memory for tensors. CPU: 64-byte aligned host memory, kept mapped by glibc between steps (see
+// keep_host_memory_mapped in allocator.cpp). CUDA: a caching allocator — freed blocks
 // are kept in per-size free lists and reused, because cudaMalloc/cudaFree synchronize the device
 // and cost far more than a training step's kernels. Sizes are rounded up to 512 bytes (small) or
 // 2 MiB (large) so blocks of nearby sizes can be shared.
