@@ -3,8 +3,8 @@
 # Kills `dml train ARGS` with SIGKILL at random moments (some land inside a checkpoint write) and
 # resumes until it finishes, then compares the final weights and metrics byte for byte with an
 # uninterrupted run, and the log (log.jsonl less its timing field) with the uninterrupted log: a
-# resume drops the records written after its checkpoint and a torn last line. The kill delay grows with each try, so the run always finishes eventually
-# however slow the machine.
+# resume drops the records written after its checkpoint and a torn last line. The kill delay grows
+# with each try, so the run always finishes eventually however slow the machine.
 set -e
 dml=$1; d=$2; shift 2
 rm -rf "$d"; mkdir -p "$d"
