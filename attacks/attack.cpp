@@ -211,8 +211,12 @@ std::string attack_spec_string(const AttackSpec& spec) {
   }
   if (spec.kind == AttackKind::SPQA) {
     out += ":G=" + std::to_string(spec.G);
-    std::snprintf(buffer, sizeof(buffer), ":zeta=%g", spec.zeta);
-    out += buffer;
+    // zeta 0 means "not given" (the dataset's default is filled in later) and is not a valid
+    // value to parse back, so it is left out rather than printed.
+    if (spec.zeta > 0.0) {
+      std::snprintf(buffer, sizeof(buffer), ":zeta=%.8g", spec.zeta);
+      out += buffer;
+    }
   }
   if (spec.kind == AttackKind::MTAX) out += ":T=" + std::to_string(spec.T);
   std::snprintf(buffer, sizeof(buffer), ":eps=%.8g:alpha=%.8g:pgditer=%lld", spec.pgd.eps,

@@ -73,9 +73,19 @@ Tensor decode_image(const std::string& path) {
   std::vector<unsigned char> bytes(static_cast<std::size_t>(file.size()));
   file.read_at(0, bytes.data(), bytes.size());
 
+  // A corrupt header can claim up to 2^24 x 2^24 pixels and stb_image would then ask for
+  // gigabytes before noticing the data is short. Read the header first and refuse anything
+  // larger than kMaxImagePixels.
   int w = 0, h = 0, channels = 0;
-  unsigned char* pixels =
-      stbi_load_from_memory(bytes.data(), static_cast<int>(bytes.size()), &w, &h, &channels, 3);
+  const int byte_count = static_cast<int>(bytes.size());
+  if (stbi_info_from_memory(bytes.data(), byte_count, &w, &h, &channels) == 0) {
+    fail(path, ": cannot decode image (stb_image: ", stbi_failure_reason(), ")");
+  }
+  if (int64_t(w) * int64_t(h) > kMaxImagePixels) {
+    fail(path, ": cannot decode image: its header says ", w, "x", h, " pixels, more than the ",
+         kMaxImagePixels, " this loader accepts");
+  }
+  unsigned char* pixels = stbi_load_from_memory(bytes.data(), byte_count, &w, &h, &channels, 3);
   if (pixels == nullptr) {
     fail(path, ": cannot decode image (stb_image: ", stbi_failure_reason(), ")");
   }

@@ -20,7 +20,9 @@ namespace data {
 
 // Decodes a JPEG/PNG/BMP/... file with stb_image into RGB f32 [3, H, W] = byte / 255 (grey is
 // replicated, alpha dropped). Missing, empty or undecodable files throw an engine::Error naming
-// the file and stb_image's reason.
+// the file and stb_image's reason, and so do images whose header claims more than
+// kMaxImagePixels (a corrupt header would otherwise make stb_image allocate gigabytes).
+constexpr int64_t kMaxImagePixels = int64_t(1) << 26;  // 8192 x 8192; 67 MP photos still load
 engine::Tensor decode_image(const std::string& path);
 
 engine::Tensor resize_bilinear(const engine::Tensor& image, int64_t out_h, int64_t out_w);

@@ -94,6 +94,11 @@ TEST_CASE("attack spec strings: parse, defaults, canonical form and errors", "[a
   CHECK(ca.pgd.steps == 32);
   CHECK(attacks::attack_label(ca) == "CA-");
   CHECK(attacks::attack_spec_string(ca) == "CA:pm=-:W=5:eps=0.30196:alpha=0.011764:pgditer=32");
+  // SP-QA's zeta: left out while unset (0 would not parse back), else printed in full.
+  CHECK(attacks::attack_spec_string(attacks::parse_attack_spec("SPQA:pm=+:M=2:pgditer=3")) ==
+        "SPQA:pm=+:M=2:G=5:eps=0.015686275:alpha=0.0039215686:pgditer=3");
+  CHECK(attacks::attack_spec_string(attacks::parse_attack_spec("SPQA:pm=+:zeta=12345678")) ==
+        "SPQA:pm=+:M=1:G=5:zeta=12345678:eps=0.015686275:alpha=0.0039215686:pgditer=24");
   const attacks::AttackSpec es = attacks::parse_attack_spec("ES");  // robrank's AdvRank defaults
   CHECK(es.pgd.eps == Approx(4.0 / 255.0));
   CHECK(es.pgd.alpha == Approx(1.0 / 255.0));

@@ -1,5 +1,6 @@
 // Image decoding and the resize / crop / flip transforms, against values worked out by hand.
 #include <stb/stb_image_write.h>
+#include <zlib.h>
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -85,6 +86,30 @@ TEST_CASE("decode image errors: empty, garbage, truncated and missing files are 
   test::write_bytes(dir.file("cut.png"), png);
   REQUIRE_THROWS_WITH(data::decode_image(dir.file("cut.png")), Contains(dir.file("cut.png")));
   REQUIRE_THROWS_WITH(data::decode_image(dir.file("none.png")), Contains(dir.file("none.png")));
+}
+
+TEST_CASE("decode image errors: a header claiming a gigapixel image is refused before decoding",
+          "[data]") {
+  // A valid 2x2 PNG whose IHDR chunk is rewritten to say 10000x10000 (with a correct CRC, so
+  // only the size is wrong): stb_image would ask for 300 MB before finding the data short. (It
+  // refuses PNGs over 2^30 bytes itself; JPEG and other formats go up to 2^24 per side.)
+  test::TempDir dir;
+  std::vector<uint8_t> rgb(2 * 2 * 3, 7);
+  REQUIRE(stbi_write_png(dir.file("big.png").c_str(), 2, 2, 3, rgb.data(), 2 * 3) != 0);
+  std::vector<uint8_t> png = test::read_bytes(dir.file("big.png"));
+  // Layout: 8-byte signature, IHDR length (4), "IHDR" at 12, width at 16, height at 20, then
+  // depth/colour/compression/filter/interlace (5 bytes), CRC of bytes 12..28 at 29.
+  REQUIRE(png.size() > 33);
+  REQUIRE(std::string(png.begin() + 12, png.begin() + 16) == "IHDR");
+  for (int field : {16, 20}) {
+    const uint32_t side = 10000;
+    for (int k = 0; k < 4; ++k) png[field + k] = uint8_t(side >> (24 - 8 * k));
+  }
+  const uint32_t crc = uint32_t(crc32(0L, png.data() + 12, 17));
+  for (int k = 0; k < 4; ++k) png[29 + k] = uint8_t(crc >> (24 - 8 * k));
+  test::write_bytes(dir.file("big.png"), png);
+  REQUIRE_THROWS_WITH(data::decode_image(dir.file("big.png")),
+                      Contains(dir.file("big.png")) && Contains("10000x10000"));
 }
 
 TEST_CASE("resize: same size is the identity", "[data]") {
