@@ -229,6 +229,19 @@ std::string defense_summary(const attacks::defenses::DefenseOptions& d) {
 
 }  // namespace
 
+std::string format_duration(double seconds) {
+  const long long total = seconds > 0 ? static_cast<long long>(std::llround(seconds)) : 0;
+  char text[32];
+  if (total < 60) {
+    std::snprintf(text, sizeof text, "%llds", total);
+  } else if (total < 3600) {
+    std::snprintf(text, sizeof text, "%lldm%02llds", total / 60, total % 60);
+  } else {
+    std::snprintf(text, sizeof text, "%lldh%02lldm", total / 3600, total % 3600 / 60);
+  }
+  return text;
+}
+
 std::string checkpoint_path(const std::string& output_dir) {
   return (std::filesystem::path(output_dir) / "checkpoint.safetensors").string();
 }
@@ -424,6 +437,11 @@ int train(const TrainConfig& config, const TrainOptions& options) {
       config.margin,
       mining};
 
+  // The ETA on progress lines: this process's mean time per step (evaluations included) times
+  // the steps left.
+  const Clock::time_point run_start = Clock::now();
+  const int64_t first_step = run.step;
+  const int64_t total_steps = config.epochs * per_epoch;
   for (int64_t epoch = sampler->state().epoch; epoch < config.epochs; ++epoch) {
     const int64_t first = sampler->state().batch;
     if (first < per_epoch) {
@@ -493,11 +511,17 @@ int train(const TrainConfig& config, const TrainOptions& options) {
           log.write(record);
           const std::string cost =
               defense != nullptr ? "  " + format_number(passes_per_batch) + " passes/batch" : "";
-          std::fprintf(stderr, "%sepoch %lld/%lld  batch %lld/%lld  loss %.4f  %.0f images/s%s%s",
+          const double elapsed = std::chrono::duration<double>(Clock::now() - run_start).count();
+          const int64_t steps_left = total_steps - run.step;
+          const std::string eta =
+              steps_left > 0 ? "  eta " + format_duration(elapsed / double(run.step - first_step) *
+                                                          double(steps_left))
+                             : "";
+          std::fprintf(stderr, "%sepoch %lld/%lld  batch %lld/%lld  loss %.4f  %.0f images/s%s%s%s",
                        tty ? "\r" : "", static_cast<long long>(epoch + 1),
                        static_cast<long long>(config.epochs),
                        static_cast<long long>(batch.number + 1), static_cast<long long>(per_epoch),
-                       run.window_loss_sum / run.window_batches, rate, cost.c_str(),
+                       run.window_loss_sum / run.window_batches, rate, cost.c_str(), eta.c_str(),
                        tty && !last ? "\x1b[K" : "\n");
           std::fflush(stderr);
           since = Clock::now();

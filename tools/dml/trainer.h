@@ -77,6 +77,10 @@ int train(const TrainConfig& config, const TrainOptions& options);
 
 std::string checkpoint_path(const std::string& output_dir);
 
+// A duration for progress lines, rounded to whole seconds: "45s", "12m05s", "4h07m" (seconds are
+// dropped from an hour on).
+std::string format_duration(double seconds);
+
 // The model description stored with weights ("dml_model" metadata): name, embedding_dim,
 // bn_branches, and the data and metric it was trained for.
 nlohmann::json model_metadata(const TrainConfig& config);
