@@ -21,6 +21,7 @@
 #include "tests/io/io_test_util.h"
 #include "tools/dml/config.h"
 #include "tools/dml/trainer.h"
+#include "tools/dml/version.h"
 
 namespace tiny_training {
 
@@ -129,6 +130,10 @@ inline std::vector<std::string> check_resume_bit_identical(const std::string& di
         test::read_bytes(split_dir + "/model.safetensors"));
   CHECK(test::read_bytes(whole_dir + "/metrics.json") ==
         test::read_bytes(split_dir + "/metrics.json"));
+  // The weights name the revision of the dml that wrote them.
+  const json model_meta = json::parse(
+      engine::read_safetensors(whole_dir + "/model.safetensors").metadata.at("dml_model"));
+  CHECK(model_meta.at("dml_commit") == dml::build_commit());
   const auto whole = checkpoint_tensors(whole_dir);
   const auto resumed = checkpoint_tensors(split_dir);
   REQUIRE(whole.size() == resumed.size());

@@ -23,6 +23,7 @@
 #include "tools/dml/bench_gpu.h"
 #include "tools/dml/bench_table.h"
 #include "tools/dml/commands.h"
+#include "tools/dml/version.h"
 
 namespace dml {
 
@@ -42,7 +43,8 @@ const char* kUsage =
     "  --filter TEXT    only workloads whose name contains TEXT, e.g. 'conv layer1', 'wgrad',\n"
     "                   'bn', 'pgd', 'adam', 'gemm' (the ceilings are always measured)\n"
     "  --batch N        batch of the conv, batch-norm and PGD workloads (default 112, even)\n"
-    "  --commit SHA     the source revision, recorded in the JSON (tools/gpu_check.sh passes it)\n"
+    "  --commit SHA     the source revision recorded in the JSON (default: the one dml was\n"
+    "                   built from, as `dml --version` prints it)\n"
     "\n"
     "columns: ours ms and peer ms are medians; peer/ours > 1 means ours is faster; achieved is\n"
     "TFLOP/s (2 N K P Q C R S for convs) or GB/s on compulsory bytes; % ceil is achieved over the\n"
@@ -64,7 +66,7 @@ bench::Options parse_options(Args& args) {
   o.warmup = args.take_int("--warmup", o.warmup);
   o.filter = args.take_string("--filter", "");
   o.batch = args.take_int("--batch", o.batch);
-  o.commit = args.take_string("--commit", "");
+  o.commit = args.take_string("--commit", build_commit());
   args.finish();
   bench::validate_options(o);
   return o;

@@ -1,6 +1,6 @@
 // dml: train, evaluate, attack and benchmark robust deep-metric-learning models.
 //
-//   dml <subcommand> [options]      dml help      dml <subcommand> --help
+//   dml <subcommand> [options]      dml help      dml <subcommand> --help      dml --version
 //
 // Exit codes: 0 success, 2 usage or configuration error, 1 runtime error (SPEC §10).
 #include <cstdio>
@@ -10,6 +10,7 @@
 
 #include "kernels/common/check.h"
 #include "tools/dml/commands.h"
+#include "tools/dml/version.h"
 
 namespace {
 
@@ -33,7 +34,8 @@ const dml::Command kCommands[] = {
 void print_usage(FILE* out) {
   std::fprintf(out, "usage: dml <subcommand> [options]\n\nsubcommands:\n");
   for (const dml::Command& c : kCommands) std::fprintf(out, "  %-10s %s\n", c.name, c.summary);
-  std::fprintf(out, "\nexit codes: 0 success, 2 usage/config error, 1 runtime error\n");
+  std::fprintf(out, "\n'dml --version' names the source revision and what was compiled in.\n");
+  std::fprintf(out, "exit codes: 0 success, 2 usage/config error, 1 runtime error\n");
 }
 
 }  // namespace
@@ -45,6 +47,10 @@ int main(int argc, char** argv) {
     return argc < 2 ? 2 : 0;
   }
   const std::string name = argv[1];
+  if (name == "--version" || name == "version") {
+    std::fputs(dml::version_text().c_str(), stdout);
+    return 0;
+  }
   for (const dml::Command& command : kCommands) {
     if (name != command.name) continue;
     try {

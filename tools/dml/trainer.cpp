@@ -29,6 +29,7 @@
 #include "models/weights.h"
 #include "tools/dml/args.h"
 #include "tools/dml/training_loss.h"
+#include "tools/dml/version.h"
 
 namespace dml {
 
@@ -251,7 +252,8 @@ json model_metadata(const TrainConfig& config) {
           {"embedding_dim", config.model.embedding_dim},
           {"bn_branches", config.model.bn_branches},
           {"data", config.data_name},
-          {"metric", config.metric}};
+          {"metric", config.metric},
+          {"dml_commit", build_commit()}};
 }
 
 metrics::Evaluation evaluate_model(models::Model& model, const data::Dataset& test,
