@@ -1,7 +1,7 @@
 // dml train: train an embedding model from a JSON config (SPEC §10; docs/config.md).
 //
 //   dml train --config FILE.json [--set key.sub=value]... [--resume] [--seed N]
-//             [--device cpu|cuda] [--stop-after-batches N]
+//             [--device cpu|cuda] [--stop-after-batches N] [--print-config]
 //
 // Writes <output_dir>/{log.jsonl, checkpoint.safetensors, model.safetensors, metrics.json} and
 // prints the evaluation table at the end. The loop and the checkpoint format: trainer.h.
@@ -37,6 +37,8 @@ const char kUsage[] =
     "refuse,\n"
     "                        so an earlier run's checkpoint is never lost by accident)\n"
     "  --stop-after-batches N  write a checkpoint after N steps and exit (resume testing)\n"
+    "  --print-config        print the resolved config (every key, defaults filled in, --set\n"
+    "                        applied) as JSON and exit without training\n"
     "\n"
     "Outputs in output_dir: log.jsonl (one JSON object per logged step and evaluation),\n"
     "checkpoint.safetensors (model, optimizer, sampler and RNG state; written atomically),\n"
@@ -57,6 +59,7 @@ int run_train(Args& args) {
   options.resume = args.take_flag("--resume");
   const bool overwrite = args.take_flag("--overwrite");
   options.stop_after_batches = args.take_int("--stop-after-batches", 0);
+  const bool print_config = args.take_flag("--print-config");
   args.finish();
   if (options.stop_after_batches < 0) throw UsageError("--stop-after-batches must be >= 0");
 
@@ -65,6 +68,10 @@ int run_train(Args& args) {
   if (device) sets.push_back("device=\"" + *device + "\"");
   for (const std::string& assignment : sets) apply_override(config, assignment);
   TrainConfig resolved = resolve_config(config, path);
+  if (print_config) {
+    std::printf("%s\n", resolved.resolved.dump(2).c_str());
+    return 0;
+  }
   if (options.resume && overwrite) throw UsageError("--resume and --overwrite exclude each other");
   if (!options.resume && !overwrite &&
       std::filesystem::exists(checkpoint_path(resolved.output_dir))) {
