@@ -1,6 +1,8 @@
 // The ETA format on `dml train` progress lines.
 #include <catch2/catch.hpp>
 
+#include <cmath>
+
 #include "tools/dml/trainer.h"
 
 TEST_CASE("format duration: seconds, then minutes and seconds, then hours and minutes", "[tools]") {
@@ -14,4 +16,6 @@ TEST_CASE("format duration: seconds, then minutes and seconds, then hours and mi
   CHECK(dml::format_duration(3600.0) == "1h00m");
   CHECK(dml::format_duration(4 * 3600 + 7 * 60 + 59) == "4h07m");
   CHECK(dml::format_duration(50 * 3600.0) == "50h00m");
+  CHECK(dml::format_duration(std::nan("")) == "0s");
+  CHECK(dml::format_duration(1e300) == "1000000h00m");  // capped, not undefined
 }

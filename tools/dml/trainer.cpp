@@ -231,7 +231,9 @@ std::string defense_summary(const attacks::defenses::DefenseOptions& d) {
 }  // namespace
 
 std::string format_duration(double seconds) {
-  const long long total = seconds > 0 ? static_cast<long long>(std::llround(seconds)) : 0;
+  // Capped at 10^6 hours so llround stays defined; NaN and negatives read as 0.
+  const double clamped = std::isfinite(seconds) ? std::min(std::max(seconds, 0.0), 3.6e9) : 0.0;
+  const long long total = static_cast<long long>(std::llround(clamped));
   char text[32];
   if (total < 60) {
     std::snprintf(text, sizeof text, "%llds", total);
