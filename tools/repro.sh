@@ -51,6 +51,10 @@ copy_out() {
   fi
 }
 trap copy_out EXIT
+# Which binary does the work, for the results doc ("dml 813900d"; empty from binaries older than
+# `dml --version`).
+VERSION="$("$DML" --version 2>/dev/null | sed -n 1p || true)"
+echo "==> ${VERSION:-dml (no --version)} at $DML"
 
 # 1. Training (skipped once model.safetensors exists).
 if [ ! -f "$DIR/run/model.safetensors" ]; then
