@@ -76,6 +76,8 @@ if [ -n "$CUBLAS_DIR" ]; then export LD_LIBRARY_PATH="$CUBLAS_DIR/lib:$LD_LIBRAR
 run_step "configure" cmake -S "$ROOT" -B "$BUILD" -DENGINE_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 \
   -DCMAKE_BUILD_TYPE=Release "${CMAKE_EXTRA[@]}"
 run_step "build" cmake --build "$BUILD" -j "$JOBS"
+# What the program sees: "GPUs visible: 0" here means every CUDA test below will skip.
+if "$BUILD/dml" --version > /dev/null 2>&1; then run_step "dml --version" "$BUILD/dml" --version; fi
 run_step "CUDA tests (ctest -L cuda)" ctest --test-dir "$BUILD" -L cuda --output-on-failure -j 4
 run_step "CPU tests (ctest -L cpu)" ctest --test-dir "$BUILD" -L cpu --output-on-failure -j "$JOBS"
 
