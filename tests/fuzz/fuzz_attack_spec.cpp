@@ -17,7 +17,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   } catch (const engine::Error&) {
     return 0;
   }
-  // The canonical form names every key, so parsing it again must give the same string back.
+  // The canonical form spells out every key that has a value, so parsing it again must give
+  // the same string back.
   if (attacks::attack_spec_string(attacks::parse_attack_spec(canonical)) != canonical) {
     std::abort();
   }

@@ -2,23 +2,18 @@
 // dml::UsageError (exit code 2, a message naming the file and key): no other exception type, no
 // crash (SPEC §10, §13). A config that resolves must resolve again, unchanged, from its resolved
 // JSON, which is what checkpoints store and what --resume compares.
-#include <unistd.h>
-
 #include <cstddef>
 #include <cstdint>
-#include <cstdio>
 #include <cstdlib>
 #include <string>
 
+#include "tests/fuzz/fuzz_input_file.h"
 #include "tools/dml/args.h"
 #include "tools/dml/config.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  static const std::string path = "/tmp/fuzz-config-" + std::to_string(getpid()) + ".json";
-  FILE* file = std::fopen(path.c_str(), "wb");
-  if (file == nullptr) return 0;
-  std::fwrite(data, 1, size, file);
-  std::fclose(file);
+  const std::string path = fuzz::write_input_file("fuzz-config", data, size);
+  if (path.empty()) return 0;
   dml::TrainConfig config;
   try {
     config = dml::resolve_config(dml::load_config_file(path), path);

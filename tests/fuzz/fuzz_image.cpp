@@ -4,23 +4,18 @@
 // stb_image itself comes precompiled from Debian (libstb), so the fuzzer's coverage guidance
 // stops at its boundary: this target exercises our wrapper (the size guard, the HWC -> CHW
 // conversion) and checks that every stb failure surfaces as an engine::Error.
-#include <unistd.h>
-
 #include <cstddef>
 #include <cstdint>
-#include <cstdio>
 #include <cstdlib>
 #include <string>
 
 #include "data/transforms.h"
 #include "kernels/common/check.h"
+#include "tests/fuzz/fuzz_input_file.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  static const std::string path = "/tmp/fuzz-image-" + std::to_string(getpid());
-  FILE* file = std::fopen(path.c_str(), "wb");
-  if (file == nullptr) return 0;
-  std::fwrite(data, 1, size, file);
-  std::fclose(file);
+  const std::string path = fuzz::write_input_file("fuzz-image", data, size);
+  if (path.empty()) return 0;
   try {
     const engine::Tensor image = data::decode_image(path);
     // A decoded image must be what the loaders expect; anything else is a bug worth a crash.
