@@ -185,11 +185,12 @@ std::vector<QueryScore> score_on_cuda(const Points& points, const LabelGroups& g
                                       ? kernels::RankingKey::Cosine
                                       : kernels::RankingKey::SquaredEuclidean;
 
-  // A QueryRanking is four 8-byte fields, so an [n, 4] f64 tensor holds the device array.
-  static_assert(sizeof(kernels::QueryRanking) == 4 * sizeof(double), "QueryRanking layout");
+  // A QueryRanking is four 8-byte fields, so an [n, 4] i64 tensor holds the device array (as raw
+  // bytes: f64 tensors cannot live on a GPU).
+  static_assert(sizeof(kernels::QueryRanking) == 4 * sizeof(int64_t), "QueryRanking layout");
   const engine::Tensor tile = engine::Tensor::empty({qb, n}, DType::F32, device);
-  const engine::Tensor rankings = engine::Tensor::empty({n, 4}, DType::F64, device);
-  auto* device_rankings = reinterpret_cast<kernels::QueryRanking*>(rankings.data<double>());
+  const engine::Tensor rankings = engine::Tensor::empty({n, 4}, DType::I64, device);
+  auto* device_rankings = reinterpret_cast<kernels::QueryRanking*>(rankings.data<int64_t>());
   for (int64_t q0 = 0; q0 < n; q0 += qb) {
     const int64_t rows = std::min(qb, n - q0);
     kernels::retrieval_key_tile_cuda(x.data<float>(), sq_norms.data<float>(), n, d, key, q0, rows,

@@ -357,9 +357,17 @@ TEST_CASE("attacks on CUDA agree with the CPU", "[attacks][cuda]") {
     CHECK(b.perturbation.max_delta <= 0.1 + 1e-6);
     CHECK(b.perturbation.nan_count == 0);
     // The clean measures use the same selection (same seed) and equal distances up to f32 sums.
+    // One exception, seen when the CUDA kernels first ran (on the CPU emulator): CA's percentile
+    // ranks the clean candidate against a gallery that holds the candidate's own copy, at the
+    // same distance up to rounding (the gallery row comes from the pairwise-distance kernel, the
+    // candidate's from a direct difference). Whether that tie counts as "strictly nearer" is
+    // rounding, so each of CA's W rows may differ by that one item; their mean then differs by at
+    // most 100 / 400 percentage points (seen: 0.125 and 0.25).
     for (size_t m = 0; m < a.clean.size(); ++m) {
+      const bool ca_rank = std::string(name).rfind("CA:", 0) == 0;
+      const double margin = ca_rank ? 100.0 / 400.0 + 1e-3 : 1e-3;
       for (size_t i = 0; i < a.clean[m].second.size(); ++i) {
-        CHECK(b.clean[m].second[i] == Approx(a.clean[m].second[i]).margin(1e-3));
+        CHECK(b.clean[m].second[i] == Approx(a.clean[m].second[i]).margin(margin));
       }
     }
   }

@@ -209,14 +209,15 @@ std::vector<QueryRanking> on_cuda(const std::vector<float>& keys, int64_t n, int
                   {static_cast<int64_t>(classes.offsets.size())}, DType::I64);
   const engine::Tensor members =
       device_copy(classes.members.data(), 8 * classes.members.size(), {n}, DType::I64);
-  // Four 8-byte fields per QueryRanking (static_assert in metrics/retrieval.cpp).
-  const engine::Tensor out = engine::Tensor::empty({rows, 4}, DType::F64, engine::Device::cuda());
+  // Four 8-byte fields per QueryRanking (static_assert in metrics/retrieval.cpp); i64 because f64
+  // tensors cannot live on a GPU.
+  const engine::Tensor out = engine::Tensor::empty({rows, 4}, DType::I64, engine::Device::cuda());
   engine::kernels::rank_query_block_cuda(
       dkeys.data<float>(), n, q0, rows,
       {class_of.data<int64_t>(), offsets.data<int64_t>(), members.data<int64_t>(), classes.classes},
-      reinterpret_cast<QueryRanking*>(out.data<double>()));
+      reinterpret_cast<QueryRanking*>(out.data<int64_t>()));
   std::vector<QueryRanking> host(static_cast<size_t>(rows));
-  engine::kernels::cuda_memcpy_device_to_host(host.data(), out.data<double>(),
+  engine::kernels::cuda_memcpy_device_to_host(host.data(), out.data<int64_t>(),
                                               sizeof(QueryRanking) * host.size());
   return host;
 }

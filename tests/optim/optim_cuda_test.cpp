@@ -207,12 +207,10 @@ TEST_CASE("sgd cuda: parameter groups keep their own hyperparameters", "[sgd][cu
   }
 }
 
-TEST_CASE("adam cuda: f64 CUDA parameters are rejected with the parameter named", "[adam][cuda]") {
+TEST_CASE("adam cuda: f64 CUDA parameters cannot be made", "[adam][cuda]") {
   REQUIRE_CUDA_OR_SKIP();
-  Tensor p = Tensor::zeros({3}, DType::F64, Device::cuda());
-  p.set_requires_grad(true);
-  engine::optim::Adam opt({p});
-  p.set_grad(Tensor::ones({3}, DType::F64, Device::cuda()));
-  REQUIRE_THROWS_WITH(opt.step(),
-                      Catch::Contains("adam: CUDA parameter 0") && Catch::Contains("must be f32"));
+  // The tensor refuses f64 on a GPU, so the optimizers' own f32 check on CUDA parameters is a
+  // second line that no caller can reach; this pins the first.
+  REQUIRE_THROWS_WITH(Tensor::zeros({3}, DType::F64, Device::cuda()),
+                      Catch::Contains("f64 tensors are CPU-only"));
 }

@@ -1,0 +1,202 @@
+// cuda_translate IN.cu OUT.cpp: rewrites the two pieces of CUDA syntax that a host compiler cannot
+// parse, so the CUDA emulator (include/cuda_runtime.h) can compile the file unchanged otherwise.
+//
+//   kernel<<<grid, block, smem, stream>>>(a, b)
+//     -> ::emu::launch_named("kernel", kernel, ::emu::LaunchConfig(grid, block, smem, stream), a,
+//     b)
+//   __shared__ float x[32], y;
+//     -> static float x[32], y; ::emu::poison_shared(&x, sizeof(x)); ::emu::poison_shared(&y, ...);
+//
+// Comments, string and character literals are copied as they are. The output starts with a #line
+// directive, so compiler errors and sanitizer reports name the original .cu file and line.
+#include <cctype>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace {
+
+[[noreturn]] void fail(const std::string& path, const std::string& text, size_t at,
+                       const std::string& why) {
+  size_t line = 1;
+  for (size_t i = 0; i < at && i < text.size(); ++i) line += text[i] == '\n';
+  throw std::runtime_error(path + ":" + std::to_string(line) + ": cuda_translate: " + why);
+}
+
+bool is_identifier_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }
+
+// Where the comment or literal starting at i ends (one past it), or i when none starts there.
+size_t skip_comment_or_literal(const std::string& s, size_t i) {
+  if (s.compare(i, 2, "//") == 0) {
+    const size_t end = s.find('\n', i);
+    return end == std::string::npos ? s.size() : end;
+  }
+  if (s.compare(i, 2, "/*") == 0) {
+    const size_t end = s.find("*/", i + 2);
+    return end == std::string::npos ? s.size() : end + 2;
+  }
+  if (s[i] == '"' || s[i] == '\'') {
+    const char quote = s[i];
+    size_t j = i + 1;
+    while (j < s.size() && s[j] != quote) j += s[j] == '\\' ? 2 : 1;
+    return j + 1;
+  }
+  return i;
+}
+
+// Index of the bracket closing the one at `open` (round brackets, skipping literals/comments).
+size_t matching_paren(const std::string& path, const std::string& s, size_t open) {
+  int depth = 0;
+  for (size_t i = open; i < s.size();) {
+    const size_t skipped = skip_comment_or_literal(s, i);
+    if (skipped != i) {
+      i = skipped;
+      continue;
+    }
+    if (s[i] == '(') ++depth;
+    if (s[i] == ')' && --depth == 0) return i;
+    ++i;
+  }
+  fail(path, s, open, "unbalanced parentheses");
+}
+
+std::string trim(const std::string& s) {
+  size_t b = 0, e = s.size();
+  while (b < e && std::isspace(static_cast<unsigned char>(s[b]))) ++b;
+  while (e > b && std::isspace(static_cast<unsigned char>(s[e - 1]))) --e;
+  return s.substr(b, e - b);
+}
+
+// Splits at commas outside (), [], {} and <> nesting.
+std::vector<std::string> split_top_level(const std::string& s) {
+  std::vector<std::string> parts;
+  int depth = 0;
+  size_t start = 0;
+  for (size_t i = 0; i < s.size(); ++i) {
+    const char c = s[i];
+    if (c == '(' || c == '[' || c == '{' || c == '<') ++depth;
+    if (c == ')' || c == ']' || c == '}' || c == '>') --depth;
+    if (c == ',' && depth == 0) {
+      parts.push_back(s.substr(start, i - start));
+      start = i + 1;
+    }
+  }
+  parts.push_back(s.substr(start));
+  return parts;
+}
+
+// `out` ends with the kernel expression (name, maybe qualified, maybe with <template args>);
+// removes it from `out` and returns it.
+std::string take_kernel_expression(const std::string& path, const std::string& text, size_t at,
+                                   std::string& out) {
+  size_t end = out.size();
+  while (end > 0 && std::isspace(static_cast<unsigned char>(out[end - 1]))) --end;
+  size_t begin = end;
+  if (begin > 0 && out[begin - 1] == '>') {  // template arguments
+    int depth = 0;
+    do {
+      --begin;
+      if (out[begin] == '>') ++depth;
+      if (out[begin] == '<') --depth;
+    } while (begin > 0 && depth > 0);
+  }
+  while (begin > 0 && (is_identifier_char(out[begin - 1]) || out[begin - 1] == ':')) --begin;
+  const std::string kernel = out.substr(begin, end - begin);
+  if (kernel.empty() || (!is_identifier_char(kernel[0]) && kernel[0] != ':')) {
+    fail(path, text, at, "no kernel name before <<<");
+  }
+  out.erase(begin);
+  return kernel;
+}
+
+std::string translate(const std::string& path, const std::string& s) {
+  std::string out = "#line 1 \"" + path + "\"\n";
+  size_t i = 0;
+  while (i < s.size()) {
+    const size_t skipped = skip_comment_or_literal(s, i);
+    if (skipped != i) {
+      out.append(s, i, skipped - i);
+      i = skipped;
+      continue;
+    }
+    if (s.compare(i, 3, "<<<") == 0) {
+      const std::string kernel = take_kernel_expression(path, s, i, out);
+      const size_t config_end = s.find(">>>", i + 3);
+      if (config_end == std::string::npos) fail(path, s, i, "<<< without >>>");
+      const std::string config = s.substr(i + 3, config_end - (i + 3));
+      size_t open = config_end + 3;
+      while (open < s.size() && std::isspace(static_cast<unsigned char>(s[open]))) ++open;
+      if (open >= s.size() || s[open] != '(') fail(path, s, i, "no argument list after >>>");
+      const size_t close = matching_paren(path, s, open);
+      const std::string args = s.substr(open + 1, close - open - 1);
+      out += "::emu::launch_named(\"" + kernel + "\", " + kernel + ", ::emu::LaunchConfig(" +
+             config + ")";
+      if (!trim(args).empty()) out += ", " + args;
+      out += ")";
+      // Keep the line count: config and arguments keep their newlines; those between >>> and (
+      // would otherwise be lost.
+      for (size_t k = config_end; k < open; ++k) {
+        if (s[k] == '\n') out += '\n';
+      }
+      i = close + 1;
+      continue;
+    }
+    if (s.compare(i, 10, "__shared__") == 0 && (i == 0 || !is_identifier_char(s[i - 1])) &&
+        !is_identifier_char(s[i + 10])) {
+      const size_t semicolon = s.find(';', i);
+      if (semicolon == std::string::npos) fail(path, s, i, "__shared__ without ';'");
+      const std::string declaration = s.substr(i + 10, semicolon - (i + 10));
+      if (declaration.find("extern") != std::string::npos ||
+          declaration.find('=') != std::string::npos) {
+        fail(path, s, i, "extern or initialized __shared__ is not supported by the emulator");
+      }
+      out += "static" + declaration + ";";
+      for (const std::string& part : split_top_level(declaration)) {
+        // The declarator's name: the last identifier before the first '[' of this part.
+        const std::string piece = trim(part.substr(0, part.find('[')));
+        size_t name_begin = piece.size();
+        while (name_begin > 0 && is_identifier_char(piece[name_begin - 1])) --name_begin;
+        const std::string name = piece.substr(name_begin);
+        if (name.empty()) fail(path, s, i, "cannot find the name in a __shared__ declaration");
+        out += " ::emu::poison_shared(&" + name + ", sizeof(" + name + "));";
+      }
+      i = semicolon + 1;
+      continue;
+    }
+    out += s[i++];
+  }
+  return out;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc != 3) {
+    std::cerr << "usage: cuda_translate IN.cu OUT.cpp\n";
+    return 2;
+  }
+  try {
+    std::ifstream in(argv[1], std::ios::binary);
+    if (!in) throw std::runtime_error(std::string(argv[1]) + ": cannot open");
+    std::stringstream buffer;
+    buffer << in.rdbuf();
+    const std::string translated = "#include <cuda_runtime.h>\n" + translate(argv[1], buffer.str());
+    const std::string temporary = std::string(argv[2]) + ".tmp";
+    {
+      std::ofstream out(temporary, std::ios::binary);
+      out << translated;
+      if (!out) throw std::runtime_error(temporary + ": cannot write");
+    }
+    if (std::rename(temporary.c_str(), argv[2]) != 0) {
+      throw std::runtime_error(std::string(argv[2]) + ": cannot rename from " + temporary);
+    }
+  } catch (const std::exception& e) {
+    std::cerr << e.what() << "\n";
+    return 1;
+  }
+  return 0;
+}

@@ -1,0 +1,668 @@
+// The CUDA emulator's runtime: device memory, errors, events, and the grid scheduler that runs a
+// kernel's threads as cooperative fibers (contract and limits: include/cuda_runtime.h).
+//
+// Scheduler: blocks run one at a time, in order (or in reverse with DML_CUDA_EMULATOR_ORDER=
+// reverse, which also reverses the threads, so an order-dependent race shows up as a different
+// result). Within a block every thread is a fiber on its own stack. A round resumes every
+// ready thread until it finishes or waits at a barrier; then the block barrier opens if every live
+// thread waits there, or a warp barrier opens if every live lane of its mask waits there. A round
+// that opens nothing is a deadlock (e.g. __syncthreads in divergent code) and fails the launch.
+#include <sys/mman.h>
+#if !defined(__x86_64__)
+#include <ucontext.h>
+#endif
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <map>
+#include <mutex>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <cuda_runtime.h>
+
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/asan_interface.h>
+#include <sanitizer/common_interface_defs.h>
+#define EMU_WITH_ASAN 1
+#else
+#define EMU_WITH_ASAN 0
+#endif
+
+namespace {
+
+constexpr std::size_t kDeviceMemoryBytes = std::size_t(80) << 30;  // as an H100's 80 GB
+constexpr std::size_t kMaxStaticSharedBytes = 48 * 1024;
+constexpr int kMaxThreadsPerBlock = 1024;
+constexpr int kMultiProcessors = 132;  // as an H100 SXM: grids sized from it look the same
+constexpr std::size_t kStackBytes = std::size_t(256) << 10;  // ASan frames are large
+constexpr uint64_t kPoison = ~uint64_t(0);
+
+// ---- errors ------------------------------------------------------------------------------------
+std::mutex api_mutex;  // one grid or API call at a time, whichever host thread asks
+cudaError_t last_error = cudaSuccess;
+cudaError_t sticky_error = cudaSuccess;  // after a trap or deadlock, as a real context
+
+cudaError_t record(cudaError_t error) {
+  if (error != cudaSuccess && last_error == cudaSuccess) last_error = error;
+  return error;
+}
+cudaError_t check_sticky() { return sticky_error; }
+
+// ---- device memory -----------------------------------------------------------------------------
+std::map<uintptr_t, std::size_t> allocations;  // base -> bytes
+std::size_t allocated_bytes = 0;
+
+// The allocation holding [ptr, ptr + bytes), or allocations.end().
+std::map<uintptr_t, std::size_t>::const_iterator find_allocation(const void* ptr,
+                                                                 std::size_t bytes) {
+  const uintptr_t p = reinterpret_cast<uintptr_t>(ptr);
+  auto it = allocations.upper_bound(p);
+  if (it == allocations.begin()) return allocations.end();
+  --it;
+  if (p + bytes > it->first + it->second) return allocations.end();
+  return it;
+}
+
+bool device_range(const void* ptr, std::size_t bytes) {
+  return bytes == 0 || find_allocation(ptr, bytes) != allocations.end();
+}
+
+bool visible() {
+  const char* devices = std::getenv("CUDA_VISIBLE_DEVICES");
+  if (devices == nullptr) return true;
+  const std::string list(devices);
+  return !list.empty() && list[0] != '-' && (list[0] == '0' || list.rfind("GPU", 0) == 0);
+}
+
+// ---- fibers: a stack and a saved stack pointer
+// --------------------------------------------------- On x86-64 a switch saves the callee-saved
+// registers and the FP control words on the current stack, stores the stack pointer, and loads the
+// other fiber's: about ten instructions, where swapcontext also makes two system calls for the
+// signal mask (which made it half the run time). Elsewhere, ucontext.
+#if defined(__x86_64__)
+extern "C" void emu_switch_stack(void** save_sp, void* load_sp);
+asm(R"(
+  .text
+  .globl emu_switch_stack
+  .type emu_switch_stack, @function
+emu_switch_stack:
+  pushq %rbp
+  pushq %rbx
+  pushq %r12
+  pushq %r13
+  pushq %r14
+  pushq %r15
+  subq $8, %rsp
+  stmxcsr (%rsp)
+  fnstcw 4(%rsp)
+  movq %rsp, (%rdi)
+  movq %rsi, %rsp
+  ldmxcsr (%rsp)
+  fldcw 4(%rsp)
+  addq $8, %rsp
+  popq %r15
+  popq %r14
+  popq %r13
+  popq %r12
+  popq %rbx
+  popq %rbp
+  ret
+  .size emu_switch_stack, .-emu_switch_stack
+)");
+
+struct Context {
+  void* sp = nullptr;
+};
+
+// A fresh fiber: its first switch "returns" into entry, which must never return.
+void start_context(Context& context, char* stack, std::size_t bytes, void (*entry)()) {
+  uintptr_t top = (reinterpret_cast<uintptr_t>(stack) + bytes) & ~uintptr_t(15);
+  uint64_t* frame = reinterpret_cast<uint64_t*>(top) - 9;  // what emu_switch_stack pops, + 1
+  frame[0] = 0x1F80 | (uint64_t(0x037F) << 32);  // MXCSR and x87 control word at their defaults
+  for (int i = 1; i <= 6; ++i) frame[i] = 0;     // r15 r14 r13 r12 rbx rbp
+  frame[7] = reinterpret_cast<uint64_t>(entry);  // the return address; entry then sees the
+  frame[8] = 0;                                  // stack aligned as right after a call
+  context.sp = frame;
+}
+
+void switch_context(Context& from, Context& to) { emu_switch_stack(&from.sp, to.sp); }
+#else
+struct Context {
+  ucontext_t context;
+};
+
+void start_context(Context& c, char* stack, std::size_t bytes, void (*entry)()) {
+  getcontext(&c.context);
+  c.context.uc_stack.ss_sp = stack;
+  c.context.uc_stack.ss_size = bytes;
+  c.context.uc_link = nullptr;
+  makecontext(&c.context, entry, 0);
+}
+
+void switch_context(Context& from, Context& to) { swapcontext(&from.context, &to.context); }
+#endif
+
+// ---- the grid scheduler ------------------------------------------------------------------------
+enum class ThreadState { kReady, kAtBlockBarrier, kAtWarpBarrier, kDone };
+
+struct Fiber {
+  Context context;
+  dim3 index;
+  ThreadState state = ThreadState::kReady;
+  unsigned warp_mask = 0;  // the mask it waits with at a warp barrier
+  uint64_t slot = 0;       // what it posts in a warp exchange
+  void* fake_stack = nullptr;
+};
+
+struct Grid {
+  const char* kernel_name = "";
+  const std::function<void()>* body = nullptr;
+  dim3 grid, block, block_index;
+  std::vector<Fiber> threads;
+  Fiber* current = nullptr;
+  Context scheduler;
+  bool abandoned = false;  // a trap: the rest of the grid does not run
+  std::set<void*> poisoned_this_block;
+  std::size_t shared_this_block = 0;
+  const void* scheduler_stack_bottom = nullptr;
+  std::size_t scheduler_stack_size = 0;
+  void* scheduler_fake_stack = nullptr;
+};
+Grid grid_state;
+
+std::vector<char*> stacks;
+
+char* stack_for(std::size_t t) {
+  while (stacks.size() <= t) {
+    void* stack = mmap(nullptr, kStackBytes, PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (stack == MAP_FAILED) {
+      std::fprintf(stderr, "CUDA emulator: cannot map a %zu-byte fiber stack\n", kStackBytes);
+      std::abort();
+    }
+    stacks.push_back(static_cast<char*>(stack));
+  }
+  return stacks[t];
+}
+
+// Switches from a fiber back to the scheduler; returns when the scheduler resumes the fiber.
+void yield_to_scheduler(bool exiting) {
+  Grid& g = grid_state;
+  Fiber* self = g.current;
+#if EMU_WITH_ASAN
+  __sanitizer_start_switch_fiber(exiting ? nullptr : &self->fake_stack, g.scheduler_stack_bottom,
+                                 g.scheduler_stack_size);
+#endif
+  (void)exiting;
+  switch_context(self->context, g.scheduler);
+#if EMU_WITH_ASAN
+  __sanitizer_finish_switch_fiber(self->fake_stack, nullptr, nullptr);
+#endif
+}
+
+void fiber_entry() {
+  Grid& g = grid_state;
+#if EMU_WITH_ASAN
+  __sanitizer_finish_switch_fiber(nullptr, &g.scheduler_stack_bottom, &g.scheduler_stack_size);
+#endif
+  (*g.body)();
+  g.current->state = ThreadState::kDone;
+  yield_to_scheduler(true);
+  std::abort();  // a finished fiber is never resumed
+}
+
+bool reverse_order() {
+  const char* order = std::getenv("DML_CUDA_EMULATOR_ORDER");
+  return order != nullptr && std::string(order) == "reverse";
+}
+
+std::string describe(const dim3& d) {
+  return "(" + std::to_string(d.x) + ", " + std::to_string(d.y) + ", " + std::to_string(d.z) + ")";
+}
+
+void fail_block(cudaError_t error, const std::string& why) {
+  Grid& g = grid_state;
+  std::fprintf(stderr, "CUDA emulator: kernel %s, block %s: %s\n", g.kernel_name,
+               describe(g.block_index).c_str(), why.c_str());
+  sticky_error = error;
+  record(error);
+  g.abandoned = true;
+}
+
+// Opens the barriers whose participants have all arrived; false when none could open.
+bool open_barriers() {
+  Grid& g = grid_state;
+  bool any_live = false, all_at_block_barrier = true;
+  for (const Fiber& f : g.threads) {
+    if (f.state == ThreadState::kDone) continue;
+    any_live = true;
+    all_at_block_barrier = all_at_block_barrier && f.state == ThreadState::kAtBlockBarrier;
+  }
+  if (!any_live) return true;
+  if (all_at_block_barrier) {
+    for (Fiber& f : g.threads) {
+      if (f.state == ThreadState::kAtBlockBarrier) f.state = ThreadState::kReady;
+    }
+    return true;
+  }
+  bool opened = false;
+  const std::size_t count = g.threads.size();
+  for (std::size_t warp_begin = 0; warp_begin < count; warp_begin += warpSize) {
+    const std::size_t warp_end = std::min(count, warp_begin + warpSize);
+    unsigned waiting = 0, live = 0, mask = 0;
+    for (std::size_t t = warp_begin; t < warp_end; ++t) {
+      const unsigned bit = 1u << (t - warp_begin);
+      const Fiber& f = g.threads[t];
+      if (f.state != ThreadState::kDone) live |= bit;
+      if (f.state == ThreadState::kAtWarpBarrier) {
+        waiting |= bit;
+        mask |= f.warp_mask;
+      }
+    }
+    if (waiting == 0 || (mask & live) != waiting) continue;
+    for (std::size_t t = warp_begin; t < warp_end; ++t) {
+      if (g.threads[t].state == ThreadState::kAtWarpBarrier)
+        g.threads[t].state = ThreadState::kReady;
+    }
+    opened = true;
+  }
+  return opened;
+}
+
+std::string waiting_summary() {
+  int at_block = 0, at_warp = 0, done = 0;
+  for (const Fiber& f : grid_state.threads) {
+    at_block += f.state == ThreadState::kAtBlockBarrier;
+    at_warp += f.state == ThreadState::kAtWarpBarrier;
+    done += f.state == ThreadState::kDone;
+  }
+  return std::to_string(at_block) + " threads wait at __syncthreads, " + std::to_string(at_warp) +
+         " at a warp barrier, " + std::to_string(done) + " have exited";
+}
+
+void run_block(bool reverse) {
+  Grid& g = grid_state;
+  const std::size_t count = std::size_t(g.block.x) * g.block.y * g.block.z;
+  g.threads.assign(count, Fiber());
+  g.poisoned_this_block.clear();
+  g.shared_this_block = 0;
+  for (std::size_t t = 0; t < count; ++t) {
+    Fiber& f = g.threads[t];
+    f.index =
+        dim3(static_cast<unsigned>(t % g.block.x), static_cast<unsigned>(t / g.block.x % g.block.y),
+             static_cast<unsigned>(t / (std::size_t(g.block.x) * g.block.y)));
+    start_context(f.context, stack_for(t), kStackBytes, fiber_entry);
+  }
+  for (;;) {
+    for (std::size_t i = 0; i < count && !g.abandoned; ++i) {
+      Fiber& f = g.threads[reverse ? count - 1 - i : i];
+      if (f.state != ThreadState::kReady) continue;
+      g.current = &f;
+#if EMU_WITH_ASAN
+      __sanitizer_start_switch_fiber(&g.scheduler_fake_stack, stacks[&f - g.threads.data()],
+                                     kStackBytes);
+#endif
+      switch_context(g.scheduler, f.context);
+#if EMU_WITH_ASAN
+      __sanitizer_finish_switch_fiber(g.scheduler_fake_stack, nullptr, nullptr);
+#endif
+    }
+    if (g.abandoned) break;
+    if (std::all_of(g.threads.begin(), g.threads.end(),
+                    [](const Fiber& f) { return f.state == ThreadState::kDone; })) {
+      break;
+    }
+    if (!open_barriers()) {
+      fail_block(cudaErrorLaunchFailure, "barrier deadlock: " + waiting_summary());
+      break;
+    }
+  }
+#if EMU_WITH_ASAN
+  // Fibers abandoned mid-kernel leave poisoned frames on stacks the next block reuses.
+  if (g.abandoned) {
+    for (std::size_t t = 0; t < count; ++t) ASAN_UNPOISON_MEMORY_REGION(stacks[t], kStackBytes);
+  }
+#endif
+}
+
+Fiber& self() {
+  if (grid_state.current == nullptr) {
+    std::fprintf(stderr, "CUDA emulator: a device built-in was called outside a kernel\n");
+    std::abort();
+  }
+  return *grid_state.current;
+}
+
+std::size_t self_linear() {
+  return static_cast<std::size_t>(grid_state.current - grid_state.threads.data());
+}
+
+void wait_at_warp_barrier(unsigned mask) {
+  Fiber& f = self();
+  const unsigned lane_bit = 1u << (self_linear() % warpSize);
+  if ((mask & lane_bit) == 0) {
+    fail_block(cudaErrorLaunchFailure,
+               "a lane called a warp operation with a mask that excludes it");
+    yield_to_scheduler(false);
+  }
+  f.warp_mask = mask;
+  f.state = ThreadState::kAtWarpBarrier;
+  yield_to_scheduler(false);
+}
+
+}  // namespace
+
+// ---- what a kernel sees ------------------------------------------------------------------------
+namespace emu {
+
+const dim3& thread_idx() { return self().index; }
+const dim3& block_idx() { return grid_state.block_index; }
+const dim3& block_dim() { return grid_state.block; }
+const dim3& grid_dim() { return grid_state.grid; }
+int lane_id() { return static_cast<int>(self_linear() % warpSize); }
+
+void syncthreads() {
+  self().state = ThreadState::kAtBlockBarrier;
+  yield_to_scheduler(false);
+}
+
+void syncwarp(unsigned mask) { wait_at_warp_barrier(mask); }
+
+void trap() {
+  fail_block(cudaErrorLaunchFailure,
+             "__trap() in thread " + describe(self().index) + " (an unspecified launch failure)");
+  yield_to_scheduler(false);
+  std::abort();  // an abandoned grid is never resumed
+}
+
+uint64_t exchange(unsigned mask, uint64_t value, int source) {
+  self().slot = value;
+  wait_at_warp_barrier(mask);  // everyone in the mask has posted
+  const std::size_t warp_begin = self_linear() / warpSize * warpSize;
+  const std::size_t from = warp_begin + static_cast<std::size_t>(source);
+  uint64_t got = kPoison;  // a lane outside the mask, the block or alive: undefined on a GPU
+  if (source >= 0 && source < warpSize && (mask >> source & 1u) &&
+      from < grid_state.threads.size() && grid_state.threads[from].state != ThreadState::kDone) {
+    got = grid_state.threads[from].slot;
+  }
+  wait_at_warp_barrier(mask);  // everyone has read before anyone posts again
+  return got;
+}
+
+unsigned ballot(unsigned mask, bool predicate) {
+  self().slot = predicate ? 1 : 0;
+  wait_at_warp_barrier(mask);
+  const std::size_t warp_begin = self_linear() / warpSize * warpSize;
+  unsigned bits = 0;
+  for (int lane = 0; lane < warpSize; ++lane) {
+    const std::size_t t = warp_begin + static_cast<std::size_t>(lane);
+    if ((mask >> lane & 1u) && t < grid_state.threads.size() &&
+        grid_state.threads[t].state != ThreadState::kDone && grid_state.threads[t].slot != 0) {
+      bits |= 1u << lane;
+    }
+  }
+  wait_at_warp_barrier(mask);
+  return bits;
+}
+
+void poison_shared(void* ptr, std::size_t bytes) {
+  Grid& g = grid_state;
+  if (!g.poisoned_this_block.insert(ptr).second) return;  // another thread of this block did
+  std::memset(ptr, 0xFF, bytes);
+  g.shared_this_block += bytes;
+  if (g.shared_this_block > kMaxStaticSharedBytes) {
+    fail_block(cudaErrorInvalidConfiguration, std::to_string(g.shared_this_block) +
+                                                  " bytes of static shared memory, more than " +
+                                                  std::to_string(kMaxStaticSharedBytes));
+  }
+}
+
+bool is_device_pointer_or_null(const void* ptr) {
+  if (ptr == nullptr) return true;
+  const uintptr_t p = reinterpret_cast<uintptr_t>(ptr);
+  auto it = allocations.upper_bound(p);
+  if (it == allocations.begin()) return false;
+  --it;
+  return p <= it->first + it->second;
+}
+
+void reset_errors() {
+  std::lock_guard<std::mutex> lock(api_mutex);
+  sticky_error = cudaSuccess;
+  last_error = cudaSuccess;
+}
+
+void fail_launch(cudaError_t error, const char* kernel_name, const char* why) {
+  std::fprintf(stderr, "CUDA emulator: kernel %s not launched: %s\n", kernel_name, why);
+  record(error);
+}
+
+void run_grid(const char* kernel_name, const LaunchConfig& config,
+              const std::function<void()>& body) {
+  std::lock_guard<std::mutex> lock(api_mutex);
+  if (sticky_error != cudaSuccess) {
+    record(sticky_error);
+    return;
+  }
+  const dim3 b = config.block, gr = config.grid;
+  const uint64_t threads = uint64_t(b.x) * b.y * b.z;
+  if (threads == 0 || threads > kMaxThreadsPerBlock || b.z > 64 || gr.x == 0 || gr.y == 0 ||
+      gr.z == 0 || gr.x > 0x7fffffffu || gr.y > 65535 || gr.z > 65535 ||
+      config.dynamic_shared_bytes > kMaxStaticSharedBytes) {
+    std::string why = "invalid configuration: grid " + describe(gr) + ", block " + describe(b) +
+                      ", " + std::to_string(config.dynamic_shared_bytes) + " bytes dynamic shared";
+    fail_launch(cudaErrorInvalidConfiguration, kernel_name, why.c_str());
+    return;
+  }
+  Grid& g = grid_state;
+  g.kernel_name = kernel_name;
+  g.body = &body;
+  g.grid = gr;
+  g.block = b;
+  g.abandoned = false;
+  const bool reverse = reverse_order();
+  const uint64_t blocks = uint64_t(gr.x) * gr.y * gr.z;
+  for (uint64_t i = 0; i < blocks && !g.abandoned; ++i) {
+    const uint64_t n = reverse ? blocks - 1 - i : i;
+    g.block_index = dim3(static_cast<unsigned>(n % gr.x), static_cast<unsigned>(n / gr.x % gr.y),
+                         static_cast<unsigned>(n / (uint64_t(gr.x) * gr.y)));
+    run_block(reverse);
+  }
+  g.current = nullptr;
+  g.threads.clear();
+}
+
+}  // namespace emu
+
+// ---- the runtime API ---------------------------------------------------------------------------
+const char* cudaGetErrorString(cudaError_t error) {
+  switch (error) {
+    case cudaSuccess:
+      return "no error";
+    case cudaErrorInvalidValue:
+      return "invalid argument";
+    case cudaErrorMemoryAllocation:
+      return "out of memory";
+    case cudaErrorInvalidConfiguration:
+      return "invalid configuration argument";
+    case cudaErrorInvalidDevicePointer:
+      return "invalid device pointer";
+    case cudaErrorNoDevice:
+      return "no CUDA-capable device is detected";
+    case cudaErrorInvalidDevice:
+      return "invalid device ordinal";
+    case cudaErrorIllegalAddress:
+      return "an illegal memory access was encountered";
+    case cudaErrorLaunchFailure:
+      return "unspecified launch failure";
+  }
+  return "unknown error";
+}
+
+cudaError_t cudaGetLastError() {
+  std::lock_guard<std::mutex> lock(api_mutex);
+  const cudaError_t error = sticky_error != cudaSuccess ? sticky_error : last_error;
+  last_error = cudaSuccess;
+  return error;
+}
+
+cudaError_t cudaPeekAtLastError() {
+  std::lock_guard<std::mutex> lock(api_mutex);
+  return sticky_error != cudaSuccess ? sticky_error : last_error;
+}
+
+cudaError_t cudaGetDeviceCount(int* count) {
+  *count = visible() ? 1 : 0;
+  return *count == 0 ? record(cudaErrorNoDevice) : cudaSuccess;
+}
+
+cudaError_t cudaGetDevice(int* device) {
+  *device = 0;
+  return visible() ? cudaSuccess : record(cudaErrorNoDevice);
+}
+
+cudaError_t cudaSetDevice(int device) {
+  return visible() && device == 0 ? cudaSuccess : record(cudaErrorInvalidDevice);
+}
+
+cudaError_t cudaGetDeviceProperties(cudaDeviceProp* prop, int device) {
+  if (!visible() || device != 0) return record(cudaErrorInvalidDevice);
+  std::memset(prop, 0, sizeof *prop);
+  std::snprintf(prop->name, sizeof prop->name, "CUDA emulator on the CPU (not a GPU)");
+  prop->totalGlobalMem = kDeviceMemoryBytes;
+  prop->sharedMemPerBlock = kMaxStaticSharedBytes;
+  prop->warpSize = warpSize;
+  prop->maxThreadsPerBlock = kMaxThreadsPerBlock;
+  prop->multiProcessorCount = kMultiProcessors;
+  prop->major = 9;
+  prop->minor = 0;
+  return cudaSuccess;
+}
+
+cudaError_t cudaDeviceGetAttribute(int* value, cudaDeviceAttr attribute, int device) {
+  if (!visible() || device != 0) return record(cudaErrorInvalidDevice);
+  switch (attribute) {
+    case cudaDevAttrMaxThreadsPerBlock:
+      *value = kMaxThreadsPerBlock;
+      return cudaSuccess;
+    case cudaDevAttrMultiProcessorCount:
+      *value = kMultiProcessors;
+      return cudaSuccess;
+    case cudaDevAttrL2CacheSize:
+      *value = 50 << 20;
+      return cudaSuccess;
+  }
+  return record(cudaErrorInvalidValue);
+}
+
+cudaError_t cudaMemGetInfo(std::size_t* free_bytes, std::size_t* total_bytes) {
+  std::lock_guard<std::mutex> lock(api_mutex);
+  *total_bytes = kDeviceMemoryBytes;
+  *free_bytes = kDeviceMemoryBytes - allocated_bytes;
+  return check_sticky();
+}
+
+cudaError_t cudaMalloc(void** ptr, std::size_t bytes) {
+  std::lock_guard<std::mutex> lock(api_mutex);
+  *ptr = nullptr;
+  if (sticky_error != cudaSuccess) return record(sticky_error);
+  if (bytes == 0) return cudaSuccess;
+  if (bytes > kDeviceMemoryBytes - allocated_bytes) return record(cudaErrorMemoryAllocation);
+  void* memory = nullptr;
+  if (posix_memalign(&memory, 256, bytes) != 0) return record(cudaErrorMemoryAllocation);
+  std::memset(memory, 0xFF, bytes);  // never-written device memory reads as NaN / -1
+  allocations[reinterpret_cast<uintptr_t>(memory)] = bytes;
+  allocated_bytes += bytes;
+  *ptr = memory;
+  return cudaSuccess;
+}
+
+cudaError_t cudaMallocAsync(void** ptr, std::size_t bytes, cudaStream_t) {
+  return cudaMalloc(ptr, bytes);
+}
+
+cudaError_t cudaFree(void* ptr) {
+  std::lock_guard<std::mutex> lock(api_mutex);
+  if (ptr == nullptr) return cudaSuccess;
+  auto it = allocations.find(reinterpret_cast<uintptr_t>(ptr));
+  if (it == allocations.end()) {
+    std::fprintf(stderr, "CUDA emulator: cudaFree of %p, which is not a device allocation\n", ptr);
+    return record(cudaErrorInvalidDevicePointer);
+  }
+  allocated_bytes -= it->second;
+  allocations.erase(it);
+  std::free(ptr);
+  return check_sticky();
+}
+
+cudaError_t cudaFreeAsync(void* ptr, cudaStream_t) { return cudaFree(ptr); }
+
+cudaError_t cudaMemcpyAsync(void* dst, const void* src, std::size_t bytes, cudaMemcpyKind kind,
+                            cudaStream_t) {
+  std::lock_guard<std::mutex> lock(api_mutex);
+  if (sticky_error != cudaSuccess) return record(sticky_error);
+  const bool src_device = kind == cudaMemcpyDeviceToHost || kind == cudaMemcpyDeviceToDevice;
+  const bool dst_device = kind == cudaMemcpyHostToDevice || kind == cudaMemcpyDeviceToDevice;
+  if ((src_device && !device_range(src, bytes)) || (dst_device && !device_range(dst, bytes))) {
+    std::fprintf(stderr,
+                 "CUDA emulator: cudaMemcpy of %zu bytes (kind %d) from %p to %p runs outside a "
+                 "device allocation\n",
+                 bytes, static_cast<int>(kind), src, dst);
+    return record(cudaErrorInvalidValue);
+  }
+  if (bytes != 0) std::memmove(dst, src, bytes);
+  return cudaSuccess;
+}
+
+cudaError_t cudaMemcpy(void* dst, const void* src, std::size_t bytes, cudaMemcpyKind kind) {
+  return cudaMemcpyAsync(dst, src, bytes, kind, nullptr);
+}
+
+cudaError_t cudaMemsetAsync(void* ptr, int value, std::size_t bytes, cudaStream_t) {
+  std::lock_guard<std::mutex> lock(api_mutex);
+  if (sticky_error != cudaSuccess) return record(sticky_error);
+  if (!device_range(ptr, bytes)) {
+    std::fprintf(stderr,
+                 "CUDA emulator: cudaMemset of %zu bytes at %p runs outside a device allocation\n",
+                 bytes, ptr);
+    return record(cudaErrorInvalidValue);
+  }
+  if (bytes != 0) std::memset(ptr, value, bytes);
+  return cudaSuccess;
+}
+
+cudaError_t cudaStreamSynchronize(cudaStream_t) {
+  std::lock_guard<std::mutex> lock(api_mutex);
+  return sticky_error != cudaSuccess ? record(sticky_error) : cudaSuccess;
+}
+
+cudaError_t cudaDeviceSynchronize() { return cudaStreamSynchronize(nullptr); }
+
+struct CUevent_st {
+  std::chrono::steady_clock::time_point when;
+};
+
+cudaError_t cudaEventCreateWithFlags(cudaEvent_t* event, unsigned) {
+  *event = new CUevent_st();
+  return cudaSuccess;
+}
+
+cudaError_t cudaEventDestroy(cudaEvent_t event) {
+  delete event;
+  return cudaSuccess;
+}
+
+cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t) {
+  event->when = std::chrono::steady_clock::now();  // launches are synchronous here
+  return cudaSuccess;
+}
+
+cudaError_t cudaEventSynchronize(cudaEvent_t) { return cudaSuccess; }
+
+cudaError_t cudaEventElapsedTime(float* ms, cudaEvent_t start, cudaEvent_t stop) {
+  *ms = std::chrono::duration<float, std::milli>(stop->when - start->when).count();
+  return cudaSuccess;
+}

@@ -1,0 +1,81 @@
+// The CUDA emulator's stand-in for <cublas_v2.h>: cublasSgemm written from its definition
+// (column-major, C = alpha op(A) op(B) + beta C), with cuBLAS's argument checks. It exists so the
+// emulated build can run matmul_cublas and check the transposes and leading dimensions it passes;
+// it says nothing about cuBLAS's speed. (Contract of the emulator: cuda_runtime.h.)
+#pragma once
+
+#include <cuda_runtime.h>
+
+enum cublasStatus_t {
+  CUBLAS_STATUS_SUCCESS = 0,
+  CUBLAS_STATUS_NOT_INITIALIZED = 1,
+  CUBLAS_STATUS_INVALID_VALUE = 7,
+  CUBLAS_STATUS_EXECUTION_FAILED = 13,
+};
+enum cublasOperation_t { CUBLAS_OP_N = 0, CUBLAS_OP_T = 1 };
+enum cublasMath_t { CUBLAS_DEFAULT_MATH = 0 };
+struct cublasContext {};
+using cublasHandle_t = cublasContext*;
+
+inline const char* cublasGetStatusString(cublasStatus_t status) {
+  switch (status) {
+    case CUBLAS_STATUS_SUCCESS:
+      return "CUBLAS_STATUS_SUCCESS";
+    case CUBLAS_STATUS_NOT_INITIALIZED:
+      return "CUBLAS_STATUS_NOT_INITIALIZED";
+    case CUBLAS_STATUS_INVALID_VALUE:
+      return "CUBLAS_STATUS_INVALID_VALUE";
+    case CUBLAS_STATUS_EXECUTION_FAILED:
+      return "CUBLAS_STATUS_EXECUTION_FAILED";
+  }
+  return "unknown cuBLAS status";
+}
+inline cublasStatus_t cublasCreate(cublasHandle_t* handle) {
+  *handle = new cublasContext();
+  return CUBLAS_STATUS_SUCCESS;
+}
+inline cublasStatus_t cublasDestroy(cublasHandle_t handle) {
+  delete handle;
+  return CUBLAS_STATUS_SUCCESS;
+}
+inline cublasStatus_t cublasSetStream(cublasHandle_t handle, cudaStream_t) {
+  return handle ? CUBLAS_STATUS_SUCCESS : CUBLAS_STATUS_NOT_INITIALIZED;
+}
+inline cublasStatus_t cublasSetMathMode(cublasHandle_t handle, cublasMath_t) {
+  return handle ? CUBLAS_STATUS_SUCCESS : CUBLAS_STATUS_NOT_INITIALIZED;
+}
+
+// Column-major: element (i, j) of a matrix with leading dimension ld is at [i + j * ld].
+// op(A) is m x k, op(B) is k x n, C is m x n.
+inline cublasStatus_t cublasSgemm(cublasHandle_t handle, cublasOperation_t trans_a,
+                                  cublasOperation_t trans_b, int m, int n, int k,
+                                  const float* alpha, const float* a, int lda, const float* b,
+                                  int ldb, const float* beta, float* c, int ldc) {
+  if (handle == nullptr) return CUBLAS_STATUS_NOT_INITIALIZED;
+  const int a_rows = trans_a == CUBLAS_OP_N ? m : k;
+  const int b_rows = trans_b == CUBLAS_OP_N ? k : n;
+  if (m < 0 || n < 0 || k < 0 || lda < (a_rows > 1 ? a_rows : 1) ||
+      ldb < (b_rows > 1 ? b_rows : 1) || ldc < (m > 1 ? m : 1)) {
+    return CUBLAS_STATUS_INVALID_VALUE;
+  }
+  if (!emu::is_device_pointer_or_null(a) || !emu::is_device_pointer_or_null(b) ||
+      !emu::is_device_pointer_or_null(c)) {
+    return CUBLAS_STATUS_EXECUTION_FAILED;
+  }
+  for (int j = 0; j < n; ++j) {
+    for (int i = 0; i < m; ++i) {
+      double sum = 0.0;
+      for (int p = 0; p < k; ++p) {
+        const float a_ip = trans_a == CUBLAS_OP_N ? a[i + static_cast<long>(p) * lda]
+                                                  : a[p + static_cast<long>(i) * lda];
+        const float b_pj = trans_b == CUBLAS_OP_N ? b[p + static_cast<long>(j) * ldb]
+                                                  : b[j + static_cast<long>(p) * ldb];
+        sum += static_cast<double>(a_ip) * b_pj;
+      }
+      float& out = c[i + static_cast<long>(j) * ldc];
+      // beta = 0 ignores C (which may hold NaN), as cuBLAS does.
+      out = static_cast<float>(*alpha * sum + (*beta == 0.0f ? 0.0 : *beta * double(out)));
+    }
+  }
+  return CUBLAS_STATUS_SUCCESS;
+}

@@ -1,0 +1,294 @@
+// The CUDA emulator's stand-in for <cuda_runtime.h>: the parts of the CUDA language and runtime
+// API that kernels/*_cuda.cu use, implemented on the CPU (kernels/emulator/emulator.cpp).
+//
+// Why: the build and CI machines have nvcc but no GPU, so without this the CUDA kernels are
+// compiled and never run. The build's `engine_emulated` library (CMakeLists.txt, docs/testing.md)
+// rewrites each .cu file with cuda_translate (kernel<<<grid, block, smem, stream>>>(args) becomes
+// emu::launch_named("kernel", kernel, emu::LaunchConfig(grid, block, smem, stream), args);
+// `__shared__` becomes a static that is poisoned at every block) and compiles it with the host
+// compiler against this header. The [cuda] tests then run every kernel's own code against the CPU
+// reference, as the CTest cases `<area>.emulated.*`.
+//
+// Execution model: one grid at a time on the calling host thread. Blocks run one after another;
+// the threads of a block are cooperative fibers, so __syncthreads, __syncwarp and the warp
+// shuffles/votes are real barriers (a thread runs until it reaches one; the barrier opens when
+// every live thread of the block -- or of the warp's mask -- has arrived). What it checks that a
+// GPU would also reject: launch configurations (0 blocks, > 1024 threads, static shared memory
+// over 48 KiB), kernel pointer arguments outside any device allocation, copies outside an
+// allocation, barrier deadlocks, __trap. What it adds: device memory and shared memory start as
+// 0xFF bytes (NaN floats, -1 integers), so reading what nobody wrote shows up in the results.
+// What it cannot see: data races between blocks or streams, timing, warp-synchronous code that
+// omits __syncwarp (it happens to work here), and anything about performance.
+#pragma once
+
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <functional>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+
+// ---- the CUDA language: qualifiers become nothing, kernels become ordinary functions -----------
+#define __global__
+#define __device__
+#define __host__
+#define __forceinline__ inline
+#define __launch_bounds__(...)
+
+struct dim3 {
+  unsigned x, y, z;
+  constexpr dim3(unsigned x_ = 1, unsigned y_ = 1, unsigned z_ = 1) : x(x_), y(y_), z(z_) {}
+};
+using uint3 = dim3;
+
+// Vector types: as CUDA's, aligned to their size (a misaligned float4 access faults on a GPU).
+struct alignas(8) float2 {
+  float x, y;
+};
+struct alignas(16) float4 {
+  float x, y, z, w;
+};
+inline float4 make_float4(float x, float y, float z, float w) { return float4{x, y, z, w}; }
+
+constexpr int warpSize = 32;
+
+// ---- the runtime API (host side) ---------------------------------------------------------------
+enum cudaError_t {
+  cudaSuccess = 0,
+  cudaErrorInvalidValue = 1,
+  cudaErrorMemoryAllocation = 2,
+  cudaErrorInvalidConfiguration = 9,
+  cudaErrorInvalidDevicePointer = 17,
+  cudaErrorNoDevice = 100,
+  cudaErrorInvalidDevice = 101,
+  cudaErrorIllegalAddress = 700,
+  cudaErrorLaunchFailure = 719,
+};
+enum cudaMemcpyKind {
+  cudaMemcpyHostToHost = 0,
+  cudaMemcpyHostToDevice = 1,
+  cudaMemcpyDeviceToHost = 2,
+  cudaMemcpyDeviceToDevice = 3,
+};
+enum cudaDeviceAttr {
+  cudaDevAttrMaxThreadsPerBlock = 1,
+  cudaDevAttrMultiProcessorCount = 16,
+  cudaDevAttrL2CacheSize = 38,
+};
+constexpr unsigned cudaEventDefault = 0;
+
+struct CUstream_st;
+struct CUevent_st;
+using cudaStream_t = CUstream_st*;
+using cudaEvent_t = CUevent_st*;
+
+struct cudaDeviceProp {
+  char name[256];
+  std::size_t totalGlobalMem;
+  std::size_t sharedMemPerBlock;
+  int warpSize;
+  int maxThreadsPerBlock;
+  int multiProcessorCount;
+  int major;
+  int minor;
+};
+
+const char* cudaGetErrorString(cudaError_t error);
+cudaError_t cudaGetLastError();
+cudaError_t cudaPeekAtLastError();
+cudaError_t cudaGetDeviceCount(int* count);
+cudaError_t cudaGetDevice(int* device);
+cudaError_t cudaSetDevice(int device);
+cudaError_t cudaGetDeviceProperties(cudaDeviceProp* prop, int device);
+cudaError_t cudaDeviceGetAttribute(int* value, cudaDeviceAttr attribute, int device);
+cudaError_t cudaMemGetInfo(std::size_t* free_bytes, std::size_t* total_bytes);
+cudaError_t cudaMalloc(void** ptr, std::size_t bytes);
+cudaError_t cudaMallocAsync(void** ptr, std::size_t bytes, cudaStream_t stream);
+cudaError_t cudaFree(void* ptr);
+cudaError_t cudaFreeAsync(void* ptr, cudaStream_t stream);
+cudaError_t cudaMemcpy(void* dst, const void* src, std::size_t bytes, cudaMemcpyKind kind);
+cudaError_t cudaMemcpyAsync(void* dst, const void* src, std::size_t bytes, cudaMemcpyKind kind,
+                            cudaStream_t stream = nullptr);
+cudaError_t cudaMemsetAsync(void* ptr, int value, std::size_t bytes, cudaStream_t stream = nullptr);
+cudaError_t cudaStreamSynchronize(cudaStream_t stream);
+cudaError_t cudaDeviceSynchronize();
+cudaError_t cudaEventCreateWithFlags(cudaEvent_t* event, unsigned flags);
+cudaError_t cudaEventDestroy(cudaEvent_t event);
+cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream = nullptr);
+cudaError_t cudaEventSynchronize(cudaEvent_t event);
+cudaError_t cudaEventElapsedTime(float* ms, cudaEvent_t start, cudaEvent_t stop);
+
+namespace emu {
+
+// ---- what a kernel sees ------------------------------------------------------------------------
+const dim3& thread_idx();
+const dim3& block_idx();
+const dim3& block_dim();
+const dim3& grid_dim();
+
+void syncthreads();
+void syncwarp(unsigned mask);
+[[noreturn]] void trap();
+
+// Warp exchange: every lane of `mask` posts 8 bytes, waits for the others, reads lane `source`'s.
+uint64_t exchange(unsigned mask, uint64_t value, int source);
+int lane_id();
+
+template <typename T>
+T shuffle_from(unsigned mask, T value, int source) {
+  static_assert(sizeof(T) <= sizeof(uint64_t) && std::is_trivially_copyable<T>::value,
+                "warp shuffles move at most 8 bytes of a plain type");
+  uint64_t bits = 0;
+  std::memcpy(&bits, &value, sizeof(T));
+  const uint64_t got = exchange(mask, bits, source);
+  T result;
+  std::memcpy(&result, &got, sizeof(T));
+  return result;
+}
+template <typename T>
+T shfl(unsigned mask, T value, int source) {
+  return shuffle_from(mask, value, source & (warpSize - 1));
+}
+template <typename T>
+T shfl_down(unsigned mask, T value, unsigned delta) {
+  const int source = lane_id() + static_cast<int>(delta);
+  return shuffle_from(mask, value, source < warpSize ? source : lane_id());
+}
+template <typename T>
+T shfl_up(unsigned mask, T value, unsigned delta) {
+  const int source = lane_id() - static_cast<int>(delta);
+  return shuffle_from(mask, value, source >= 0 ? source : lane_id());
+}
+template <typename T>
+T shfl_xor(unsigned mask, T value, int lane_mask) {
+  return shuffle_from(mask, value, lane_id() ^ lane_mask);
+}
+unsigned ballot(unsigned mask, bool predicate);
+
+// Shared memory is a function-local static (blocks run one at a time); cuda_translate adds a call
+// to this after each __shared__ declaration so that every block starts with 0xFF bytes there.
+void poison_shared(void* ptr, std::size_t bytes);
+
+// ---- launching ---------------------------------------------------------------------------------
+struct LaunchConfig {
+  dim3 grid, block;
+  std::size_t dynamic_shared_bytes;
+  cudaStream_t stream;
+  LaunchConfig(dim3 grid_, dim3 block_, std::size_t shared = 0, cudaStream_t stream_ = nullptr)
+      : grid(grid_), block(block_), dynamic_shared_bytes(shared), stream(stream_) {}
+};
+
+// Forgets a sticky error (after a trap or a deadlock), as a fresh CUDA context would; for tests.
+void reset_errors();
+
+// True when `ptr` is null or points into (or one past) a live device allocation.
+bool is_device_pointer_or_null(const void* ptr);
+// Runs body() once per thread of the grid; records launch errors for cudaGetLastError.
+void run_grid(const char* kernel_name, const LaunchConfig& config,
+              const std::function<void()>& body);
+// Records a launch error (bad argument) for cudaGetLastError, printing why to stderr.
+void fail_launch(cudaError_t error, const char* kernel_name, const char* why);
+
+template <typename Param>
+bool argument_ok(const Param& value) {
+  if constexpr (std::is_pointer<Param>::value) {
+    return is_device_pointer_or_null(static_cast<const void*>(value));
+  } else {
+    (void)value;
+    return true;
+  }
+}
+
+// A kernel launch: the arguments convert to the kernel's parameter types as in CUDA; pointer
+// parameters must point into device memory, as a GPU would require.
+template <typename... Params, typename... Args>
+void launch_named(const char* kernel_name, void (*kernel)(Params...), const LaunchConfig& config,
+                  Args&&... args) {
+  static_assert(sizeof...(Params) == sizeof...(Args), "kernel launched with the wrong arity");
+  std::tuple<std::decay_t<Params>...> params(std::forward<Args>(args)...);
+  const bool pointers_ok =
+      std::apply([](const auto&... p) { return (argument_ok(p) && ... && true); }, params);
+  if (!pointers_ok) {
+    fail_launch(cudaErrorInvalidDevicePointer, kernel_name,
+                "a pointer argument is not device memory");
+    return;
+  }
+  run_grid(kernel_name, config, [&] { std::apply(kernel, params); });
+}
+
+}  // namespace emu
+
+// ---- device built-ins --------------------------------------------------------------------------
+#define threadIdx (::emu::thread_idx())
+#define blockIdx (::emu::block_idx())
+#define blockDim (::emu::block_dim())
+#define gridDim (::emu::grid_dim())
+
+inline void __syncthreads() { emu::syncthreads(); }
+inline void __syncwarp(unsigned mask = 0xffffffffu) { emu::syncwarp(mask); }
+[[noreturn]] inline void __trap() { emu::trap(); }
+template <typename T>
+T __shfl_sync(unsigned mask, T value, int source) {
+  return emu::shfl(mask, value, source);
+}
+template <typename T>
+T __shfl_down_sync(unsigned mask, T value, unsigned delta) {
+  return emu::shfl_down(mask, value, delta);
+}
+template <typename T>
+T __shfl_up_sync(unsigned mask, T value, unsigned delta) {
+  return emu::shfl_up(mask, value, delta);
+}
+template <typename T>
+T __shfl_xor_sync(unsigned mask, T value, int lane_mask) {
+  return emu::shfl_xor(mask, value, lane_mask);
+}
+inline unsigned __ballot_sync(unsigned mask, bool predicate) {
+  return emu::ballot(mask, predicate);
+}
+inline int __any_sync(unsigned mask, int predicate) {
+  return emu::ballot(mask, predicate != 0) != 0;
+}
+inline int __all_sync(unsigned mask, int predicate) {
+  return emu::ballot(mask, predicate != 0) == emu::ballot(mask, true);
+}
+
+// Round-to-nearest arithmetic that a GPU compiler may not fuse; the host compiler does not
+// contract across statements here (ISO C++ mode: -ffp-contract=off), so plain operators suffice.
+inline float __fadd_rn(float a, float b) { return a + b; }
+inline float __fsub_rn(float a, float b) { return a - b; }
+inline float __fmul_rn(float a, float b) { return a * b; }
+inline unsigned __float_as_uint(float x) {
+  unsigned bits;
+  std::memcpy(&bits, &x, sizeof bits);
+  return bits;
+}
+inline float __uint_as_float(unsigned bits) {
+  float x;
+  std::memcpy(&x, &bits, sizeof x);
+  return x;
+}
+inline int __popc(unsigned x) { return __builtin_popcount(x); }
+inline int __ffs(unsigned x) { return __builtin_ffs(static_cast<int>(x)); }
+inline int __clz(int x) { return x == 0 ? 32 : __builtin_clz(static_cast<unsigned>(x)); }
+using std::isinf;
+using std::isnan;
+using std::max;
+using std::min;
+
+// Atomics: a grid runs on one host thread, so a read-modify-write is already atomic.
+template <typename T>
+T atomicAdd(T* address, T value) {
+  const T old = *address;
+  *address = old + value;
+  return old;
+}
+template <typename T>
+T atomicMax(T* address, T value) {
+  const T old = *address;
+  if (value > old) *address = value;
+  return old;
+}

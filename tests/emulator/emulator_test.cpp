@@ -1,0 +1,133 @@
+// The CUDA emulator (kernels/emulator) checked on its own: barriers, warp operations, poisoned
+// memory, and the errors a GPU would raise. These always run (label cpu): the emulator is what
+// lets the [cuda] tests run on machines without a GPU (`<area>.emulated.*`), so it must be right.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <cstdint>
+#include <vector>
+
+#include "tests/emulator/sample_kernels.h"
+
+namespace {
+
+template <typename T>
+T* device_copy(const std::vector<T>& host) {
+  void* ptr = nullptr;
+  REQUIRE(cudaMalloc(&ptr, sizeof(T) * host.size()) == cudaSuccess);
+  REQUIRE(cudaMemcpy(ptr, host.data(), sizeof(T) * host.size(), cudaMemcpyHostToDevice) ==
+          cudaSuccess);
+  return static_cast<T*>(ptr);
+}
+
+template <typename T>
+T* device_array(size_t count) {
+  void* ptr = nullptr;
+  REQUIRE(cudaMalloc(&ptr, sizeof(T) * count) == cudaSuccess);
+  return static_cast<T*>(ptr);
+}
+
+template <typename T>
+std::vector<T> host_copy(const T* device, size_t count) {
+  std::vector<T> host(count);
+  REQUIRE(cudaMemcpy(host.data(), device, sizeof(T) * count, cudaMemcpyDeviceToHost) ==
+          cudaSuccess);
+  return host;
+}
+
+// Every test starts from a clean context, as each CTest case runs in its own process anyway.
+struct CleanContext {
+  CleanContext() { emu::reset_errors(); }
+  ~CleanContext() { emu::reset_errors(); }
+};
+
+}  // namespace
+
+TEST_CASE("emulator: __syncthreads makes a shared-memory tree sum exact", "[emulator]") {
+  CleanContext context;
+  // 600 ones and twos over 3 blocks of 256: block sums by hand.
+  std::vector<float> x(600);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = i % 2 == 0 ? 1.0f : 2.0f;
+  float* dx = device_copy(x);
+  float* sums = device_array<float>(3);
+  REQUIRE(sample::block_sums(dx, 600, sums) == cudaSuccess);
+  // Block 0 and 1: 128 ones + 128 twos = 384; block 2 holds 88 values: 44 + 88 = 132.
+  CHECK(host_copy(sums, 3) == std::vector<float>{384.0f, 384.0f, 132.0f});
+  cudaFree(dx);
+  cudaFree(sums);
+}
+
+TEST_CASE("emulator: warp shuffles, scan and ballot by hand", "[emulator]") {
+  CleanContext context;
+  std::vector<int> x(32);
+  for (int lane = 0; lane < 32; ++lane) x[lane] = (lane * 7) % 32;  // a permutation of 0..31
+  int* dx = device_copy(x);
+  int* sum = device_array<int>(1);
+  int* max = device_array<int>(32);
+  int* scan = device_array<int>(32);
+  unsigned* odd = device_array<unsigned>(1);
+  REQUIRE(sample::warp_ops(dx, sum, max, scan, odd) == cudaSuccess);
+  CHECK(host_copy(sum, 1)[0] == 31 * 32 / 2);
+  CHECK(host_copy(max, 32) == std::vector<int>(32, 31));
+  std::vector<int> expected_scan(32);
+  int running = 0;
+  for (int lane = 0; lane < 32; ++lane) expected_scan[lane] = running += x[lane];
+  CHECK(host_copy(scan, 32) == expected_scan);
+  unsigned expected_odd = 0;
+  for (int lane = 0; lane < 32; ++lane) expected_odd |= (x[lane] % 2 != 0 ? 1u : 0u) << lane;
+  CHECK(host_copy(odd, 1)[0] == expected_odd);
+  for (void* p : {static_cast<void*>(dx), static_cast<void*>(sum), static_cast<void*>(max),
+                  static_cast<void*>(scan), static_cast<void*>(odd)}) {
+    cudaFree(p);
+  }
+}
+
+TEST_CASE("emulator: unwritten shared and device memory read as 0xFF bytes", "[emulator]") {
+  CleanContext context;
+  unsigned* out = device_array<unsigned>(6);
+  REQUIRE(sample::read_unwritten_shared(out) == cudaSuccess);
+  CHECK(host_copy(out, 6) == std::vector<unsigned>(6, 0xFFFFFFFFu));
+  float* fresh = device_array<float>(3);
+  for (float v : host_copy(fresh, 3)) CHECK(std::isnan(v));
+  cudaFree(out);
+  cudaFree(fresh);
+}
+
+TEST_CASE("emulator: bad launch configurations fail like on a GPU", "[emulator]") {
+  CleanContext context;
+  int* out = device_array<int>(64);
+  CHECK(sample::fill(out, 64, 7, 0, 32) == cudaErrorInvalidConfiguration);    // no blocks
+  CHECK(sample::fill(out, 64, 7, 1, 2048) == cudaErrorInvalidConfiguration);  // > 1024 threads
+  CHECK(cudaGetLastError() == cudaSuccess);                // not sticky: the next launch works
+  REQUIRE(sample::fill(out, 64, 7, 3, 5) == cudaSuccess);  // grid-stride with odd sizes
+  CHECK(host_copy(out, 64) == std::vector<int>(64, 7));
+  cudaFree(out);
+}
+
+TEST_CASE("emulator: host pointers and out-of-range copies are refused", "[emulator]") {
+  CleanContext context;
+  std::vector<int> host(8, 0);
+  CHECK(sample::fill(host.data(), 8, 1, 1, 8) == cudaErrorInvalidDevicePointer);
+  CHECK(host == std::vector<int>(8, 0));  // the kernel did not run
+  int* out = device_array<int>(8);
+  std::vector<int> nine(9, 0);
+  CHECK(cudaMemcpy(nine.data(), out, sizeof(int) * 9, cudaMemcpyDeviceToHost) ==
+        cudaErrorInvalidValue);
+  CHECK(cudaMemcpy(nine.data(), out + 1, sizeof(int) * 7, cudaMemcpyDeviceToHost) == cudaSuccess);
+  CHECK(cudaFree(host.data()) == cudaErrorInvalidDevicePointer);
+  cudaGetLastError();
+  cudaFree(out);
+}
+
+TEST_CASE("emulator: a barrier deadlock and a trap are sticky launch failures", "[emulator]") {
+  CleanContext context;
+  int* out = device_array<int>(8);
+  CHECK(sample::deadlock(out) == cudaErrorLaunchFailure);
+  CHECK(cudaDeviceSynchronize() == cudaErrorLaunchFailure);  // sticky, as a broken context
+  emu::reset_errors();
+  CHECK(sample::trap(out) == cudaErrorLaunchFailure);
+  void* more = nullptr;
+  CHECK(cudaMalloc(&more, 4) == cudaErrorLaunchFailure);
+  emu::reset_errors();
+  cudaFree(out);
+}

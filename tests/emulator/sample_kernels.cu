@@ -1,0 +1,115 @@
+// Kernels that exercise the CUDA emulator itself (tests/emulator/emulator_test.cpp). Built only
+// through cuda_translate, like kernels/*.cu in engine_emulated: this file also tests the
+// translation of launches (multi-line, templated) and of __shared__ declarations.
+#include <cuda_runtime.h>
+
+#include "tests/emulator/sample_kernels.h"
+
+namespace sample {
+namespace {
+
+constexpr int kThreads = 256;
+
+// Block-wide tree sum in shared memory: correct only if __syncthreads is a real barrier.
+template <typename T>
+__global__ void block_sum_kernel(const T* x, int n, T* sums) {
+  __shared__ T partial[kThreads];
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  partial[threadIdx.x] = i < n ? x[i] : T(0);
+  __syncthreads();
+  for (int half = kThreads / 2; half > 0; half /= 2) {
+    if (static_cast<int>(threadIdx.x) < half) partial[threadIdx.x] += partial[threadIdx.x + half];
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) sums[blockIdx.x] = partial[0];
+}
+
+// One warp: shuffle-down sum, xor max, inclusive shfl_up scan and a ballot of odd values.
+__global__ void warp_ops_kernel(const int* x, int* sum, int* max, int* scan, unsigned* odd) {
+  const int lane = threadIdx.x;
+  int v = x[lane];
+  for (int offset = 16; offset > 0; offset /= 2) v += __shfl_down_sync(0xffffffffu, v, offset);
+  if (lane == 0) *sum = v;
+  int m = x[lane];
+  for (int offset = 16; offset > 0; offset /= 2) {
+    const int other = __shfl_xor_sync(0xffffffffu, m, offset);
+    m = other > m ? other : m;
+  }
+  max[lane] = m;
+  int running = x[lane];
+  for (int offset = 1; offset < 32; offset *= 2) {
+    const int below = __shfl_up_sync(0xffffffffu, running, offset);
+    if (lane >= offset) running += below;
+  }
+  scan[lane] = running;
+  const unsigned bits = __ballot_sync(0xffffffffu, x[lane] % 2 != 0);
+  if (lane == 0) *odd = bits;
+}
+
+// Reads shared memory that no thread wrote.
+__global__ void read_unwritten_shared_kernel(unsigned* out) {
+  __shared__ unsigned never_written[4], also[2];
+  out[threadIdx.x] = threadIdx.x < 4 ? never_written[threadIdx.x] : also[threadIdx.x - 4];
+}
+
+// Lane 0 waits at __syncwarp for lane 1, which waits at __syncthreads for lane 0.
+__global__ void deadlock_kernel(int* out) {
+  if (threadIdx.x == 0) {
+    __syncwarp();
+  } else {
+    __syncthreads();
+  }
+  out[threadIdx.x] = 1;
+}
+
+__global__ void trap_kernel(int* out) {
+  if (threadIdx.x == 3) __trap();
+  out[threadIdx.x] = 1;
+}
+
+__global__ void fill_kernel(int* out, int n, int value) {
+  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
+    out[i] = value;
+  }
+}
+
+}  // namespace
+
+cudaError_t block_sums(const float* x, int n, float* sums) {
+  const int blocks = (n + kThreads - 1) / kThreads;
+  // Spread over lines on purpose: cuda_translate must handle a launch split anywhere.
+  // clang-format off
+  block_sum_kernel<float>
+      <<<blocks, kThreads, 0,
+         nullptr>>>(x, n,
+                    sums);
+  // clang-format on
+  return cudaGetLastError();
+}
+
+cudaError_t warp_ops(const int* x, int* sum, int* max, int* scan, unsigned* odd) {
+  warp_ops_kernel<<<1, 32, 0, nullptr>>>(x, sum, max, scan, odd);
+  return cudaGetLastError();
+}
+
+cudaError_t read_unwritten_shared(unsigned* out) {
+  read_unwritten_shared_kernel<<<1, 6>>>(out);
+  return cudaGetLastError();
+}
+
+cudaError_t deadlock(int* out) {
+  deadlock_kernel<<<1, 2>>>(out);
+  return cudaGetLastError();
+}
+
+cudaError_t trap(int* out) {
+  trap_kernel<<<1, 8>>>(out);
+  return cudaGetLastError();
+}
+
+cudaError_t fill(int* out, int n, int value, unsigned blocks, unsigned threads) {
+  fill_kernel<<<blocks, threads>>>(out, n, value);
+  return cudaGetLastError();
+}
+
+}  // namespace sample

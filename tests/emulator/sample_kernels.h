@@ -1,0 +1,17 @@
+// Host entry points of tests/emulator/sample_kernels.cu; each returns cudaGetLastError() after
+// its launch. Pointers are device memory (cudaMalloc), except where a test passes host memory
+// on purpose.
+#pragma once
+
+#include <cuda_runtime.h>
+
+namespace sample {
+
+cudaError_t block_sums(const float* x, int n, float* sums);  // sums[b] = sum of block b's 256
+cudaError_t warp_ops(const int* x, int* sum, int* max, int* scan, unsigned* odd);  // x: 32 ints
+cudaError_t read_unwritten_shared(unsigned* out);  // out: 6 words from shared memory
+cudaError_t deadlock(int* out);
+cudaError_t trap(int* out);
+cudaError_t fill(int* out, int n, int value, unsigned blocks, unsigned threads);
+
+}  // namespace sample

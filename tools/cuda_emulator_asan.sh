@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# The [cuda] tests on the CUDA emulator under AddressSanitizer and UBSan: a CPU stand-in for
+# compute-sanitizer's memcheck. Device memory is host memory here, so a kernel that reads or
+# writes past an allocation (or shared array), or overflows an index, is reported with the .cu
+# file and line. Slower than ./test.sh's `emulated` run (about 3x), so not part of it.
+#   tools/cuda_emulator_asan.sh [ctest args...]     e.g. -R ops.emulated.conv2d
+# Builds in build-asan/ (ENGINE_CUDA=OFF: nvcc is not needed); docs/testing.md explains the
+# emulator and what it cannot see.
+set -euo pipefail
+ROOT="$(cd "$(dirname "$0")/.." && pwd)"
+BUILD_DIR="${BUILD_DIR:-$ROOT/build-asan}"
+source "$ROOT/scripts/setup.sh"
+jobs="$(nproc 2>/dev/null || echo 2)"
+cmake -S "$ROOT" -B "$BUILD_DIR" -DENGINE_CUDA=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  -DCMAKE_CXX_FLAGS="-fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer" \
+  > "$BUILD_DIR.configure.log" 2>&1 || { cat "$BUILD_DIR.configure.log"; exit 1; }
+targets=$(cmake --build "$BUILD_DIR" --target help | sed -n 's/^\.\.\. \(.*_test_emulated\)$/\1/p; s/^\(.*_test_emulated\): .*/\1/p')
+targets="$targets emulator_test"
+echo "==> building $(echo $targets | wc -w) test programs with AddressSanitizer and UBSan"
+# shellcheck disable=SC2086
+cmake --build "$BUILD_DIR" -j "$jobs" --target $targets
+cd "$BUILD_DIR"
+# The fibers' stacks are switched with the sanitizer's fiber annotations (kernels/emulator);
+# leaks are not kernel bugs (the caching allocator keeps blocks on purpose).
+export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=0:abort_on_error=0}"
+export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1}"
+ctest --output-on-failure -j "$jobs" -L "emulated|cpu" -R "emulated|^emulator\." "$@"
