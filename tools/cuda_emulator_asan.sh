@@ -15,7 +15,7 @@ cmake -S "$ROOT" -B "$BUILD_DIR" -DENGINE_CUDA=OFF -DCMAKE_BUILD_TYPE=RelWithDeb
   -DCMAKE_CXX_FLAGS="-fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer" \
   > "$BUILD_DIR.configure.log" 2>&1 || { cat "$BUILD_DIR.configure.log"; exit 1; }
 targets=$(cmake --build "$BUILD_DIR" --target help | sed -n 's/^\.\.\. \(.*_test_emulated\)$/\1/p; s/^\(.*_test_emulated\): .*/\1/p')
-targets="$targets emulator_test"
+targets="$targets emulator_test dml dml_emulated"  # dml: tools.emulated.* compare with it
 echo "==> building $(echo $targets | wc -w) test programs with AddressSanitizer and UBSan"
 # shellcheck disable=SC2086
 cmake --build "$BUILD_DIR" -j "$jobs" --target $targets
