@@ -1,11 +1,13 @@
-// The CUDA emulator's runtime: device memory, errors, events, and the grid scheduler that runs a
-// kernel's threads as cooperative fibers (contract and limits: include/cuda_runtime.h).
+// The CUDA emulator's grid scheduler: runs a kernel's threads as cooperative fibers, and the
+// device built-ins they call (contract and limits: include/cuda_runtime.h; memory and the rest of
+// the runtime API are in runtime.cpp).
 //
 // Scheduler: blocks run one at a time, in order (or in reverse with DML_CUDA_EMULATOR_ORDER=
 // reverse, which also reverses the threads, so an order-dependent race shows up as a different
 // result). Within a block every thread is a fiber on its own stack. A round resumes every
 // ready thread until it finishes or waits at a barrier; then the block barrier opens if every live
-// thread waits there, or a warp barrier opens if every live lane of its mask waits there. A round
+// thread waits there, or a warp barrier opens if every live lane of its mask waits there (lanes
+// waiting with different masks are released together; the kernels here use full masks). A round
 // that opens nothing is a deadlock (e.g. __syncthreads in divergent code) and fails the launch.
 #include <sys/mman.h>
 #if !defined(__x86_64__)
@@ -13,15 +15,15 @@
 #endif
 
 #include <algorithm>
-#include <chrono>
 #include <cstdlib>
-#include <map>
 #include <mutex>
 #include <set>
 #include <string>
 #include <vector>
 
 #include <cuda_runtime.h>
+
+#include "kernels/emulator/state.h"
 
 #if defined(__SANITIZE_ADDRESS__)
 #include <sanitizer/asan_interface.h>
@@ -33,55 +35,20 @@
 
 namespace {
 
-constexpr std::size_t kDeviceMemoryBytes = std::size_t(80) << 30;  // as an H100's 80 GB
-constexpr std::size_t kMaxStaticSharedBytes = 48 * 1024;
-constexpr int kMaxThreadsPerBlock = 1024;
-constexpr int kMultiProcessors = 132;  // as an H100 SXM: grids sized from it look the same
+using emu::detail::api_mutex;
+using emu::detail::kMaxStaticSharedBytes;
+using emu::detail::kMaxThreadsPerBlock;
+using emu::detail::record;
+using emu::detail::sticky_error;
+
 constexpr std::size_t kStackBytes = std::size_t(256) << 10;  // ASan frames are large
 constexpr uint64_t kPoison = ~uint64_t(0);
 
-// ---- errors ------------------------------------------------------------------------------------
-std::mutex api_mutex;  // one grid or API call at a time, whichever host thread asks
-cudaError_t last_error = cudaSuccess;
-cudaError_t sticky_error = cudaSuccess;  // after a trap or deadlock, as a real context
-
-cudaError_t record(cudaError_t error) {
-  if (error != cudaSuccess && last_error == cudaSuccess) last_error = error;
-  return error;
-}
-cudaError_t check_sticky() { return sticky_error; }
-
-// ---- device memory -----------------------------------------------------------------------------
-std::map<uintptr_t, std::size_t> allocations;  // base -> bytes
-std::size_t allocated_bytes = 0;
-
-// The allocation holding [ptr, ptr + bytes), or allocations.end().
-std::map<uintptr_t, std::size_t>::const_iterator find_allocation(const void* ptr,
-                                                                 std::size_t bytes) {
-  const uintptr_t p = reinterpret_cast<uintptr_t>(ptr);
-  auto it = allocations.upper_bound(p);
-  if (it == allocations.begin()) return allocations.end();
-  --it;
-  if (p + bytes > it->first + it->second) return allocations.end();
-  return it;
-}
-
-bool device_range(const void* ptr, std::size_t bytes) {
-  return bytes == 0 || find_allocation(ptr, bytes) != allocations.end();
-}
-
-bool visible() {
-  const char* devices = std::getenv("CUDA_VISIBLE_DEVICES");
-  if (devices == nullptr) return true;
-  const std::string list(devices);
-  return !list.empty() && list[0] != '-' && (list[0] == '0' || list.rfind("GPU", 0) == 0);
-}
-
-// ---- fibers: a stack and a saved stack pointer
-// --------------------------------------------------- On x86-64 a switch saves the callee-saved
-// registers and the FP control words on the current stack, stores the stack pointer, and loads the
-// other fiber's: about ten instructions, where swapcontext also makes two system calls for the
-// signal mask (which made it half the run time). Elsewhere, ucontext.
+// ---- fibers: a stack and a saved stack pointer ---------------------------------------------
+// On x86-64 a switch saves the callee-saved registers and the FP control words on the current
+// stack, stores the stack pointer, and loads the other fiber's: about ten instructions, where
+// swapcontext also makes two system calls for the signal mask (which made it half the run time).
+// Elsewhere, ucontext.
 #if defined(__x86_64__)
 extern "C" void emu_switch_stack(void** save_sp, void* load_sp);
 asm(R"(
@@ -356,6 +323,7 @@ void wait_at_warp_barrier(unsigned mask) {
 }  // namespace
 
 // ---- what a kernel sees ------------------------------------------------------------------------
+
 namespace emu {
 
 const dim3& thread_idx() { return self().index; }
@@ -420,21 +388,6 @@ void poison_shared(void* ptr, std::size_t bytes) {
   }
 }
 
-bool is_device_pointer_or_null(const void* ptr) {
-  if (ptr == nullptr) return true;
-  const uintptr_t p = reinterpret_cast<uintptr_t>(ptr);
-  auto it = allocations.upper_bound(p);
-  if (it == allocations.begin()) return false;
-  --it;
-  return p <= it->first + it->second;
-}
-
-void reset_errors() {
-  std::lock_guard<std::mutex> lock(api_mutex);
-  sticky_error = cudaSuccess;
-  last_error = cudaSuccess;
-}
-
 void fail_launch(cudaError_t error, const char* kernel_name, const char* why) {
   std::fprintf(stderr, "CUDA emulator: kernel %s not launched: %s\n", kernel_name, why);
   record(error);
@@ -476,193 +429,3 @@ void run_grid(const char* kernel_name, const LaunchConfig& config,
 }
 
 }  // namespace emu
-
-// ---- the runtime API ---------------------------------------------------------------------------
-const char* cudaGetErrorString(cudaError_t error) {
-  switch (error) {
-    case cudaSuccess:
-      return "no error";
-    case cudaErrorInvalidValue:
-      return "invalid argument";
-    case cudaErrorMemoryAllocation:
-      return "out of memory";
-    case cudaErrorInvalidConfiguration:
-      return "invalid configuration argument";
-    case cudaErrorInvalidDevicePointer:
-      return "invalid device pointer";
-    case cudaErrorNoDevice:
-      return "no CUDA-capable device is detected";
-    case cudaErrorInvalidDevice:
-      return "invalid device ordinal";
-    case cudaErrorIllegalAddress:
-      return "an illegal memory access was encountered";
-    case cudaErrorLaunchFailure:
-      return "unspecified launch failure";
-  }
-  return "unknown error";
-}
-
-cudaError_t cudaGetLastError() {
-  std::lock_guard<std::mutex> lock(api_mutex);
-  const cudaError_t error = sticky_error != cudaSuccess ? sticky_error : last_error;
-  last_error = cudaSuccess;
-  return error;
-}
-
-cudaError_t cudaPeekAtLastError() {
-  std::lock_guard<std::mutex> lock(api_mutex);
-  return sticky_error != cudaSuccess ? sticky_error : last_error;
-}
-
-cudaError_t cudaGetDeviceCount(int* count) {
-  *count = visible() ? 1 : 0;
-  return *count == 0 ? record(cudaErrorNoDevice) : cudaSuccess;
-}
-
-cudaError_t cudaGetDevice(int* device) {
-  *device = 0;
-  return visible() ? cudaSuccess : record(cudaErrorNoDevice);
-}
-
-cudaError_t cudaSetDevice(int device) {
-  return visible() && device == 0 ? cudaSuccess : record(cudaErrorInvalidDevice);
-}
-
-cudaError_t cudaGetDeviceProperties(cudaDeviceProp* prop, int device) {
-  if (!visible() || device != 0) return record(cudaErrorInvalidDevice);
-  std::memset(prop, 0, sizeof *prop);
-  std::snprintf(prop->name, sizeof prop->name, "CUDA emulator on the CPU (not a GPU)");
-  prop->totalGlobalMem = kDeviceMemoryBytes;
-  prop->sharedMemPerBlock = kMaxStaticSharedBytes;
-  prop->warpSize = warpSize;
-  prop->maxThreadsPerBlock = kMaxThreadsPerBlock;
-  prop->multiProcessorCount = kMultiProcessors;
-  prop->major = 9;
-  prop->minor = 0;
-  return cudaSuccess;
-}
-
-cudaError_t cudaDeviceGetAttribute(int* value, cudaDeviceAttr attribute, int device) {
-  if (!visible() || device != 0) return record(cudaErrorInvalidDevice);
-  switch (attribute) {
-    case cudaDevAttrMaxThreadsPerBlock:
-      *value = kMaxThreadsPerBlock;
-      return cudaSuccess;
-    case cudaDevAttrMultiProcessorCount:
-      *value = kMultiProcessors;
-      return cudaSuccess;
-    case cudaDevAttrL2CacheSize:
-      *value = 50 << 20;
-      return cudaSuccess;
-  }
-  return record(cudaErrorInvalidValue);
-}
-
-cudaError_t cudaMemGetInfo(std::size_t* free_bytes, std::size_t* total_bytes) {
-  std::lock_guard<std::mutex> lock(api_mutex);
-  *total_bytes = kDeviceMemoryBytes;
-  *free_bytes = kDeviceMemoryBytes - allocated_bytes;
-  return check_sticky();
-}
-
-cudaError_t cudaMalloc(void** ptr, std::size_t bytes) {
-  std::lock_guard<std::mutex> lock(api_mutex);
-  *ptr = nullptr;
-  if (sticky_error != cudaSuccess) return record(sticky_error);
-  if (bytes == 0) return cudaSuccess;
-  if (bytes > kDeviceMemoryBytes - allocated_bytes) return record(cudaErrorMemoryAllocation);
-  void* memory = nullptr;
-  if (posix_memalign(&memory, 256, bytes) != 0) return record(cudaErrorMemoryAllocation);
-  std::memset(memory, 0xFF, bytes);  // never-written device memory reads as NaN / -1
-  allocations[reinterpret_cast<uintptr_t>(memory)] = bytes;
-  allocated_bytes += bytes;
-  *ptr = memory;
-  return cudaSuccess;
-}
-
-cudaError_t cudaMallocAsync(void** ptr, std::size_t bytes, cudaStream_t) {
-  return cudaMalloc(ptr, bytes);
-}
-
-cudaError_t cudaFree(void* ptr) {
-  std::lock_guard<std::mutex> lock(api_mutex);
-  if (ptr == nullptr) return cudaSuccess;
-  auto it = allocations.find(reinterpret_cast<uintptr_t>(ptr));
-  if (it == allocations.end()) {
-    std::fprintf(stderr, "CUDA emulator: cudaFree of %p, which is not a device allocation\n", ptr);
-    return record(cudaErrorInvalidDevicePointer);
-  }
-  allocated_bytes -= it->second;
-  allocations.erase(it);
-  std::free(ptr);
-  return check_sticky();
-}
-
-cudaError_t cudaFreeAsync(void* ptr, cudaStream_t) { return cudaFree(ptr); }
-
-cudaError_t cudaMemcpyAsync(void* dst, const void* src, std::size_t bytes, cudaMemcpyKind kind,
-                            cudaStream_t) {
-  std::lock_guard<std::mutex> lock(api_mutex);
-  if (sticky_error != cudaSuccess) return record(sticky_error);
-  const bool src_device = kind == cudaMemcpyDeviceToHost || kind == cudaMemcpyDeviceToDevice;
-  const bool dst_device = kind == cudaMemcpyHostToDevice || kind == cudaMemcpyDeviceToDevice;
-  if ((src_device && !device_range(src, bytes)) || (dst_device && !device_range(dst, bytes))) {
-    std::fprintf(stderr,
-                 "CUDA emulator: cudaMemcpy of %zu bytes (kind %d) from %p to %p runs outside a "
-                 "device allocation\n",
-                 bytes, static_cast<int>(kind), src, dst);
-    return record(cudaErrorInvalidValue);
-  }
-  if (bytes != 0) std::memmove(dst, src, bytes);
-  return cudaSuccess;
-}
-
-cudaError_t cudaMemcpy(void* dst, const void* src, std::size_t bytes, cudaMemcpyKind kind) {
-  return cudaMemcpyAsync(dst, src, bytes, kind, nullptr);
-}
-
-cudaError_t cudaMemsetAsync(void* ptr, int value, std::size_t bytes, cudaStream_t) {
-  std::lock_guard<std::mutex> lock(api_mutex);
-  if (sticky_error != cudaSuccess) return record(sticky_error);
-  if (!device_range(ptr, bytes)) {
-    std::fprintf(stderr,
-                 "CUDA emulator: cudaMemset of %zu bytes at %p runs outside a device allocation\n",
-                 bytes, ptr);
-    return record(cudaErrorInvalidValue);
-  }
-  if (bytes != 0) std::memset(ptr, value, bytes);
-  return cudaSuccess;
-}
-
-cudaError_t cudaStreamSynchronize(cudaStream_t) {
-  std::lock_guard<std::mutex> lock(api_mutex);
-  return sticky_error != cudaSuccess ? record(sticky_error) : cudaSuccess;
-}
-
-cudaError_t cudaDeviceSynchronize() { return cudaStreamSynchronize(nullptr); }
-
-struct CUevent_st {
-  std::chrono::steady_clock::time_point when;
-};
-
-cudaError_t cudaEventCreateWithFlags(cudaEvent_t* event, unsigned) {
-  *event = new CUevent_st();
-  return cudaSuccess;
-}
-
-cudaError_t cudaEventDestroy(cudaEvent_t event) {
-  delete event;
-  return cudaSuccess;
-}
-
-cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t) {
-  event->when = std::chrono::steady_clock::now();  // launches are synchronous here
-  return cudaSuccess;
-}
-
-cudaError_t cudaEventSynchronize(cudaEvent_t) { return cudaSuccess; }
-
-cudaError_t cudaEventElapsedTime(float* ms, cudaEvent_t start, cudaEvent_t stop) {
-  *ms = std::chrono::duration<float, std::milli>(stop->when - start->when).count();
-  return cudaSuccess;
-}
