@@ -181,6 +181,18 @@ void fiber_entry() {
   std::abort();  // a finished fiber is never resumed
 }
 
+// DML_CUDA_EMULATOR_TRACE=FILE appends one line per launch: kernel name, grid and block. Which
+// kernels an op or a test launches, e.g. to find kernels no test reaches.
+void trace_launch(const char* kernel_name, const dim3& grid, const dim3& block) {
+  static const char* path = std::getenv("DML_CUDA_EMULATOR_TRACE");
+  if (path == nullptr || *path == '\0') return;
+  if (FILE* trace = std::fopen(path, "a")) {
+    std::fprintf(trace, "%s grid (%u, %u, %u) block (%u, %u, %u)\n", kernel_name, grid.x, grid.y,
+                 grid.z, block.x, block.y, block.z);
+    std::fclose(trace);
+  }
+}
+
 bool reverse_order() {
   const char* order = std::getenv("DML_CUDA_EMULATOR_ORDER");
   return order != nullptr && std::string(order) == "reverse";
@@ -410,6 +422,7 @@ void run_grid(const char* kernel_name, const LaunchConfig& config,
     fail_launch(cudaErrorInvalidConfiguration, kernel_name, why.c_str());
     return;
   }
+  trace_launch(kernel_name, gr, b);
   Grid& g = grid_state;
   g.kernel_name = kernel_name;
   g.body = &body;

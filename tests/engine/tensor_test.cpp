@@ -129,6 +129,25 @@ TEST_CASE("tensor cuda: round trip and the caching allocator reuses blocks", "[t
                       Catch::Contains("out of memory"));
 }
 
+TEST_CASE("tensor cuda: copy_ into a strided view writes exactly the view's elements",
+          "[tensor][cuda]") {
+  REQUIRE_CUDA_OR_SKIP();
+  // Column 1 of a [3, 4] zero tensor: shape [3], stride 4, offset 1.
+  Tensor base = Tensor::zeros({3, 4}, DType::F32, Device::cuda());
+  make_view(base, {3}, {4}, 1).copy_(Tensor::from_vector({1, 2, 3}, {3}).to(Device::cuda()));
+  REQUIRE(base.to_vector() == std::vector<double>{0, 1, 0, 0, 0, 2, 0, 0, 0, 3, 0, 0});
+  // The whole tensor through its transpose [4, 3] (strides 1, 4): element (r, c) of base
+  // receives source element (c, r) = 3 c + r.
+  std::vector<double> values(12);
+  for (int i = 0; i < 12; ++i) values[i] = i;
+  make_view(base, {4, 3}, {1, 4}, 0).copy_(Tensor::from_vector(values, {4, 3}).to(Device::cuda()));
+  std::vector<double> expected(12);
+  for (int r = 0; r < 3; ++r) {
+    for (int c = 0; c < 4; ++c) expected[r * 4 + c] = 3 * c + r;
+  }
+  REQUIRE(base.to_vector() == expected);
+}
+
 TEST_CASE("contiguous grad: gathering a transposed view", "[tensor][contiguous][grad]") {
   Tensor x = test::random_leaf({3, 4}, 21);
   test::require_gradcheck(
