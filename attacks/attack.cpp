@@ -262,6 +262,11 @@ BatchResult attack_batch(models::Model& model, const Tensor& images,
                    static_cast<int64_t>(self_index.size()) == rows,
                "attack_batch: ", rows, " images, ", labels.size(), " labels, ", self_index.size(),
                " self indices");
+  for (int64_t b = 0; b < rows; ++b) {
+    ENGINE_CHECK(self_index[b] >= -1 && self_index[b] < gallery.embeddings.size(0),
+                 "attack_batch: self_index[", b, "] = ", self_index[b], " is not a gallery row (",
+                 gallery.embeddings.size(0), " rows) or -1");
+  }
   models::check_pixels(images, "attack_batch images");
   const std::string label = attack_label(spec);
   const Metric metric = gallery.metric;
@@ -296,6 +301,21 @@ BatchResult attack_batch(models::Model& model, const Tensor& images,
       }
       const std::vector<double> qg = query_gallery.to_vector();
       auto qg_float = std::make_shared<std::vector<float>>(qg.begin(), qg.end());
+      // The gallery holds the candidate's own clean copy. Its row entry came from the pairwise
+      // kernel, while the measure computes d(c~, q) with row_metric_distance, so for the clean
+      // candidate (c~ = c) the two are equal up to rounding and "strictly nearer" would be decided
+      // by rounding, differently on CPU and GPU. Measure the copy with the same function as the
+      // candidate: then the clean copy ties with the clean candidate exactly and is never ahead of
+      // it, and it is ahead of a perturbed candidate exactly when d(c, q) < d(c~, q), as robrank.
+      const std::vector<double> copy_to_query = row_metric_distance(
+          repeat_rows(clean, spec.W), queries.reshape({rows * spec.W, queries.size(2)}), metric);
+      for (int64_t b = 0; b < rows; ++b) {
+        if (self_index[b] < 0) continue;
+        for (int64_t w = 0; w < spec.W; ++w) {
+          const int64_t pair = b * spec.W + w;
+          (*qg_float)[pair * nx + self_index[b]] = static_cast<float>(copy_to_query[pair]);
+        }
+      }
       objective = [=](const Tensor& e, int64_t) {
         return candidate_attack_loss(e, queries, query_gallery, metric, spec.raise);
       };
