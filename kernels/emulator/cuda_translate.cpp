@@ -5,10 +5,18 @@
 //     -> ::emu::launch_named("kernel", kernel, ::emu::LaunchConfig(grid, block, smem, stream), a,
 //     b)
 //   __shared__ float x[32], y;
-//     -> static float x[32], y; ::emu::poison_shared(&x, sizeof(x)); ::emu::poison_shared(&y, ...);
+//     -> static float emu_layout_x[32], emu_layout_y; auto& x =
+//     *::emu::shared_block(&emu_layout_x);
+//        auto& y = *::emu::shared_block(&emu_layout_y);
+//
+// The statics only carry the type and serve as keys: each block gets its own fresh shared memory
+// from the emulator, filled with 0xFF bytes, as each block on a GPU has its own. So the race
+// checker sees no history from an earlier block there, and AddressSanitizer sees each block's
+// arrays as separate allocations.
 //
 // Comments, string and character literals are copied as they are. The output starts with a #line
 // directive, so compiler errors and sanitizer reports name the original .cu file and line.
+#include <algorithm>
 #include <cctype>
 #include <cstdio>
 #include <fstream>
@@ -154,16 +162,22 @@ std::string translate(const std::string& path, const std::string& s) {
           declaration.find('=') != std::string::npos) {
         fail(path, s, i, "extern or initialized __shared__ is not supported by the emulator");
       }
-      out += "static" + declaration + ";";
+      std::string layouts, references;
       for (const std::string& part : split_top_level(declaration)) {
         // The declarator's name: the last identifier before the first '[' of this part.
-        const std::string piece = trim(part.substr(0, part.find('[')));
-        size_t name_begin = piece.size();
-        while (name_begin > 0 && is_identifier_char(piece[name_begin - 1])) --name_begin;
-        const std::string name = piece.substr(name_begin);
+        size_t name_end = std::min(part.find('['), part.size());
+        while (name_end > 0 && std::isspace(static_cast<unsigned char>(part[name_end - 1]))) {
+          --name_end;
+        }
+        size_t name_begin = name_end;
+        while (name_begin > 0 && is_identifier_char(part[name_begin - 1])) --name_begin;
+        const std::string name = part.substr(name_begin, name_end - name_begin);
         if (name.empty()) fail(path, s, i, "cannot find the name in a __shared__ declaration");
-        out += " ::emu::poison_shared(&" + name + ", sizeof(" + name + "));";
+        layouts += (layouts.empty() ? "" : ",") + part.substr(0, name_begin) + "emu_layout_" +
+                   part.substr(name_begin);
+        references += " auto& " + name + " = *::emu::shared_block(&emu_layout_" + name + ");";
       }
+      out += "static" + layouts + ";" + references;
       i = semicolon + 1;
       continue;
     }

@@ -17,12 +17,12 @@
 #include <algorithm>
 #include <cstdlib>
 #include <mutex>
-#include <set>
 #include <string>
 #include <vector>
 
 #include <cuda_runtime.h>
 
+#include "kernels/emulator/racecheck.h"
 #include "kernels/emulator/state.h"
 
 #if defined(__SANITIZE_ADDRESS__)
@@ -48,7 +48,8 @@ constexpr uint64_t kPoison = ~uint64_t(0);
 // On x86-64 a switch saves the callee-saved registers and the FP control words on the current
 // stack, stores the stack pointer, and loads the other fiber's: about ten instructions, where
 // swapcontext also makes two system calls for the signal mask (which made it half the run time).
-// Elsewhere, ucontext.
+// Elsewhere, ucontext. (With the race checker, kernels/emulator/racecheck.h, each switch also
+// tells ThreadSanitizer which fiber runs next.)
 #if defined(__x86_64__)
 extern "C" void emu_switch_stack(void** save_sp, void* load_sp);
 asm(R"(
@@ -132,7 +133,7 @@ struct Grid {
   Fiber* current = nullptr;
   Context scheduler;
   bool abandoned = false;  // a trap: the rest of the grid does not run
-  std::set<void*> poisoned_this_block;
+  std::vector<std::pair<const void*, void*>> shared_memory;  // this block's: layout -> memory
   std::size_t shared_this_block = 0;
   const void* scheduler_stack_bottom = nullptr;
   std::size_t scheduler_stack_size = 0;
@@ -164,6 +165,7 @@ void yield_to_scheduler(bool exiting) {
                                  g.scheduler_stack_size);
 #endif
   (void)exiting;
+  emu::racecheck::switch_to_scheduler();
   switch_context(self->context, g.scheduler);
 #if EMU_WITH_ASAN
   __sanitizer_finish_switch_fiber(self->fake_stack, nullptr, nullptr);
@@ -175,7 +177,9 @@ void fiber_entry() {
 #if EMU_WITH_ASAN
   __sanitizer_finish_switch_fiber(nullptr, &g.scheduler_stack_bottom, &g.scheduler_stack_size);
 #endif
+  emu::racecheck::thread_begin();
   (*g.body)();
+  emu::racecheck::thread_end();
   g.current->state = ThreadState::kDone;
   yield_to_scheduler(true);
   std::abort();  // a finished fiber is never resumed
@@ -265,25 +269,33 @@ std::string waiting_summary() {
 void run_block(bool reverse) {
   Grid& g = grid_state;
   const std::size_t count = std::size_t(g.block.x) * g.block.y * g.block.z;
+  const Fiber* fibers_before = g.threads.data();
+  const std::size_t stacks_before = stacks.size();
   g.threads.assign(count, Fiber());
-  g.poisoned_this_block.clear();
   g.shared_this_block = 0;
+  emu::racecheck::block_begin(g.kernel_name, g.block_index, g.block, count);  // before stack_slot
   for (std::size_t t = 0; t < count; ++t) {
     Fiber& f = g.threads[t];
     f.index =
         dim3(static_cast<unsigned>(t % g.block.x), static_cast<unsigned>(t / g.block.x % g.block.y),
              static_cast<unsigned>(t / (std::size_t(g.block.x) * g.block.y)));
-    start_context(f.context, stack_for(t), kStackBytes, fiber_entry);
+    start_context(f.context, stack_for(emu::racecheck::stack_slot(t)), kStackBytes, fiber_entry);
+  }
+  // New memory the block's threads will touch (ThreadSanitizer counts an allocation as a write).
+  if (g.threads.data() != fibers_before || stacks.size() != stacks_before) {
+    emu::racecheck::release_host();
   }
   for (;;) {
     for (std::size_t i = 0; i < count && !g.abandoned; ++i) {
-      Fiber& f = g.threads[reverse ? count - 1 - i : i];
+      const std::size_t t = reverse ? count - 1 - i : i;
+      Fiber& f = g.threads[t];
       if (f.state != ThreadState::kReady) continue;
       g.current = &f;
 #if EMU_WITH_ASAN
-      __sanitizer_start_switch_fiber(&g.scheduler_fake_stack, stacks[&f - g.threads.data()],
+      __sanitizer_start_switch_fiber(&g.scheduler_fake_stack, stacks[emu::racecheck::stack_slot(t)],
                                      kStackBytes);
 #endif
+      emu::racecheck::switch_to_thread(t);
       switch_context(g.scheduler, f.context);
 #if EMU_WITH_ASAN
       __sanitizer_finish_switch_fiber(g.scheduler_fake_stack, nullptr, nullptr);
@@ -302,9 +314,16 @@ void run_block(bool reverse) {
 #if EMU_WITH_ASAN
   // Fibers abandoned mid-kernel leave poisoned frames on stacks the next block reuses.
   if (g.abandoned) {
-    for (std::size_t t = 0; t < count; ++t) ASAN_UNPOISON_MEMORY_REGION(stacks[t], kStackBytes);
+    for (std::size_t t = 0; t < count; ++t) {
+      ASAN_UNPOISON_MEMORY_REGION(stacks[emu::racecheck::stack_slot(t)], kStackBytes);
+    }
   }
 #endif
+  emu::racecheck::ignore_begin();
+  for (const auto& block_memory : g.shared_memory) std::free(block_memory.second);
+  g.shared_memory.clear();
+  emu::racecheck::ignore_end();
+  emu::racecheck::block_end(g.abandoned);
 }
 
 Fiber& self() {
@@ -319,7 +338,10 @@ std::size_t self_linear() {
   return static_cast<std::size_t>(grid_state.current - grid_state.threads.data());
 }
 
-void wait_at_warp_barrier(unsigned mask) {
+// Memory ordering: __syncwarp orders the lanes' memory accesses (CUDA Programming Guide,
+// "Warp Synchronous Programming"); shuffles and votes exchange registers and order nothing, so
+// only __syncwarp passes `orders_memory` (what the race checker models).
+void wait_at_warp_barrier(unsigned mask, bool orders_memory) {
   Fiber& f = self();
   const unsigned lane_bit = 1u << (self_linear() % warpSize);
   if ((mask & lane_bit) == 0) {
@@ -329,7 +351,9 @@ void wait_at_warp_barrier(unsigned mask) {
   }
   f.warp_mask = mask;
   f.state = ThreadState::kAtWarpBarrier;
+  if (orders_memory) emu::racecheck::arrive_at_warp_barrier(self_linear());
   yield_to_scheduler(false);
+  if (orders_memory) emu::racecheck::leave_warp_barrier(self_linear());
 }
 
 }  // namespace
@@ -346,10 +370,12 @@ int lane_id() { return static_cast<int>(self_linear() % warpSize); }
 
 void syncthreads() {
   self().state = ThreadState::kAtBlockBarrier;
+  racecheck::arrive_at_block_barrier(self_linear());
   yield_to_scheduler(false);
+  racecheck::leave_block_barrier(self_linear());
 }
 
-void syncwarp(unsigned mask) { wait_at_warp_barrier(mask); }
+void syncwarp(unsigned mask) { wait_at_warp_barrier(mask, true); }
 
 void trap() {
   fail_block(cudaErrorLaunchFailure,
@@ -360,7 +386,7 @@ void trap() {
 
 uint64_t exchange(unsigned mask, uint64_t value, int source) {
   self().slot = value;
-  wait_at_warp_barrier(mask);  // everyone in the mask has posted
+  wait_at_warp_barrier(mask, false);  // everyone in the mask has posted
   const std::size_t warp_begin = self_linear() / warpSize * warpSize;
   const std::size_t from = warp_begin + static_cast<std::size_t>(source);
   uint64_t got = kPoison;  // a lane outside the mask, the block or alive: undefined on a GPU
@@ -368,13 +394,13 @@ uint64_t exchange(unsigned mask, uint64_t value, int source) {
       from < grid_state.threads.size() && grid_state.threads[from].state != ThreadState::kDone) {
     got = grid_state.threads[from].slot;
   }
-  wait_at_warp_barrier(mask);  // everyone has read before anyone posts again
+  wait_at_warp_barrier(mask, false);  // everyone has read before anyone posts again
   return got;
 }
 
 unsigned ballot(unsigned mask, bool predicate) {
   self().slot = predicate ? 1 : 0;
-  wait_at_warp_barrier(mask);
+  wait_at_warp_barrier(mask, false);
   const std::size_t warp_begin = self_linear() / warpSize * warpSize;
   unsigned bits = 0;
   for (int lane = 0; lane < warpSize; ++lane) {
@@ -384,20 +410,34 @@ unsigned ballot(unsigned mask, bool predicate) {
       bits |= 1u << lane;
     }
   }
-  wait_at_warp_barrier(mask);
+  wait_at_warp_barrier(mask, false);
   return bits;
 }
 
-void poison_shared(void* ptr, std::size_t bytes) {
+void* shared_block_bytes(const void* layout, std::size_t bytes, std::size_t alignment) {
   Grid& g = grid_state;
-  if (!g.poisoned_this_block.insert(ptr).second) return;  // another thread of this block did
-  std::memset(ptr, 0xFF, bytes);
+  for (const auto& [known, memory] : g.shared_memory) {
+    if (known == layout) return memory;  // another thread of this block made it
+  }
+  // Emulator bookkeeping, not a kernel access: the race checker ignores it, so the new memory has
+  // no history and the 0xFF fill is no thread's write.
+  racecheck::ignore_begin();
+  alignment = std::max<std::size_t>(alignment, 16);
+  void* memory = std::aligned_alloc(alignment, (bytes + alignment - 1) / alignment * alignment);
+  if (memory == nullptr) {
+    std::fprintf(stderr, "CUDA emulator: cannot allocate %zu bytes of shared memory\n", bytes);
+    std::abort();
+  }
+  std::memset(memory, 0xFF, bytes);
+  g.shared_memory.emplace_back(layout, memory);
+  racecheck::ignore_end();
   g.shared_this_block += bytes;
   if (g.shared_this_block > kMaxStaticSharedBytes) {
     fail_block(cudaErrorInvalidConfiguration, std::to_string(g.shared_this_block) +
                                                   " bytes of static shared memory, more than " +
                                                   std::to_string(kMaxStaticSharedBytes));
   }
+  return memory;
 }
 
 void fail_launch(cudaError_t error, const char* kernel_name, const char* why) {
@@ -431,12 +471,14 @@ void run_grid(const char* kernel_name, const LaunchConfig& config,
   g.abandoned = false;
   const bool reverse = reverse_order();
   const uint64_t blocks = uint64_t(gr.x) * gr.y * gr.z;
+  racecheck::launch_begin();
   for (uint64_t i = 0; i < blocks && !g.abandoned; ++i) {
     const uint64_t n = reverse ? blocks - 1 - i : i;
     g.block_index = dim3(static_cast<unsigned>(n % gr.x), static_cast<unsigned>(n / gr.x % gr.y),
                          static_cast<unsigned>(n / (uint64_t(gr.x) * gr.y)));
     run_block(reverse);
   }
+  racecheck::launch_end();
   g.current = nullptr;
   g.threads.clear();
 }

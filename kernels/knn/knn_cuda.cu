@@ -15,7 +15,8 @@
 //      warp walks the row 32 columns at a time, forms the keys, and ballots the candidates that
 //      beat the query's current k-th (key, index) (all of them while fewer than k are kept).
 //      Each such candidate, in column order, is inserted into the sorted top-k: its position is
-//      a warp count of the kept entries below it, then the entries after it move up one (the
+//      a warp count of the kept entries below it (then __syncwarp, so that no lane writes the
+//      list while another may still read it), then the entries after it move up one (the
 //      lanes move 32 at a time, the highest chunk first, __syncwarp between reading and writing),
 //      dropping the last when full. On random orders a query sees about k (1 + ln(n / k))
 //      insertions in all, so after the first chunk almost every key costs one comparison.
@@ -61,6 +62,10 @@ __device__ inline int insert_sorted(float* keys, int64_t* indices, int size, int
   int below = 0;
   for (int e = lane; e < size; e += kWarp) below += precedes(keys[e], indices[e], key, index);
   const int position = warp_sum(below);
+  // Every lane's reads of the list (the count above, and the caller's reads of the k-th entry
+  // since the last insertion) before any lane writes it: shuffles order no memory, only
+  // __syncwarp does (found by the emulator's race checker, kernels/emulator/racecheck.h).
+  __syncwarp();
   const int new_size = size < capacity ? size + 1 : capacity;
   // Move entries [position, new_size - 2] to [position + 1, new_size - 1], 32 at a time from the
   // top: a chunk writes only slots its own lanes or the chunk above have already read.
@@ -131,6 +136,7 @@ __global__ void __launch_bounds__(kMergeThreads)
       }
     }
   }
+  __syncwarp();  // every lane has read kept[query] (above) before lane 0 writes it
   if (lane == 0) kept[query] = size;
 }
 

@@ -131,3 +131,49 @@ TEST_CASE("emulator: a barrier deadlock and a trap are sticky launch failures", 
   emu::reset_errors();
   cudaFree(out);
 }
+
+// The race checker's subjects (kernels/emulator/racecheck.h). On the plain emulator, in either
+// order, the racy block_total computes the right answer too, which is the point: only the race
+// checker sees that race. (The racy shift_right, below, is also caught by
+// DML_CUDA_EMULATOR_ORDER=reverse, which makes it read unwritten shared memory.)
+TEST_CASE("emulator: a racy and a race-free kernel alike compute the right answer here",
+          "[emulator]") {
+  CleanContext context;
+  std::vector<float> x(1000);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(i % 7);  // small integers
+  float* dx = device_copy(x);
+  float* total = device_copy(std::vector<float>{0.0f});
+  REQUIRE(sample::block_total(dx, 1000, total, true) == cudaSuccess);
+  REQUIRE(sample::block_total(dx, 1000, total, false) == cudaSuccess);
+  // 1000 = 142 * 7 + 6: 142 * 21 + (0 + 1 + ... + 5) = 2997, summed twice.
+  CHECK(host_copy(total, 1) == std::vector<float>{2.0f * 2997.0f});
+  float* shifted = device_array<float>(256);
+  REQUIRE(sample::shift_right(dx, shifted, true) == cudaSuccess);
+  const std::vector<float> y = host_copy(shifted, 256);
+  CHECK(y[0] == 0.0f);
+  for (size_t t = 1; t < 256; ++t) CHECK(y[t] == x[t - 1]);
+  cudaFree(dx);
+  cudaFree(total);
+  cudaFree(shifted);
+}
+
+// Hidden ([.racecheck]): run by CTest only in a race-checker build, where each must make
+// ThreadSanitizer report a data race in the named kernel (tests/CMakeLists.txt).
+TEST_CASE("racecheck: blocks adding into one word without an atomic", "[.racecheck]") {
+  CleanContext context;
+  float* dx = device_copy(std::vector<float>(600, 1.0f));
+  float* total = device_copy(std::vector<float>{0.0f});
+  REQUIRE(sample::block_total(dx, 600, total, false) == cudaSuccess);
+  CHECK(host_copy(total, 1) == std::vector<float>{600.0f});  // right, and racy all the same
+  cudaFree(dx);
+  cudaFree(total);
+}
+
+TEST_CASE("racecheck: a shared-memory read without __syncthreads", "[.racecheck]") {
+  CleanContext context;
+  float* dx = device_copy(std::vector<float>(256, 1.0f));
+  float* y = device_array<float>(256);
+  REQUIRE(sample::shift_right(dx, y, false) == cudaSuccess);
+  cudaFree(dx);
+  cudaFree(y);
+}

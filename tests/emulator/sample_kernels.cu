@@ -73,7 +73,49 @@ __global__ void fill_kernel(int* out, int n, int value) {
   }
 }
 
+// Every block sums its 256 values, then thread 0 adds the block's sum into *total: with
+// atomicAdd, or (use_atomic false) with a plain += that races with the other blocks'. Blocks
+// run in turn on the emulator, so both give the exact total there; only the race checker
+// (kernels/emulator/racecheck.h) tells them apart.
+__global__ void block_total_kernel(const float* x, int n, float* total, bool use_atomic) {
+  __shared__ float partial[kThreads];
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  partial[threadIdx.x] = i < n ? x[i] : 0.0f;
+  __syncthreads();
+  for (int half = kThreads / 2; half > 0; half /= 2) {
+    if (static_cast<int>(threadIdx.x) < half) partial[threadIdx.x] += partial[threadIdx.x + half];
+    __syncthreads();
+  }
+  if (threadIdx.x != 0) return;
+  if (use_atomic) {
+    atomicAdd(total, partial[0]);
+  } else {
+    *total += partial[0];  // the race
+  }
+}
+
+// y[t] = x[t - 1] through shared memory, with the __syncthreads between writing and reading
+// left out when `synchronized` is false. In the emulator's usual order thread t - 1 has
+// already written when thread t reads, so the result is right anyway.
+__global__ void shift_right_kernel(const float* x, float* y, bool synchronized) {
+  __shared__ float staged[kThreads];
+  const int t = threadIdx.x;
+  staged[t] = x[t];
+  if (synchronized) __syncthreads();
+  y[t] = t == 0 ? 0.0f : staged[t - 1];  // the race when not synchronized
+}
+
 }  // namespace
+
+cudaError_t block_total(const float* x, int n, float* total, bool use_atomic) {
+  block_total_kernel<<<(n + kThreads - 1) / kThreads, kThreads>>>(x, n, total, use_atomic);
+  return cudaGetLastError();
+}
+
+cudaError_t shift_right(const float* x, float* y, bool synchronized) {
+  shift_right_kernel<<<1, kThreads>>>(x, y, synchronized);
+  return cudaGetLastError();
+}
 
 cudaError_t block_sums(const float* x, int n, float* sums) {
   const int blocks = (n + kThreads - 1) / kThreads;

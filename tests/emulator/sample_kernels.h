@@ -12,6 +12,10 @@ cudaError_t warp_ops(const int* x, int* sum, int* max, int* scan, unsigned* odd)
 cudaError_t read_unwritten_shared(unsigned* out);  // out: 6 words from shared memory
 cudaError_t deadlock(int* out);
 cudaError_t trap(int* out);
+// *total += the sum of x (n floats), one block per 256 values, with or without atomicAdd.
+cudaError_t block_total(const float* x, int n, float* total, bool use_atomic);
+// y[t] = x[t - 1] (y[0] = 0) for 256 values, through shared memory; racy unless synchronized.
+cudaError_t shift_right(const float* x, float* y, bool synchronized);
 cudaError_t fill(int* out, int n, int value, unsigned blocks, unsigned threads);
 
 }  // namespace sample

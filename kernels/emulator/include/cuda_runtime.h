@@ -6,7 +6,7 @@
 // compiled and never run. The build's `engine_emulated` library (CMakeLists.txt, docs/testing.md)
 // rewrites each .cu file with cuda_translate (kernel<<<grid, block, smem, stream>>>(args) becomes
 // emu::launch_named("kernel", kernel, emu::LaunchConfig(grid, block, smem, stream), args);
-// `__shared__` becomes a static that is poisoned at every block) and compiles it with the host
+// `__shared__` becomes fresh 0xFF-filled memory at every block) and compiles it with the host
 // compiler against this header. The [cuda] tests then run every kernel's own code against the CPU
 // reference, as the CTest cases `<area>.emulated.*`.
 //
@@ -18,8 +18,9 @@
 // over 48 KiB), kernel pointer arguments outside any device allocation, copies outside an
 // allocation, barrier deadlocks, __trap. What it adds: device memory and shared memory start as
 // 0xFF bytes (NaN floats, -1 integers), so reading what nobody wrote shows up in the results.
-// What it cannot see: data races between blocks or streams, timing, warp-synchronous code that
-// omits __syncwarp (it happens to work here), and anything about performance.
+// What it cannot see: data races (a racing kernel usually computes the right answer here, since
+// threads run in turn; the race checker build, kernels/emulator/racecheck.h, finds them),
+// timing, and anything about performance.
 #pragma once
 
 #include <cmath>
@@ -169,9 +170,15 @@ T shfl_xor(unsigned mask, T value, int lane_mask) {
 }
 unsigned ballot(unsigned mask, bool predicate);
 
-// Shared memory is a function-local static (blocks run one at a time); cuda_translate adds a call
-// to this after each __shared__ declaration so that every block starts with 0xFF bytes there.
-void poison_shared(void* ptr, std::size_t bytes);
+// Shared memory: cuda_translate turns each __shared__ variable into a reference to
+// *shared_block(&layout), where `layout` is a static of the variable's type used only as a key.
+// The first thread of a block to ask gets fresh memory filled with 0xFF bytes, the others of the
+// block the same memory; it is freed when the block ends.
+void* shared_block_bytes(const void* layout, std::size_t bytes, std::size_t alignment);
+template <typename T>
+T* shared_block(T* layout) {
+  return static_cast<T*>(shared_block_bytes(layout, sizeof(T), alignof(T)));
+}
 
 // ---- launching ---------------------------------------------------------------------------------
 struct LaunchConfig {
@@ -280,16 +287,26 @@ using std::isnan;
 using std::max;
 using std::min;
 
-// Atomics: a grid runs on one host thread, so a read-modify-write is already atomic.
+// Atomics: a grid runs on one host thread, so a read-modify-write would already be atomic; they
+// are compiler atomics (relaxed, as CUDA's) so that the race checker (kernels/emulator/
+// racecheck.h) sees them as atomics and not as racing plain accesses.
 template <typename T>
 T atomicAdd(T* address, T value) {
-  const T old = *address;
-  *address = old + value;
+  T old;
+  __atomic_load(address, &old, __ATOMIC_RELAXED);
+  T sum = old + value;
+  while (
+      !__atomic_compare_exchange(address, &old, &sum, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+    sum = old + value;
+  }
   return old;
 }
 template <typename T>
 T atomicMax(T* address, T value) {
-  const T old = *address;
-  if (value > old) *address = value;
+  T old;
+  __atomic_load(address, &old, __ATOMIC_RELAXED);
+  while (value > old && !__atomic_compare_exchange(address, &old, &value, false, __ATOMIC_RELAXED,
+                                                   __ATOMIC_RELAXED)) {
+  }
   return old;
 }
