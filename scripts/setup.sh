@@ -59,6 +59,24 @@ configure_and_build() {  # [targets...]: all by default
   fi
 }
 
+# For tools/cuda_emulator_{asan,racecheck}.sh: configures $BUILD_DIR without nvcc, with the
+# given CMake arguments, builds every test program that runs [cuda] cases on the emulator (plus
+# `dml`, which tools.emulated.* compare with), and enters $BUILD_DIR. $1 says how, for the log.
+build_emulated_test_programs() {  # DESCRIPTION CMAKE_ARGS...
+  local description=$1 jobs targets
+  shift
+  jobs="$(nproc 2>/dev/null || echo 2)"
+  cmake -S "$ROOT" -B "$BUILD_DIR" -DENGINE_CUDA=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo "$@" \
+    > "$BUILD_DIR.configure.log" 2>&1 || { cat "$BUILD_DIR.configure.log"; exit 1; }
+  targets=$(cmake --build "$BUILD_DIR" --target help |
+    sed -n 's/^\.\.\. \(.*_test_emulated\)$/\1/p; s/^\(.*_test_emulated\): .*/\1/p')
+  targets="emulator_test $targets dml dml_emulated"
+  echo "==> building $(echo $targets | wc -w) test programs, $description"
+  # shellcheck disable=SC2086
+  cmake --build "$BUILD_DIR" -j "$jobs" --target $targets
+  cd "$BUILD_DIR"
+}
+
 mkdir -p "$(dirname "$BUILD_DIR")"
 install_missing_packages
 find_nvcc

@@ -10,16 +10,9 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 BUILD_DIR="${BUILD_DIR:-$ROOT/build-asan}"
 source "$ROOT/scripts/setup.sh"
+build_emulated_test_programs "with AddressSanitizer and UBSan" \
+  -DCMAKE_CXX_FLAGS="-fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer"
 jobs="$(nproc 2>/dev/null || echo 2)"
-cmake -S "$ROOT" -B "$BUILD_DIR" -DENGINE_CUDA=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-  -DCMAKE_CXX_FLAGS="-fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer" \
-  > "$BUILD_DIR.configure.log" 2>&1 || { cat "$BUILD_DIR.configure.log"; exit 1; }
-targets=$(cmake --build "$BUILD_DIR" --target help | sed -n 's/^\.\.\. \(.*_test_emulated\)$/\1/p; s/^\(.*_test_emulated\): .*/\1/p')
-targets="$targets emulator_test dml dml_emulated"  # dml: tools.emulated.* compare with it
-echo "==> building $(echo $targets | wc -w) test programs with AddressSanitizer and UBSan"
-# shellcheck disable=SC2086
-cmake --build "$BUILD_DIR" -j "$jobs" --target $targets
-cd "$BUILD_DIR"
 # The fibers' stacks are switched with the sanitizer's fiber annotations (kernels/emulator);
 # leaks are not kernel bugs (the caching allocator keeps blocks on purpose).
 export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=0:abort_on_error=0}"

@@ -13,16 +13,8 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 BUILD_DIR="${BUILD_DIR:-$ROOT/build-racecheck}"
 source "$ROOT/scripts/setup.sh"
+build_emulated_test_programs "kernels under ThreadSanitizer" -DENGINE_EMULATOR_RACECHECK=ON
 jobs="$(nproc 2>/dev/null || echo 2)"
-cmake -S "$ROOT" -B "$BUILD_DIR" -DENGINE_CUDA=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-  -DENGINE_EMULATOR_RACECHECK=ON > "$BUILD_DIR.configure.log" 2>&1 ||
-  { cat "$BUILD_DIR.configure.log"; exit 1; }
-targets=$(cmake --build "$BUILD_DIR" --target help | sed -n 's/^\.\.\. \(.*_test_emulated\)$/\1/p; s/^\(.*_test_emulated\): .*/\1/p')
-targets="emulator_test $targets dml dml_emulated"  # dml: tools.emulated.* compare with it
-echo "==> building $(echo $targets | wc -w) test programs, kernels under ThreadSanitizer"
-# shellcheck disable=SC2086
-cmake --build "$BUILD_DIR" -j "$jobs" --target $targets
-cd "$BUILD_DIR"
 # halt_on_error=0: every race of a test is reported (the test still fails, exit code 66).
 # history_size=4: enough access history to show both stacks of a race in long kernels.
 export TSAN_OPTIONS="${TSAN_OPTIONS:-halt_on_error=0:history_size=4}"

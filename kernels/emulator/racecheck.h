@@ -32,7 +32,6 @@
 namespace emu::racecheck {
 
 #if EMU_RACECHECK
-constexpr bool kEnabled = true;
 constexpr std::size_t kPools = 2;
 
 // Host side, around a grid: everything the host did before launch_begin happens before the
@@ -65,8 +64,6 @@ void leave_warp_barrier(std::size_t thread);
 void ignore_begin();
 void ignore_end();
 #else
-constexpr bool kEnabled = false;
-constexpr std::size_t kPools = 1;
 inline void launch_begin() {}
 inline void launch_end() {}
 inline void release_host() {}
