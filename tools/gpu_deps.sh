@@ -2,13 +2,20 @@
 # Run HERE (the build machine): copies the Debian packages the build needs into .gpu-deps/
 # (git-ignored), so that a GPU machine without a package registry can build the project.
 # Pass the folder to the device tool's `carry` and run tools/gpu_check.sh there.
-#   tools/gpu_deps.sh [--with-data]    (--with-data adds Fashion-MNIST, ~30 MB)
+#   tools/gpu_deps.sh [--without-data]
+# Fashion-MNIST (~30 MB) comes along unless --without-data: tools/gpu_check.sh trains on it and
+# the data tests read it (tools/gpu_env.sh links it where the Debian package would put it). With
+# it the device tool's working tree is about 55 MB of its 64 MiB.
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 DEST="$ROOT/.gpu-deps"
 source "$ROOT/scripts/setup.sh"  # installs the project's packages here if missing
 BUNDLE=(catch2 libeigen3-dev nlohmann-json3-dev libstb-dev libstb0 zlib1g-dev)
-if [ "${1:-}" = "--with-data" ]; then BUNDLE+=(dataset-fashion-mnist); fi
+case "${1:-}" in
+  "") BUNDLE+=(dataset-fashion-mnist) ;;
+  --without-data) ;;
+  *) echo "usage: tools/gpu_deps.sh [--without-data]" >&2; exit 2 ;;
+esac
 rm -rf "$DEST"
 mkdir -p "$DEST"
 for pkg in "${BUNDLE[@]}"; do

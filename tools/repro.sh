@@ -39,6 +39,7 @@ while [ $# -gt 0 ]; do
   esac
 done
 [ -f "$CONFIG" ] || { echo "tools/repro.sh: no config $CONFIG" >&2; exit 2; }
+source "$ROOT/tools/gpu_env.sh"  # on a GPU machine: carried libraries and Fashion-MNIST
 [ -x "$DML" ] || { echo "tools/repro.sh: no dml program at $DML (build it first)" >&2; exit 2; }
 mkdir -p "$DIR"
 

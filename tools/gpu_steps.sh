@@ -1,0 +1,130 @@
+# shellcheck shell=bash
+# Sourced by tools/gpu_check.sh: runs named steps into one Markdown log, within a time budget per
+# call, and remembers which steps finished so that the next call goes on from there.
+#
+# Why: the device tool cuts a command after 10 minutes and a GPU session has about 30 minutes in
+# all, while building, testing, sanitizing and benchmarking take longer than one command. So each
+# call stops starting steps near its budget, kills a step that runs past it, copies the log to
+# $OUT after every step (what a killed command leaves under $OUT still comes back), and a second
+# call on the same (still warm) machine skips what is done.
+#
+# The caller sets, before steps_begin:
+#   STATE      folder for the log and one marker per finished step (e.g. inside the build folder,
+#              so that a fresh machine starts over with a fresh build)
+#   BUDGET     seconds this call may spend (0 = no limit)
+#   LOG_NAME   file name of the log, e.g. 2026-11-24-NVIDIA-H100-abc1234.md (kept from the first
+#              call, so later calls append to the same file)
+#   WANTED     step names or prefixes given on the command line (empty = every step)
+# and calls: steps_begin "header text"; run_step NAME TITLE COMMAND...; ...; steps_end.
+#
+# A step killed at the budget runs again in the next call, unless it had (nearly) the whole budget
+# to itself: then it cannot fit in one call, and is recorded as failed instead of retried forever.
+# Markers: $STATE/done.NAME holds the step's exit status (124: did not fit in one call).
+
+STEP_MIN_SECONDS=30  # do not start a step with less time left than this
+
+steps_begin() {
+  mkdir -p "$STATE"
+  if [ -f "$STATE/log-name" ]; then
+    LOG_NAME="$(cat "$STATE/log-name")"
+  else
+    echo "$LOG_NAME" > "$STATE/log-name"
+  fi
+  LOG="$STATE/$LOG_NAME"
+  CALL=$(( $(cat "$STATE/calls" 2>/dev/null || echo 0) + 1 ))
+  echo "$CALL" > "$STATE/calls"
+  if [ "$CALL" = 1 ]; then
+    printf '%s\n' "$1" > "$LOG"
+  else
+    printf "\n# Call %s (%s UTC)\n" "$CALL" "$(date -u +%H:%M:%S)" >> "$LOG"
+  fi
+  STEPS_PENDING=0
+  STEPS_SEEN=()
+  copy_log_out
+}
+
+copy_log_out() {
+  if [ -n "${OUT:-}" ]; then cp "$LOG" "$OUT/" 2>/dev/null || true; fi
+}
+
+step_wanted() {  # step_wanted NAME: true when WANTED is empty or names NAME or a prefix "P:" of it
+  local want
+  [ ${#WANTED[@]} -eq 0 ] && return 0
+  for want in "${WANTED[@]}"; do
+    if [ "$1" = "$want" ] || [ "${1%%:*}" = "$want" ]; then return 0; fi
+  done
+  return 1
+}
+
+seconds_left() {  # prints the seconds this call has left (a large number when BUDGET is 0)
+  if [ "$BUDGET" -gt 0 ]; then echo $(( SECONDS < BUDGET ? BUDGET - SECONDS : 0 )); else echo 999999; fi
+}
+
+run_step() {  # run_step NAME TITLE COMMAND...
+  local name="$1" title="$2"
+  shift 2
+  step_wanted "$name" || return 0
+  STEPS_SEEN+=("$name")
+  if [ -f "$STATE/done.$name" ]; then
+    echo "$title: done in an earlier call (exit $(cat "$STATE/done.$name"))"
+    return 0
+  fi
+  local left
+  left="$(seconds_left)"
+  if [ "$left" -lt "$STEP_MIN_SECONDS" ]; then
+    STEPS_PENDING=$((STEPS_PENDING + 1))
+    echo "$title: not started (${left} s left in this call)"
+    return 0
+  fi
+  local whole_call=0
+  if [ "$BUDGET" -eq 0 ] || [ $(( left * 10 )) -ge $(( BUDGET * 9 )) ]; then whole_call=1; fi
+  printf '\n## %s\n\n```\n$ %s\n' "$title" "$*" >> "$LOG"
+  local start=$SECONDS status
+  if [ "$BUDGET" -gt 0 ]; then
+    timeout --kill-after=10 "$left" "$@" >> "$LOG" 2>&1
+  else
+    "$@" >> "$LOG" 2>&1
+  fi
+  status=$?
+  local took=$((SECONDS - start))
+  if [ "$BUDGET" -gt 0 ] && { [ $status -eq 124 ] || [ $status -eq 137 ]; }; then
+    if [ $whole_call = 1 ]; then
+      echo "[stopped after $took s: does not finish within one call of $BUDGET s]" >> "$LOG"
+      echo 124 > "$STATE/done.$name"
+    else
+      echo "[stopped after $took s at this call's time limit; the next call runs it again]" >> "$LOG"
+      STEPS_PENDING=$((STEPS_PENDING + 1))
+    fi
+  else
+    echo "[exit status $status, $took s]" >> "$LOG"
+    echo "$status" > "$STATE/done.$name"
+  fi
+  printf '```\n' >> "$LOG"
+  copy_log_out
+  echo "$title: exit $status ($took s)"
+  return 0
+}
+
+steps_end() {  # writes the summary; returns 0 all passed, 1 some failed, 3 some not run yet
+  local name failed=() status
+  for name in "${STEPS_SEEN[@]}"; do
+    if [ -f "$STATE/done.$name" ]; then
+      status="$(cat "$STATE/done.$name")"
+      if [ "$status" != 0 ]; then failed+=("$name (exit $status)"); fi
+    fi
+  done
+  {
+    printf '\n## Summary of call %s\n\n' "$CALL"
+    printf '%s step(s) finished, %s failed, %s not run yet.\n' \
+      "$(( ${#STEPS_SEEN[@]} - STEPS_PENDING ))" "${#failed[@]}" "$STEPS_PENDING"
+    if [ ${#failed[@]} -gt 0 ]; then printf 'Failed: %s\n' "${failed[*]}"; fi
+    if [ "$STEPS_PENDING" -gt 0 ]; then
+      printf 'Run the same command again on this machine to go on.\n'
+    fi
+  } >> "$LOG"
+  copy_log_out
+  echo "log: $LOG (${#failed[@]} failed, $STEPS_PENDING not run yet)"
+  if [ "$STEPS_PENDING" -gt 0 ]; then return 3; fi
+  if [ ${#failed[@]} -gt 0 ]; then return 1; fi
+  return 0
+}
