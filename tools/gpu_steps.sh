@@ -87,7 +87,9 @@ run_step() {  # run_step NAME TITLE COMMAND...
   fi
   status=$?
   local took=$((SECONDS - start))
-  if [ "$BUDGET" -gt 0 ] && { [ $status -eq 124 ] || [ $status -eq 137 ]; }; then
+  # Stopped by our timeout: its status, and the time was up (a command may return 124 itself).
+  if [ "$BUDGET" -gt 0 ] && { [ $status -eq 124 ] || [ $status -eq 137 ]; } &&
+    [ "$took" -ge $((left - 1)) ]; then
     if [ $whole_call = 1 ]; then
       echo "[stopped after $took s: does not finish within one call of $BUDGET s]" >> "$LOG"
       echo 124 > "$STATE/done.$name"

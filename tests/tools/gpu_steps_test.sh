@@ -2,7 +2,8 @@
 # tools/gpu_steps.sh, the step runner of tools/gpu_check.sh, on stand-in steps (true, false,
 # sleep): a failing step is recorded, a step killed at a call's time limit runs again in the next
 # call, one that had the whole call and still did not finish is recorded as failed (not retried),
-# finished steps are skipped, step names select by prefix, and the log reaches $OUT.
+# finished steps are skipped, step names select by prefix, a step's own exit status 124 is not
+# taken for the time limit, and the log reaches $OUT.
 #   gpu_steps_test.sh REPO_ROOT WORK_DIR            (prints "gpu steps ok" on success)
 set -u
 ROOT="$1"
@@ -65,5 +66,11 @@ out="$(WANTED_TEST="memcheck bench" call 0 "build=true" "bench=true" "memcheck:a
 echo "$out" | grep -q "status=0" || fail "call 5 status: $out"
 for name in bench memcheck:a memcheck:b; do [ -f "$WORK/state/done.$name" ] || fail "$name"; done
 for name in build racecheck:a; do [ ! -f "$WORK/state/done.$name" ] || fail "$name ran"; done
+
+# 6. A command that returns 124 by itself, well inside the limit, is an ordinary failure.
+rm -rf "$WORK/state"
+out="$(call 20 "own=exit 124")"
+echo "$out" | grep -q "status=1" || fail "call 6 status: $out"
+grep -q "exit status 124, 0 s" "$WORK/state/check.md" || fail "own 124 not logged as its status"
 
 echo "gpu steps ok"
