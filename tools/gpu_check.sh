@@ -12,7 +12,8 @@
 # Each call spends at most GPU_CHECK_SECONDS (default 570 when $OUT is set, i.e. under the device
 # tool, whose commands stop at 600 s; otherwise no limit) and remembers what finished in
 # <build>/gpu-check/, so the same command again on the same machine goes on where it stopped
-# (tools/gpu_steps.sh). Exit status: 0 all passed, 1 some step failed, 3 some step not run yet.
+# (tools/gpu_steps.sh). Exit status: 0 all passed, 1 some step failed, 3 some step not run yet,
+# 2 no step has the name given.
 # Dependencies: Debian packages (and Fashion-MNIST) carried in .gpu-deps/ by tools/gpu_deps.sh
 # when the machine has no package registry; cuDNN from the system or PyTorch's nvidia-cudnn wheel.
 set -uo pipefail

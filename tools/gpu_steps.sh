@@ -107,8 +107,14 @@ run_step() {  # run_step NAME TITLE COMMAND...
   return 0
 }
 
-steps_end() {  # writes the summary; returns 0 all passed, 1 some failed, 3 some not run yet
+steps_end() {  # writes the summary; returns 0 all passed, 1 some failed, 3 some not run yet,
+  #              2 when the step names given match no step
   local name failed=() status
+  if [ ${#STEPS_SEEN[@]} -eq 0 ]; then
+    printf '\nNo step is named %s.\n' "${WANTED[*]}" >> "$LOG"
+    echo "no step is named ${WANTED[*]}" >&2
+    return 2
+  fi
   for name in "${STEPS_SEEN[@]}"; do
     if [ -f "$STATE/done.$name" ]; then
       status="$(cat "$STATE/done.$name")"

@@ -73,4 +73,8 @@ out="$(call 20 "own=exit 124")"
 echo "$out" | grep -q "status=1" || fail "call 6 status: $out"
 grep -q "exit status 124, 0 s" "$WORK/state/check.md" || fail "own 124 not logged as its status"
 
+# 7. A step name that matches nothing is a usage error, not an empty success.
+out="$(WANTED_TEST="nosuch" call 0 "build=true" 2>&1)"
+echo "$out" | grep -q "status=2" || fail "call 7 status: $out"
+
 echo "gpu steps ok"
