@@ -17,8 +17,9 @@
 #   WANTED     step names or prefixes given on the command line (empty = every step)
 # and calls: steps_begin "header text"; run_step NAME TITLE COMMAND...; ...; steps_end.
 #
-# A step killed at the budget runs again in the next call, unless it had (nearly) the whole budget
-# to itself: then it cannot fit in one call, and is recorded as failed instead of retried forever.
+# A step killed at the budget runs again in the next call, unless it was the first step its call
+# ran (it had the whole call to itself): then it cannot fit in one call, and is recorded as failed
+# instead of retried forever. (Decided by order, not by clock readings, so it is deterministic.)
 # Markers: $STATE/done.NAME holds the step's exit status (124: did not fit in one call).
 
 STEP_MIN_SECONDS=30  # do not start a step with less time left than this
@@ -39,6 +40,7 @@ steps_begin() {
     printf "\n# Call %s (%s UTC)\n" "$CALL" "$(date -u +%H:%M:%S)" >> "$LOG"
   fi
   STEPS_PENDING=0
+  STEPS_RUN=0
   STEPS_SEEN=()
   copy_log_out
 }
@@ -76,8 +78,10 @@ run_step() {  # run_step NAME TITLE COMMAND...
     echo "$title: not started (${left} s left in this call)"
     return 0
   fi
+  # The first step this call runs has the whole call to itself (steps done before are skipped).
   local whole_call=0
-  if [ "$BUDGET" -eq 0 ] || [ $(( left * 10 )) -ge $(( BUDGET * 9 )) ]; then whole_call=1; fi
+  if [ "$STEPS_RUN" -eq 0 ]; then whole_call=1; fi
+  STEPS_RUN=$((STEPS_RUN + 1))
   printf '\n## %s\n\n```\n$ %s\n' "$title" "$*" >> "$LOG"
   local start=$SECONDS status
   if [ "$BUDGET" -gt 0 ]; then

@@ -37,9 +37,9 @@ echo "$out" | grep -q "status=1" || fail "call 1 status: $out"
 grep -q "Failed: bad (exit 7)" "$WORK/state/check.md" || fail "summary names the failed step"
 cmp -s "$WORK/state/check.md" "$WORK/out/check.md" || fail "log not copied to OUT"
 
-# 2. A 6 s call: 'early' takes 3 s, so 'late' starts with 3 s left (not the whole call) and is
+# 2. An 8 s call: 'early' runs first (3 s), so 'late' starts second, with about 5 s left, and is
 #    stopped at the limit: not done, status 3. The finished steps are skipped.
-out="$(call 6 "ok=true" "bad=exit 7" "early=sleep 3" "late=sleep 60")"
+out="$(call 8 "ok=true" "bad=exit 7" "early=sleep 3" "late=sleep 60")"
 echo "$out" | grep -q "status=3" || fail "call 2 status: $out"
 echo "$out" | grep -q "title of ok: done in an earlier call" || fail "ok not skipped: $out"
 [ -f "$WORK/state/done.early" ] || fail "early not recorded"
@@ -47,12 +47,13 @@ echo "$out" | grep -q "title of ok: done in an earlier call" || fail "ok not ski
 grep -q "the next call runs it again" "$WORK/state/check.md" || fail "late's stop not logged"
 
 # 3. The next call runs 'late' again, first, with the whole call: this time it finishes.
-out="$(call 6 "ok=true" "bad=exit 7" "early=sleep 3" "late=true")"
+out="$(call 8 "ok=true" "bad=exit 7" "early=sleep 3" "late=true")"
 echo "$out" | grep -q "status=1" || fail "call 3 status (bad still failed): $out"
 [ "$(cat "$WORK/state/done.late")" = 0 ] || fail "late not done in call 3"
 grep -q "^# Call 3 " "$WORK/state/check.md" || fail "calls not numbered in the log"
 
-# 4. A step that does not finish within a whole call is recorded (124) and not retried.
+# 4. A step that is the first its call runs and still does not finish is recorded (124) and not
+#    retried.
 out="$(call 3 "ok=true" "bad=exit 7" "early=sleep 3" "late=true" "huge=sleep 60")"
 [ "$(cat "$WORK/state/done.huge" 2>/dev/null)" = 124 ] || fail "huge not recorded as 124: $out"
 grep -q "does not finish within one call of 3 s" "$WORK/state/check.md" || fail "huge's stop"
