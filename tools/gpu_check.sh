@@ -8,6 +8,7 @@
 #   tools/gpu_check.sh [STEP...]     e.g. tools/gpu_check.sh bench racecheck
 #
 # Steps, in order: configure build version cuda-tests metrics-100k train-vanilla bench
+# train-bench:{vanilla,est,act}
 # memcheck:<test program> racecheck:<...> initcheck:<...> cpu-tests (a name before ':' selects all).
 # Each call spends at most GPU_CHECK_SECONDS (default 570 when $OUT is set, i.e. under the device
 # tool, whose commands stop at 600 s; otherwise no limit) and remembers what finished in
@@ -116,6 +117,27 @@ run_step train-vanilla "dml train configs/fashion/vanilla.json --device cuda" ba
 BENCH_JSON="$STATE/${LOG_NAME%.md}.json"
 run_step bench "dml bench" "$BUILD/dml" bench --json "$BENCH_JSON" --commit "$COMMIT"
 if [ -n "${OUT:-}" ] && [ -f "$BENCH_JSON" ]; then cp "$BENCH_JSON" "$OUT/"; fi
+# Whole training steps against PyTorch on the same GPU (SPEC §12; performance-anchors.md W7):
+# tools/peers/pytorch_train_step.py times the config in PyTorch (P0 robrank as-is, P1 best eager,
+# P2 torch.compile), then `dml bench --train` times ours and prints peer/ours. One step per config.
+# shellcheck disable=SC2317
+train_bench() {
+  local config="configs/fashion/$1.json" dir="$STATE/train-bench" status=0 peer=()
+  mkdir -p "$dir"
+  python3 tools/peers/pytorch_train_step.py --config "$config" --device cuda --steps 10 \
+    --warmup 3 --variants p0,p1,p2 --out "$dir/peer-$1.json" || status=1
+  if [ -f "$dir/peer-$1.json" ]; then peer=(--peer "$dir/peer-$1.json"); fi
+  "$BUILD/dml" bench --train "$config" --device cuda --steps 10 --warmup 3 "${peer[@]}" \
+    --json "$dir/train-$1.json" || status=1
+  if [ -n "${OUT:-}" ]; then cp "$dir"/*-"$1".json "$OUT/" 2> /dev/null; fi
+  return "$status"
+}
+export -f train_bench
+for name in vanilla est act; do
+  # shellcheck disable=SC2016  # $0 is expanded by the inner bash
+  run_step "train-bench:$name" "dml bench --train configs/fashion/$name.json vs PyTorch" \
+    bash -c 'train_bench "$0"' "$name"
+done
 
 # ---- compute-sanitizer over every test program's [cuda] cases ----
 if command -v compute-sanitizer > /dev/null; then

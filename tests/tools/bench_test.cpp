@@ -1,11 +1,13 @@
 // The GPU-free parts of `dml bench` (tools/dml/bench_table.h): the ResNet-18 workload tables and
 // their FLOP counts, the statistics over timings, L2 rotation, option validation and the row
 // formatting. The timing itself needs a GPU and is exercised by running `dml bench` there.
+// Also the peer files of `dml bench --train` (tools/dml/bench_peers.h): parsing and matching.
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <set>
 #include <string>
 
+#include "tools/dml/bench_peers.h"
 #include "tools/dml/bench_table.h"
 
 using namespace dml::bench;
@@ -210,4 +212,79 @@ TEST_CASE("bench rows: a row without a peer writes nulls") {
   const std::string line = format_row(r);
   CHECK(line.find("2000 GB/s") != std::string::npos);
   CHECK(line.find("(62 tensors)") != std::string::npos);
+}
+
+namespace {
+
+nlohmann::json peer_document() {
+  return nlohmann::json::parse(R"({
+    "peer": "PyTorch", "version": "2.5.1", "device": "cuda", "device_name": "NVIDIA H100",
+    "threads": 16,
+    "rows": [{"config": "est.json", "variant": "P0 robrank as-is", "images": 256, "passes": 33,
+              "steps": 10, "warmup": 2, "ms": {"median": 812.5, "min": 801.0, "max": 830.0}},
+             {"config": "act.json", "variant": "P1 best eager", "images": 256, "passes": 33,
+              "steps": 10, "warmup": 2, "ms": {"median": 400, "min": 390, "max": 410}}]})");
+}
+
+// The message of the UsageError parse_peer_rows throws for `doc`.
+std::string peer_error(const nlohmann::json& doc) {
+  try {
+    parse_peer_rows(doc, "peer.json");
+  } catch (const dml::UsageError& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
+}  // namespace
+
+TEST_CASE("bench peers: a peer file's rows are read with their timings") {
+  const std::vector<PeerRow> rows = parse_peer_rows(peer_document(), "peer.json");
+  REQUIRE(rows.size() == 2);
+  CHECK(rows[0].peer == "PyTorch 2.5.1");
+  CHECK(rows[0].variant == "P0 robrank as-is");
+  CHECK(rows[0].device == "cuda");
+  CHECK(rows[0].device_name == "NVIDIA H100");
+  CHECK(rows[0].threads == 16);
+  CHECK(rows[0].config == "est.json");
+  CHECK(rows[0].images == 256);
+  CHECK(rows[0].passes == 33);
+  CHECK(rows[0].steps == 10);
+  CHECK(rows[0].ms.median == 812.5);
+  CHECK(rows[0].ms.min == 801.0);
+  CHECK(rows[0].ms.max == 830.0);
+  CHECK(rows[1].ms.median == 400.0);  // integers are accepted as milliseconds too
+}
+
+TEST_CASE("bench peers: a malformed peer file is a usage error naming the file and the key") {
+  nlohmann::json doc = peer_document();
+  doc.erase("version");
+  CHECK(peer_error(doc) == "peer.json: missing key \"version\"");
+  doc = peer_document();
+  doc["device"] = "tpu";
+  CHECK(peer_error(doc) == "peer.json: \"device\" must be \"cpu\" or \"cuda\", not \"tpu\"");
+  doc = peer_document();
+  doc["rows"][1]["ms"].erase("median");
+  CHECK(peer_error(doc) == "peer.json: rows[1].ms: missing key \"median\"");
+  doc = peer_document();
+  doc["rows"][0]["images"] = -4;
+  CHECK(peer_error(doc) == "peer.json: rows[0]: \"images\" must be a non-negative integer");
+  doc = peer_document();
+  doc["rows"][0]["ms"]["median"] = 0;
+  CHECK(peer_error(doc) == "peer.json: rows[0]: \"ms.median\" must be > 0");
+  doc = peer_document();
+  doc["rows"] = "none";
+  CHECK(peer_error(doc) == "peer.json: \"rows\" must be an array");
+  CHECK(peer_error(nlohmann::json::array()) == "peer.json: missing key \"peer\"");
+}
+
+TEST_CASE("bench peers: a row matches our run by config file, device, batch and passes") {
+  const PeerRow row = parse_peer_rows(peer_document(), "peer.json")[0];
+  CHECK(config_file_name("configs/fashion/est.json") == "est.json");
+  CHECK(config_file_name("est.json") == "est.json");
+  CHECK(peer_matches(row, "configs/fashion/est.json", "cuda", 256, 33));
+  CHECK_FALSE(peer_matches(row, "configs/fashion/act.json", "cuda", 256, 33));  // config
+  CHECK_FALSE(peer_matches(row, "configs/fashion/est.json", "cpu", 256, 33));   // device
+  CHECK_FALSE(peer_matches(row, "configs/fashion/est.json", "cuda", 128, 33));  // batch
+  CHECK_FALSE(peer_matches(row, "configs/fashion/est.json", "cuda", 256, 2));   // --set steps=1
 }

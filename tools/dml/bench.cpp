@@ -48,7 +48,15 @@ const char* kUsage =
     "\n"
     "columns: ours ms and peer ms are medians; peer/ours > 1 means ours is faster; achieved is\n"
     "TFLOP/s (2 N K P Q C R S for convs) or GB/s on compulsory bytes; % ceil is achieved over the\n"
-    "SGEMM or copy ceiling.\n";
+    "SGEMM or copy ceiling.\n"
+    "\n"
+    "usage: dml bench --train CONFIG [--set KEY=VALUE]... [--device DEV] [--steps N]\n"
+    "                 [--warmup N] [--peer FILE.json]... [--json FILE]\n"
+    "\n"
+    "Times whole training steps of a config (dml train's own loop: batch to the device, the\n"
+    "defense's PGD steps, forward, backward, optimizer step) on the CPU or a GPU: the median of\n"
+    "--steps (default 10) after --warmup (default 2). --peer adds the same step timed by another\n"
+    "framework (tools/peers/pytorch_train_step.py writes such a file) with peer/ours.\n";
 
 std::string utc_now() {
   const std::time_t now = std::time(nullptr);
@@ -121,6 +129,9 @@ int run_bench(Args& args) {
   if (args.take_flag("--help") || args.take_flag("-h")) {
     std::fputs(kUsage, stdout);
     return 0;
+  }
+  if (const std::optional<std::string> config = args.take_optional("--train")) {
+    return run_bench_train(*config, args);  // bench_train.cpp
   }
   bench::Context ctx;
   ctx.options = parse_options(args);  // usage errors (exit 2) before the device check

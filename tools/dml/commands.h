@@ -24,5 +24,7 @@ int run_bench(Args& args);           // tools/dml/bench.cpp
 int run_attack_command(Args& args);  // tools/dml/attack.cpp
 int run_ers(Args& args);             // tools/dml/ers.cpp
 int run_report(Args& args);          // tools/dml/report.cpp (+ report_grid.cpp)
+// `dml bench --train CONFIG ...`, called by run_bench (tools/dml/bench_train.cpp).
+int run_bench_train(const std::string& config_path, Args& args);
 
 }  // namespace dml

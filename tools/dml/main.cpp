@@ -27,7 +27,9 @@ const dml::Command kCommands[] = {
     {"ers", "Empirical Robustness Score (profiles rob28, rob224) or an attack-strength curve",
      dml::run_ers},
     {"report", "training curves, ERS bars (SVG) and retrieval grids (PNG)", dml::run_report},
-    {"bench", "time our CUDA kernels against cuDNN/cuBLAS and the measured ceilings",
+    {"bench",
+     "time our CUDA kernels against cuDNN/cuBLAS and the measured ceilings, or whole training "
+     "steps (--train) against PyTorch",
      dml::run_bench},
 };
 

@@ -24,6 +24,7 @@
 #include "engine/io/file_io.h"
 #include "engine/io/safetensors.h"
 #include "kernels/common/check.h"
+#include "kernels/common/cuda_runtime.h"
 #include "losses/losses.h"
 #include "models/embed.h"
 #include "models/weights.h"
@@ -462,6 +463,8 @@ int train(const TrainConfig& config, const TrainOptions& options) {
       int64_t images_since = 0;
       std::vector<std::pair<std::string, engine::Tensor>> defense_logs;
       while (loader.next(batch)) {
+        const Clock::time_point step_start = Clock::now();
+        const int64_t passes_before = run.window_passes;
         model->train();
         const engine::Tensor images = batch.images.to(device);
         const engine::Tensor labels = batch.labels.to(device);
@@ -486,6 +489,13 @@ int train(const TrainConfig& config, const TrainOptions& options) {
         engine::backward(loss_value);
         optimizer->step();
         if (loss_optimizer) loss_optimizer->step();
+        if (options.timing != nullptr) {
+          if (device.is_cuda()) engine::kernels::cuda_synchronize();
+          options.timing->seconds.push_back(
+              std::chrono::duration<double>(Clock::now() - step_start).count());
+          options.timing->images = images.size(0);
+          options.timing->passes = run.window_passes - passes_before;
+        }
         sampler->next();  // advance the cursor past this batch
         ++run.step;
         images_since += images.size(0);

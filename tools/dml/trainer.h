@@ -53,6 +53,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -63,11 +64,22 @@
 
 namespace dml {
 
+// What `dml bench --train` reads back from a run: per-step wall times and the last step's size.
+struct StepTiming {
+  std::vector<double> seconds;
+  int64_t images = 0;  // images in the batch of the last step
+  int64_t passes = 0;  // forward/backward passes of the last step (PGD steps + 1 with a defense)
+};
+
 struct TrainOptions {
   bool resume = false;
   // Debug/test hook: after this many optimizer steps (counted over the whole run), write a
   // checkpoint and return as if interrupted (0 = never).
   int64_t stop_after_batches = 0;
+  // Benchmark hook (`dml bench --train`): when set, the wall time of every optimizer step is
+  // appended, from the batch's copy to the device to the end of the optimizer step, with the
+  // device synchronized so that queued GPU work is counted.
+  StepTiming* timing = nullptr;
 };
 
 // Runs (or resumes) training; returns the process exit code. Throws UsageError for config problems

@@ -1,0 +1,120 @@
+// Peer timings for `dml bench --train`: the same training step measured by another framework
+// (tools/peers/pytorch_train_step.py), read from its JSON file and matched to our run by config
+// file name and device type. Header-only, like bench_table.h, so tests/tools/bench_test.cpp checks
+// the parsing and matching without linking the `dml` program.
+//
+// The file a peer writes (every key required; one row per variant it timed):
+//   {"peer": "PyTorch", "version": "2.5.1", "device": "cuda", "device_name": "NVIDIA H100 ...",
+//    "threads": 16,
+//    "rows": [{"config": "est.json", "variant": "P0 robrank as-is", "images": 256, "passes": 33,
+//              "steps": 10, "warmup": 2, "ms": {"median": 812.0, "min": 801.5, "max": 830.2}}]}
+// "device" is "cpu" or "cuda"; "ms" is the wall time of one whole training step (batch copy to
+// the device, the defense's PGD steps, the training forward/backward and the optimizer step).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "tools/dml/args.h"
+#include "tools/dml/bench_table.h"
+
+namespace dml::bench {
+
+struct PeerRow {
+  std::string peer;     // "PyTorch 2.5.1"
+  std::string variant;  // "P0 robrank as-is", "P1 best eager", ...
+  std::string device;   // "cpu" or "cuda"
+  std::string device_name;
+  int64_t threads = 0;
+  std::string config;  // file name of the config it mirrored, e.g. "est.json"
+  int64_t images = 0, passes = 0, steps = 0;
+  Stats ms;
+};
+
+namespace peer_detail {
+
+inline const nlohmann::json& member(const nlohmann::json& object, const char* key,
+                                    const std::string& where) {
+  if (!object.is_object() || !object.contains(key)) {
+    throw UsageError(where + ": missing key \"" + key + "\"");
+  }
+  return object.at(key);
+}
+
+inline std::string text(const nlohmann::json& object, const char* key, const std::string& where) {
+  const nlohmann::json& value = member(object, key, where);
+  if (!value.is_string()) throw UsageError(where + ": \"" + key + "\" must be a string");
+  return value.get<std::string>();
+}
+
+inline double number(const nlohmann::json& object, const char* key, const std::string& where) {
+  const nlohmann::json& value = member(object, key, where);
+  if (!value.is_number()) throw UsageError(where + ": \"" + key + "\" must be a number");
+  return value.get<double>();
+}
+
+inline int64_t count(const nlohmann::json& object, const char* key, const std::string& where) {
+  const nlohmann::json& value = member(object, key, where);
+  if (!value.is_number_integer() || value.get<int64_t>() < 0) {
+    throw UsageError(where + ": \"" + key + "\" must be a non-negative integer");
+  }
+  return value.get<int64_t>();
+}
+
+}  // namespace peer_detail
+
+// Every row of a peer file; `file` names it in errors (UsageError: exit code 2).
+inline std::vector<PeerRow> parse_peer_rows(const nlohmann::json& doc, const std::string& file) {
+  using namespace peer_detail;
+  const std::string name = text(doc, "peer", file);  // (checked in the order of the file format)
+  const std::string peer = name + " " + text(doc, "version", file);
+  const std::string device = text(doc, "device", file);
+  if (device != "cpu" && device != "cuda") {
+    throw UsageError(file + ": \"device\" must be \"cpu\" or \"cuda\", not \"" + device + "\"");
+  }
+  const std::string device_name = text(doc, "device_name", file);
+  const int64_t threads = count(doc, "threads", file);
+  const nlohmann::json& rows = member(doc, "rows", file);
+  if (!rows.is_array()) throw UsageError(file + ": \"rows\" must be an array");
+  std::vector<PeerRow> out;
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const std::string where = file + ": rows[" + std::to_string(i) + "]";
+    PeerRow r;
+    r.peer = peer;
+    r.device = device;
+    r.device_name = device_name;
+    r.threads = threads;
+    r.variant = text(rows[i], "variant", where);
+    r.config = text(rows[i], "config", where);
+    r.images = count(rows[i], "images", where);
+    r.passes = count(rows[i], "passes", where);
+    r.steps = count(rows[i], "steps", where);
+    const nlohmann::json& ms = member(rows[i], "ms", where);
+    r.ms.median = number(ms, "median", where + ".ms");
+    r.ms.min = number(ms, "min", where + ".ms");
+    r.ms.max = number(ms, "max", where + ".ms");
+    if (!(r.ms.median > 0.0)) throw UsageError(where + ": \"ms.median\" must be > 0");
+    out.push_back(r);
+  }
+  return out;
+}
+
+// The file name of a config path: "configs/fashion/est.json" -> "est.json".
+inline std::string config_file_name(const std::string& path) {
+  const size_t slash = path.find_last_of('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+// A peer row compares with our run when it mirrored the same config file on the same kind of
+// device and timed batches of the same size with the same number of passes (a peer that ignored
+// an override such as defense.pgd.steps would otherwise be compared with a different workload).
+inline bool peer_matches(const PeerRow& r, const std::string& config_path,
+                         const std::string& device, int64_t images, int64_t passes) {
+  return r.config == config_file_name(config_path) && r.device == device && r.images == images &&
+         r.passes == passes;
+}
+
+}  // namespace dml::bench

@@ -1,0 +1,205 @@
+// dml bench --train: the wall time of whole training steps of a config, on the CPU or a GPU, side
+// by side with the same step timed by another framework (SPEC §12: "our training iteration vs
+// PyTorch on the same GPU"; shared/research/performance-anchors.md §9, workload W7 for
+// configs/fashion/est.json and act.json: C2F2, 128 SPC-2 pairs = 256 images, eta = 32).
+//
+//   dml bench --train CONFIG [--set KEY=VALUE]... [--device DEV] [--steps 10] [--warmup 2]
+//                            [--peer FILE.json]... [--json FILE]
+//
+// What is timed is the product's own loop (trainer.cpp, through TrainOptions::timing): one step =
+// the batch copied to the device, the defense's PGD steps (if any), the training forward and
+// backward, the optimizer step, the device synchronized. Data loading runs ahead in the loader's
+// threads and is not part of a step unless the loader falls behind. The first --warmup steps
+// (allocator and cuDNN warm-up, first-touch page faults) are dropped; the median of the next
+// --steps is reported. The run writes into a temporary output_dir that is removed afterwards.
+//
+// Peers: tools/peers/pytorch_train_step.py times the same config in PyTorch (bench_peers.h has
+// the file format); --peer adds its rows that match this run (config, device type, batch size,
+// passes per step) with the ratio peer/ours (> 1: ours is faster).
+#include <omp.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "engine/device.h"
+#include "kernels/common/check.h"
+#include "kernels/common/cuda_runtime.h"
+#include "tools/dml/bench_peers.h"
+#include "tools/dml/commands.h"
+#include "tools/dml/config.h"
+#include "tools/dml/trainer.h"
+#include "tools/dml/version.h"
+
+namespace dml {
+
+namespace {
+
+struct TrainBenchOptions {
+  std::string config_path;
+  std::vector<std::string> sets;
+  std::optional<std::string> device;
+  int64_t steps = 10;
+  int64_t warmup = 2;
+  std::vector<std::string> peer_files;
+  std::optional<std::string> json_path;
+};
+
+std::string utc_date() {
+  const std::time_t now = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&now, &tm);
+  char text[32];
+  std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return text;
+}
+
+std::vector<bench::PeerRow> read_peer_file(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw UsageError("--peer: cannot open '" + path + "'");
+  nlohmann::json doc;
+  try {
+    in >> doc;
+  } catch (const nlohmann::json::exception& e) {
+    throw UsageError("--peer: '" + path + "' is not valid JSON: " + e.what());
+  }
+  return bench::parse_peer_rows(doc, path);
+}
+
+// "cpu (2 threads)" or the GPU's name.
+std::string device_description(const engine::Device& device) {
+  if (device.is_cuda()) return engine::kernels::cuda_device_name(device.index);
+  return "cpu (" + std::to_string(omp_get_max_threads()) + " threads)";
+}
+
+}  // namespace
+
+int run_bench_train(const std::string& config_path, Args& args) {
+  TrainBenchOptions o;
+  o.config_path = config_path;
+  o.sets = args.take_all("--set");
+  o.device = args.take_optional("--device");
+  o.steps = args.take_int("--steps", o.steps);
+  o.warmup = args.take_int("--warmup", o.warmup);
+  o.peer_files = args.take_all("--peer");
+  o.json_path = args.take_optional("--json");
+  args.finish();
+  if (o.steps < 1) throw UsageError("--steps must be >= 1");
+  if (o.warmup < 0) throw UsageError("--warmup must be >= 0");
+
+  // Usage errors first (config, peers), then the device.
+  nlohmann::json config = load_config_file(o.config_path);
+  for (const std::string& assignment : o.sets) apply_override(config, assignment);
+  if (o.device) apply_override(config, "device=\"" + *o.device + "\"");
+  const std::filesystem::path scratch =
+      std::filesystem::temp_directory_path() /
+      ("dml-bench-train-" + std::to_string(static_cast<long long>(getpid())));
+  config["output_dir"] = scratch.string();
+  const TrainConfig resolved = resolve_config(config, o.config_path);
+  std::vector<bench::PeerRow> peers;
+  for (const std::string& file : o.peer_files) {
+    for (const bench::PeerRow& row : read_peer_file(file)) peers.push_back(row);
+  }
+  const engine::Device device = parse_device_option(resolved.device, "config key 'device'");
+
+  TrainOptions train_options;
+  StepTiming timing;
+  train_options.timing = &timing;
+  train_options.stop_after_batches = o.warmup + o.steps;
+  std::error_code ignored;
+  std::filesystem::remove_all(scratch, ignored);
+  int code = 0;
+  try {
+    code = train(resolved, train_options);
+  } catch (...) {
+    std::filesystem::remove_all(scratch, ignored);
+    throw;
+  }
+  std::filesystem::remove_all(scratch, ignored);
+  if (code != 0) return code;
+  if (static_cast<int64_t>(timing.seconds.size()) < o.warmup + o.steps) {
+    throw UsageError(o.config_path + ": training ended after " +
+                     std::to_string(timing.seconds.size()) + " steps, fewer than --warmup + " +
+                     "--steps = " + std::to_string(o.warmup + o.steps));
+  }
+  std::vector<double> ms;
+  for (size_t i = static_cast<size_t>(o.warmup); i < timing.seconds.size(); ++i) {
+    ms.push_back(1000.0 * timing.seconds[i]);
+  }
+  const bench::Stats ours = bench::summarize(ms);
+  const std::string device_type = device.is_cuda() ? "cuda" : "cpu";
+  const std::string description = device_description(device);
+  const std::string commit = build_commit();
+  const double images_per_s = double(timing.images) / (ours.median / 1000.0);
+
+  std::printf("\ndml bench --train %s: %s, commit %s, %s\n", o.config_path.c_str(),
+              description.c_str(), commit.empty() ? "unknown" : commit.c_str(), utc_date().c_str());
+  std::printf(
+      "%lld images and %lld forward/backward passes per step; median of %lld steps after "
+      "%lld warm-up\n\n",
+      static_cast<long long>(timing.images), static_cast<long long>(timing.passes),
+      static_cast<long long>(o.steps), static_cast<long long>(o.warmup));
+  std::printf("%-44s %12s %12s %12s %10s %10s\n", "implementation", "ms/step", "min", "max",
+              "images/s", "peer/ours");
+  std::printf("%-44s %12.1f %12.1f %12.1f %10.1f %10s\n", "ours (dml)", ours.median, ours.min,
+              ours.max, images_per_s, "");
+  nlohmann::json peer_json = nlohmann::json::array();
+  int64_t unmatched = 0;
+  for (const bench::PeerRow& p : peers) {
+    if (!bench::peer_matches(p, o.config_path, device_type, timing.images, timing.passes)) {
+      ++unmatched;
+      continue;
+    }
+    const std::string label = p.peer + " " + p.variant;
+    const double ratio = p.ms.median / ours.median;
+    std::printf("%-44s %12.1f %12.1f %12.1f %10.1f %9.2fx\n", label.c_str(), p.ms.median, p.ms.min,
+                p.ms.max, double(p.images) / (p.ms.median / 1000.0), ratio);
+    peer_json.push_back({{"peer", p.peer},
+                         {"variant", p.variant},
+                         {"device_name", p.device_name},
+                         {"threads", p.threads},
+                         {"steps", p.steps},
+                         {"ms", bench::stats_json(p.ms)},
+                         {"ratio_peer_over_ours", ratio}});
+  }
+  if (unmatched > 0) {
+    std::printf(
+        "(%lld peer rows skipped: another config, device, batch size or passes per "
+        "step)\n",
+        static_cast<long long>(unmatched));
+  }
+  if (o.json_path) {
+    nlohmann::json j;
+    j["tool"] = "dml bench --train";
+    j["config"] = o.config_path;
+    j["overrides"] = o.sets;
+    j["device"] = device_type;
+    j["device_name"] = description;
+    j["threads"] =
+        device.is_cuda() ? nlohmann::json(nullptr) : nlohmann::json(omp_get_max_threads());
+    j["commit"] = commit.empty() ? nlohmann::json(nullptr) : nlohmann::json(commit);
+    j["date"] = utc_date();
+    j["images"] = timing.images;
+    j["passes"] = timing.passes;
+    j["steps"] = o.steps;
+    j["warmup"] = o.warmup;
+    j["ms"] = bench::stats_json(ours);
+    j["step_ms"] = ms;
+    j["images_per_s"] = images_per_s;
+    j["peers"] = peer_json;
+    std::ofstream out(*o.json_path);
+    if (!out) engine::fail("dml bench: cannot open '", *o.json_path, "' for writing");
+    out << j.dump(2) << "\n";
+    out.close();
+    if (!out) engine::fail("dml bench: writing '", *o.json_path, "' failed");
+    std::printf("\nwrote %s\n", o.json_path->c_str());
+  }
+  return 0;
+}
+
+}  // namespace dml
