@@ -10,7 +10,6 @@
 // 4096^3 SGEMM vs cuBLAS. Method and byte/FLOP counts: bench_gpu.cpp and bench_table.h.
 // Benchmarks are never tests: nothing here checks results, tests/ does that.
 #include <cstdio>
-#include <ctime>
 #include <fstream>
 #include <string>
 #include <vector>
@@ -57,15 +56,6 @@ const char* kUsage =
     "defense's PGD steps, forward, backward, optimizer step) on the CPU or a GPU: the median of\n"
     "--steps (default 10) after --warmup (default 2). --peer adds the same step timed by another\n"
     "framework (tools/peers/pytorch_train_step.py writes such a file) with peer/ours.\n";
-
-std::string utc_now() {
-  const std::time_t now = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&now, &tm);
-  char text[32];
-  std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return text;
-}
 
 bench::Options parse_options(Args& args) {
   bench::Options o;
@@ -143,7 +133,7 @@ int run_bench(Args& args) {
   }
   ctx.l2_bytes = engine::kernels::cuda_l2_cache_bytes();
   const std::string gpu = engine::kernels::cuda_device_name(0);
-  const std::string date = utc_now();
+  const std::string date = bench::utc_now();
 
   std::printf("dml bench: %s, %s, commit %s\n", gpu.c_str(), date.c_str(),
               ctx.options.commit.empty() ? "unknown" : ctx.options.commit.c_str());

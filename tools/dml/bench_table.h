@@ -13,6 +13,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <ctime>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <stdexcept>
@@ -165,6 +166,16 @@ inline double percentile(std::vector<double> values, double q) {
   const size_t above = std::min(below + 1, values.size() - 1);
   const double t = position - double(below);
   return values[below] + t * (values[above] - values[below]);
+}
+
+// The current time in UTC, ISO 8601 ("2026-11-24T15:17:47Z"), for the headers and JSON files.
+inline std::string utc_now() {
+  const std::time_t now = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&now, &tm);
+  char text[32];
+  std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return text;
 }
 
 struct Stats {

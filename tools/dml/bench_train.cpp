@@ -20,7 +20,6 @@
 #include <unistd.h>
 
 #include <cstdio>
-#include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <optional>
@@ -49,15 +48,6 @@ struct TrainBenchOptions {
   std::vector<std::string> peer_files;
   std::optional<std::string> json_path;
 };
-
-std::string utc_date() {
-  const std::time_t now = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&now, &tm);
-  char text[32];
-  std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return text;
-}
 
 std::vector<bench::PeerRow> read_peer_file(const std::string& path) {
   std::ifstream in(path);
@@ -138,7 +128,8 @@ int run_bench_train(const std::string& config_path, Args& args) {
   const double images_per_s = double(timing.images) / (ours.median / 1000.0);
 
   std::printf("\ndml bench --train %s: %s, commit %s, %s\n", o.config_path.c_str(),
-              description.c_str(), commit.empty() ? "unknown" : commit.c_str(), utc_date().c_str());
+              description.c_str(), commit.empty() ? "unknown" : commit.c_str(),
+              bench::utc_now().c_str());
   std::printf(
       "%lld images and %lld forward/backward passes per step; median of %lld steps after "
       "%lld warm-up\n\n",
@@ -183,7 +174,7 @@ int run_bench_train(const std::string& config_path, Args& args) {
     j["threads"] =
         device.is_cuda() ? nlohmann::json(nullptr) : nlohmann::json(omp_get_max_threads());
     j["commit"] = commit.empty() ? nlohmann::json(nullptr) : nlohmann::json(commit);
-    j["date"] = utc_date();
+    j["date"] = bench::utc_now();
     j["images"] = timing.images;
     j["passes"] = timing.passes;
     j["steps"] = o.steps;
