@@ -32,6 +32,8 @@ grep -q "skipped" "$dir/stdout" && fail "a peer row did not match"
 "$python" "$src/tools/peers/pytorch_train_step.py" --config "$src/configs/quick.json" \
   --set loss.miner=semihard --out "$dir/x.json" > "$dir/err" 2>&1
 code=$?
-[ "$code" -eq 2 ] && grep -q "config key 'loss.miner' is 'semihard'" "$dir/err" ||
-  { cat "$dir/err"; fail "semihard: exit $code"; }
+if [ "$code" -ne 2 ] || ! grep -q "config key 'loss.miner' is 'semihard'" "$dir/err"; then
+  cat "$dir/err"
+  fail "semihard: exit $code"
+fi
 echo "pytorch peer: both styles timed and compared"

@@ -3,7 +3,8 @@
 # comes with PyTorch): Debian's python3-torch (a CPU build) and OpenBLAS. Without OpenBLAS, Debian
 # points libblas.so.3 at the reference BLAS and PyTorch's linear layers run several times slower,
 # which would make any comparison with it meaningless. Not part of ./run.sh or ./test.sh: the
-# product does not need it, and tests/tools/pytorch_peer_test.sh skips itself without it.
+# product does not need it, and the two tests that use it (tests/tools/pytorch_*_test.sh) skip
+# themselves without it.
 set -euo pipefail
 PACKAGES=(python3-torch libopenblas0-openmp)
 sudo=""

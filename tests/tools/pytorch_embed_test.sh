@@ -1,0 +1,29 @@
+#!/bin/sh
+# A C2F2 trained by `dml train` for a few steps loads into PyTorch (torch.nn layers, strict key and
+# shape check) and PyTorch's embeddings of random images equal `dml embed`'s
+# (tests/tools/pytorch_embed_check.py). SPEC §4: our weights load in PyTorch. Exit 77 (CTest:
+# skipped) when no python here has PyTorch and numpy (tools/peers/install.sh installs them).
+#   pytorch_embed_test.sh DML WORKDIR SOURCE_DIR
+set -u
+dml=$1 dir=$2 src=$3
+python=""
+for candidate in python3 /usr/bin/python3; do
+  if "$candidate" -c "import torch, numpy" 2>/dev/null; then python=$candidate; break; fi
+done
+if [ -z "$python" ]; then
+  echo "skipped: no PyTorch with numpy for python3 or /usr/bin/python3 (tools/peers/install.sh)"
+  exit 77
+fi
+rm -rf "$dir" && mkdir -p "$dir" || exit 1
+"$dml" train --config "$src/configs/quick.json" --set device=cpu --set model.embedding_dim=24 \
+  --set sampler.pairs_per_batch=8 --set sampler.max_batches_per_epoch=3 --set epochs=1 \
+  --set eval.max_images=50 --set output_dir="$dir/run" > "$dir/train.log" 2>&1 ||
+  { cat "$dir/train.log"; echo "FAIL: dml train"; exit 1; }
+"$python" -c "
+import numpy as np
+np.save('$dir/images.npy', np.random.default_rng(7).random((13, 1, 28, 28), dtype=np.float32))
+" || exit 1
+"$dml" embed --model c2f2 --embedding-dim 24 --weights "$dir/run/model.safetensors" \
+  --input "$dir/images.npy" --out "$dir/dml.npy" --device cpu || { echo "FAIL: dml embed"; exit 1; }
+"$python" "$src/tests/tools/pytorch_embed_check.py" "$dir/run/model.safetensors" \
+  "$dir/images.npy" "$dir/dml.npy" 24
