@@ -8,12 +8,16 @@ strict key and shape checking, embeds the same images, and must agree with `dml 
 Exit 0 when they agree (max |difference| <= 1e-4 * max |embedding|: float32 sums in another
 order), 1 when not. Used by tests/tools/pytorch_embed_test.sh."""
 import json
+import os
 import struct
 import sys
 
 import numpy as np
 import torch
-import torch.nn.functional as F
+
+# The network definition is the benchmark peer's (one C2F2 in Python, not two).
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools", "peers"))
+from pytorch_train_step import C2F2  # noqa: E402
 
 
 def read_safetensors(path):
@@ -32,20 +36,6 @@ def read_safetensors(path):
         array = np.frombuffer(body[begin:end], dtype="<f4").reshape(info["shape"])
         tensors[name] = torch.from_numpy(array.copy())
     return tensors
-
-
-class C2F2(torch.nn.Module):
-    def __init__(self, dim):
-        super().__init__()
-        self.conv1 = torch.nn.Conv2d(1, 32, 5, padding=2)
-        self.conv2 = torch.nn.Conv2d(32, 64, 5, padding=2)
-        self.fc1 = torch.nn.Linear(3136, 1024)
-        self.fc2 = torch.nn.Linear(1024, dim)
-
-    def forward(self, x):
-        x = F.max_pool2d(F.relu(self.conv1(x)), 2)
-        x = F.max_pool2d(F.relu(self.conv2(x)), 2)
-        return self.fc2(F.relu(self.fc1(x.flatten(1))))
 
 
 def main():

@@ -6,14 +6,7 @@
 #   pytorch_peer_test.sh DML WORKDIR SOURCE_DIR
 set -u
 dml=$1 dir=$2 src=$3
-python=""
-for candidate in python3 /usr/bin/python3; do
-  if "$candidate" -c "import torch" 2>/dev/null; then python=$candidate; break; fi
-done
-if [ -z "$python" ]; then
-  echo "skipped: no PyTorch for python3 or /usr/bin/python3 (tools/peers/install.sh installs it)"
-  exit 77
-fi
+. "$src/tests/tools/find_torch_python.sh"
 rm -rf "$dir" && mkdir -p "$dir" || exit 1
 fail() { echo "FAIL: $*"; exit 1; }
 set -- --set model.embedding_dim=16 --set sampler.pairs_per_batch=8 --set defense.name=est \
