@@ -1,7 +1,8 @@
 // max_pool2d, avg_pool2d, adaptive_avg_pool2d (declarations in engine/ops.h; math and kernels in
 // kernels/pool/pool.h). max_pool2d saves its input and recomputes each window's argmax in the
 // backward; the average pools save nothing but the geometry. CUDA tensors (always f32) run the
-// *_cuda kernels, CPU tensors the templated reference loops.
+// *_cuda kernels, CPU tensors the templated reference loops (max_pool2d: the *_fast_cpu versions,
+// which equal the reference bit for bit and are quicker for 2x2 / stride-2 windows).
 #include <utility>
 #include <vector>
 
@@ -61,7 +62,7 @@ Tensor max_pool2d(const Tensor& x, const Pool2dOptions& options) {
   } else {
     detail::dispatch_floating(x.dtype(), "max_pool2d", [&](auto zero) {
       using T = decltype(zero);
-      kernels::max_pool2d_forward_cpu<T>(shape, xc.data<T>(), y.data<T>());
+      kernels::max_pool2d_forward_fast_cpu<T>(shape, xc.data<T>(), y.data<T>());
     });
   }
   if (!needs_tape({x})) return y;
@@ -78,7 +79,8 @@ Tensor max_pool2d(const Tensor& x, const Pool2dOptions& options) {
     }
     detail::dispatch_floating(dy.dtype(), "max_pool2d backward", [&](auto zero) {
       using T = decltype(zero);
-      kernels::max_pool2d_backward_cpu<T>(shape, x_saved.data<T>(), dy.data<T>(), dx.data<T>());
+      kernels::max_pool2d_backward_fast_cpu<T>(shape, x_saved.data<T>(), dy.data<T>(),
+                                               dx.data<T>());
     });
     return std::vector<Tensor>{dx};
   };

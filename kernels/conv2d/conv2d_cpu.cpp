@@ -157,33 +157,39 @@ bool is_pointwise(const Conv2dShape& shape) {
 }
 
 // Output columns q whose input column iw = q stride_w - pad_w + s dilation_w lies inside the
-// image, as the half-open range [begin, end) (empty when begin >= end). Computing it once per
-// kernel column keeps the im2col / col2im copy loops free of bounds tests.
+// image, as the half-open range [begin, end) (empty when begin >= end), and that offset
+// (iw = q stride_w + offset). One per kernel column s, computed once per im2col / col2im call:
+// it keeps the copy loops free of bounds tests and of the two divisions it costs.
 struct ColumnRange {
-  int64_t begin, end;
+  int64_t begin, end, offset;
 };
 
-ColumnRange valid_columns(const Conv2dShape& shape, int64_t s) {
-  const int64_t offset = s * shape.dilation_w - shape.pad_w;  // iw = q stride_w + offset
+std::vector<ColumnRange> valid_columns(const Conv2dShape& shape) {
+  std::vector<ColumnRange> ranges(static_cast<size_t>(shape.S));
   const int64_t stride = shape.stride_w, Q = shape.out_w();
-  // smallest q with q stride + offset >= 0, and one past the largest with it <= W - 1
-  const int64_t begin = offset >= 0 ? 0 : (-offset + stride - 1) / stride;
-  const int64_t last = shape.W - 1 - offset;  // q stride <= last
-  const int64_t end = last < 0 ? 0 : last / stride + 1;
-  return {std::min(begin, Q), std::min(end, Q)};
+  for (int64_t s = 0; s < shape.S; ++s) {
+    const int64_t offset = s * shape.dilation_w - shape.pad_w;
+    // smallest q with q stride + offset >= 0, and one past the largest with it <= W - 1
+    const int64_t begin = offset >= 0 ? 0 : (-offset + stride - 1) / stride;
+    const int64_t last = shape.W - 1 - offset;  // q stride <= last
+    const int64_t end = last < 0 ? 0 : last / stride + 1;
+    ranges[static_cast<size_t>(s)] = {std::min(begin, Q), std::min(end, Q), offset};
+  }
+  return ranges;
 }
 
-// col [CRS, PQ] from one image x [C, H, W].
+// col [CRS, PQ] from one image x [C, H, W]. With stride 1 an in-image run of a col row is a
+// contiguous run of an image row, copied as one block.
 template <typename T>
-void im2col(const Conv2dShape& shape, const T* image, T* col) {
+void im2col(const Conv2dShape& shape, const std::vector<ColumnRange>& columns, const T* image,
+            T* col) {
   const int64_t H = shape.H, W = shape.W, P = shape.out_h(), Q = shape.out_w();
   const int64_t stride = shape.stride_w;
   for (int64_t c = 0; c < shape.C; ++c) {
     for (int64_t r = 0; r < shape.R; ++r) {
       for (int64_t s = 0; s < shape.S; ++s) {
         T* row = col + ((c * shape.R + r) * shape.S + s) * P * Q;
-        const ColumnRange valid = valid_columns(shape, s);
-        const int64_t offset = s * shape.dilation_w - shape.pad_w;
+        const ColumnRange valid = columns[static_cast<size_t>(s)];
         for (int64_t p = 0; p < P; ++p) {
           const int64_t ih = p * shape.stride_h - shape.pad_h + r * shape.dilation_h;
           T* out = row + p * Q;
@@ -193,7 +199,13 @@ void im2col(const Conv2dShape& shape, const T* image, T* col) {
           }
           const T* in = image + (c * H + ih) * W;
           std::fill(out, out + valid.begin, T(0));
-          for (int64_t q = valid.begin; q < valid.end; ++q) out[q] = in[q * stride + offset];
+          if (stride == 1) {
+            std::copy(in + valid.begin + valid.offset, in + valid.end + valid.offset,
+                      out + valid.begin);
+          } else {
+            for (int64_t q = valid.begin; q < valid.end; ++q)
+              out[q] = in[q * stride + valid.offset];
+          }
           std::fill(out + valid.end, out + Q, T(0));
         }
       }
@@ -204,21 +216,21 @@ void im2col(const Conv2dShape& shape, const T* image, T* col) {
 // The adjoint of im2col: image[c, ih, iw] += every col entry that was read from it. `image` must
 // be zeroed by the caller.
 template <typename T>
-void col2im(const Conv2dShape& shape, const T* col, T* image) {
+void col2im(const Conv2dShape& shape, const std::vector<ColumnRange>& columns, const T* col,
+            T* image) {
   const int64_t H = shape.H, W = shape.W, P = shape.out_h(), Q = shape.out_w();
   const int64_t stride = shape.stride_w;
   for (int64_t c = 0; c < shape.C; ++c) {
     for (int64_t r = 0; r < shape.R; ++r) {
       for (int64_t s = 0; s < shape.S; ++s) {
         const T* row = col + ((c * shape.R + r) * shape.S + s) * P * Q;
-        const ColumnRange valid = valid_columns(shape, s);
-        const int64_t offset = s * shape.dilation_w - shape.pad_w;
+        const ColumnRange valid = columns[static_cast<size_t>(s)];
         for (int64_t p = 0; p < P; ++p) {
           const int64_t ih = p * shape.stride_h - shape.pad_h + r * shape.dilation_h;
           if (ih < 0 || ih >= H) continue;
           const T* in = row + p * Q;
           T* out = image + (c * H + ih) * W;
-          for (int64_t q = valid.begin; q < valid.end; ++q) out[q * stride + offset] += in[q];
+          for (int64_t q = valid.begin; q < valid.end; ++q) out[q * stride + valid.offset] += in[q];
         }
       }
     }
@@ -234,6 +246,7 @@ void conv2d_fprop_fast_cpu(const Conv2dShape& shape, const T* x, const T* w, con
   const int64_t CRS = shape.C * shape.R * shape.S;
   const int64_t PQ = shape.out_h() * shape.out_w();
   const bool pointwise = is_pointwise(shape);
+  const std::vector<ColumnRange> columns = valid_columns(shape);
   ConstMatrixMap<T> weight(w, K, CRS);
 #pragma omp parallel if (parallel_over_batch(shape))
   {
@@ -242,7 +255,7 @@ void conv2d_fprop_fast_cpu(const Conv2dShape& shape, const T* x, const T* w, con
     for (int64_t n = 0; n < N; ++n) {
       const T* col = x + n * CHW;
       if (!pointwise) {
-        im2col(shape, x + n * CHW, col_buffer.data());
+        im2col(shape, columns, x + n * CHW, col_buffer.data());
         col = col_buffer.data();
       }
       MatrixMap<T> out(y + n * K * PQ, K, PQ);
@@ -261,6 +274,7 @@ void conv2d_dgrad_fast_cpu(const Conv2dShape& shape, const T* dy, const T* w, T*
   const int64_t CRS = shape.C * shape.R * shape.S;
   const int64_t PQ = shape.out_h() * shape.out_w();
   const bool pointwise = is_pointwise(shape);
+  const std::vector<ColumnRange> columns = valid_columns(shape);
   ConstMatrixMap<T> weight(w, K, CRS);
 #pragma omp parallel if (parallel_over_batch(shape))
   {
@@ -273,7 +287,7 @@ void conv2d_dgrad_fast_cpu(const Conv2dShape& shape, const T* dy, const T* w, T*
       } else {
         MatrixMap<T>(col_buffer.data(), CRS, PQ).noalias() = weight.transpose() * grad_out;
         std::fill(dx + n * CHW, dx + (n + 1) * CHW, T(0));
-        col2im(shape, col_buffer.data(), dx + n * CHW);
+        col2im(shape, columns, col_buffer.data(), dx + n * CHW);
       }
     }
   }
@@ -290,6 +304,7 @@ void conv2d_wgrad_fast_cpu(const Conv2dShape& shape, const T* dy, const T* x, T*
   const int64_t PQ = shape.out_h() * shape.out_w();
   if (dw != nullptr) {
     const bool pointwise = is_pointwise(shape);
+    const std::vector<ColumnRange> columns = valid_columns(shape);
     const int threads = parallel_over_batch(shape)
                             ? static_cast<int>(std::min<int64_t>(omp_get_max_threads(), N))
                             : 1;
@@ -302,7 +317,7 @@ void conv2d_wgrad_fast_cpu(const Conv2dShape& shape, const T* dy, const T* x, T*
       for (int64_t n = 0; n < N; ++n) {
         const T* col = x + n * CHW;
         if (!pointwise) {
-          im2col(shape, x + n * CHW, col_buffer.data());
+          im2col(shape, columns, x + n * CHW, col_buffer.data());
           col = col_buffer.data();
         }
         partial.noalias() +=

@@ -40,6 +40,17 @@ void max_pool2d_forward_cpu(const Pool2dShape& shape, const T* x, T* y);
 template <typename T>
 void max_pool2d_backward_cpu(const Pool2dShape& shape, const T* x, const T* dy, T* dx);
 
+// The same two functions, bit for bit, with a fast path for the 2x2 / stride 2 / no padding
+// case (C2F2's pools; every other geometry runs the reference above): one pass over each pair of
+// input rows, branch-free selects the compiler vectorizes, and a backward that writes every dx
+// cell once instead of zeroing dx and scattering into it. The engine uses these on the CPU.
+template <typename T>
+void max_pool2d_forward_fast_cpu(const Pool2dShape& shape, const T* x, T* y);
+template <typename T>
+void max_pool2d_backward_fast_cpu(const Pool2dShape& shape, const T* x, const T* dy, T* dx);
+// Whether the fast functions take their fast path for `shape` (else they call the reference).
+bool max_pool2d_has_fast_path(const Pool2dShape& shape);
+
 template <typename T>
 void avg_pool2d_forward_cpu(const Pool2dShape& shape, const T* x, T* y);
 template <typename T>

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <numeric>
 #include <random>
@@ -12,6 +13,7 @@
 #include "engine/autograd.h"
 #include "engine/ops.h"
 #include "engine/tensor.h"
+#include "kernels/pool/pool.h"
 #include "tests/support/allclose.h"
 #include "tests/support/gradcheck.h"
 
@@ -132,6 +134,53 @@ TEST_CASE("max_pool2d grad: finite differences over kernel, stride, padding",
   check({1, 2, 5, 5}, pool_options(3, 3, 2, 2, 1, 1), 2);
   check({2, 1, 5, 6}, pool_options(3, 2, 1, 2, 1, 1), 3);  // non-square, overlapping rows
   check({1, 3, 5, 4}, pool_options(2, 3, 3, 1, 0, 1), 4);  // stride > kernel skips rows
+}
+
+TEST_CASE("max_pool2d fast path: bit-identical to the reference, ties, NaN and signed zeros",
+          "[max_pool2d]") {
+  // The *_fast_cpu kernels the engine runs against the reference loops (kernels/pool/pool.h),
+  // compared bit for bit. Values come from a small set, so most windows have ties, and include
+  // NaN, -0 and +0; dy includes -0 (the reference turns it into +0) and NaN. Odd sizes leave a
+  // last row/column outside every window; 3 x 30 x 29 x 29 crosses the OpenMP threshold.
+  using engine::kernels::Pool2dShape;
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  const std::vector<double> palette = {-1.0, -0.0, 0.0, 0.5, 2.0, 2.0, 3.0, nan};
+  auto bits_equal = [](const std::vector<double>& a, const std::vector<double>& b) {
+    return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(double)) == 0;
+  };
+  struct Case {
+    int64_t N, C, H, W;
+  };
+  for (const Case& c : {Case{1, 1, 2, 2}, Case{1, 1, 3, 3}, Case{2, 3, 4, 5}, Case{1, 2, 7, 6},
+                        Case{2, 1, 28, 28}, Case{1, 1, 2, 9}, Case{3, 30, 29, 29}}) {
+    Pool2dShape shape;
+    shape.N = c.N, shape.C = c.C, shape.H = c.H, shape.W = c.W;
+    INFO("N=" << c.N << " C=" << c.C << " H=" << c.H << " W=" << c.W);
+    REQUIRE(engine::kernels::max_pool2d_has_fast_path(shape));
+    std::mt19937_64 gen(static_cast<uint64_t>(c.H * 100 + c.W));
+    std::uniform_int_distribution<size_t> pick(0, palette.size() - 1);
+    std::vector<double> x(static_cast<size_t>(c.N * c.C * c.H * c.W));
+    for (double& v : x) v = palette[pick(gen)];
+    std::vector<double> dy(static_cast<size_t>(c.N * c.C * shape.out_h() * shape.out_w()));
+    for (double& v : dy) v = palette[pick(gen)];
+
+    std::vector<double> y_ref(dy.size(), 7.0), y_fast(dy.size(), -7.0);
+    engine::kernels::max_pool2d_forward_cpu(shape, x.data(), y_ref.data());
+    engine::kernels::max_pool2d_forward_fast_cpu(shape, x.data(), y_fast.data());
+    CHECK(bits_equal(y_fast, y_ref));
+    std::vector<double> dx_ref(x.size(), 7.0), dx_fast(x.size(), -7.0);
+    engine::kernels::max_pool2d_backward_cpu(shape, x.data(), dy.data(), dx_ref.data());
+    engine::kernels::max_pool2d_backward_fast_cpu(shape, x.data(), dy.data(), dx_fast.data());
+    CHECK(bits_equal(dx_fast, dx_ref));
+  }
+  // Every other geometry is not the fast path's: the fast functions hand it to the reference.
+  Pool2dShape overlapping;
+  overlapping.N = overlapping.C = 1, overlapping.H = overlapping.W = 5;
+  overlapping.kernel_h = overlapping.kernel_w = 3, overlapping.pad_h = overlapping.pad_w = 1;
+  CHECK_FALSE(engine::kernels::max_pool2d_has_fast_path(overlapping));
+  Pool2dShape padded;
+  padded.N = padded.C = 1, padded.H = padded.W = 4, padded.pad_h = 1;
+  CHECK_FALSE(engine::kernels::max_pool2d_has_fast_path(padded));
 }
 
 // ---- avg_pool2d --------------------------------------------------------------------------------
