@@ -44,10 +44,13 @@ Tensor C2F2::forward(const Tensor& x) {
   check_input(x);
   Tensor h = conv1_->forward(x);
   if (bn1_) h = bn1_->forward(h);
-  h = pool1_->forward(relu1_->forward(h));
+  // Pool, then ReLU: relu(max(window)) = max(relu(window)), with the same gradient (dy reaches the
+  // window's first maximal cell when it is positive, no cell otherwise), and the ReLU then runs
+  // on a quarter of the elements. The module tree keeps the papers' order: ReLU, then pool.
+  h = relu1_->forward(pool1_->forward(h));
   h = conv2_->forward(h);
   if (bn2_) h = bn2_->forward(h);
-  h = pool2_->forward(relu2_->forward(h));
+  h = relu2_->forward(pool2_->forward(h));
   h = fc1_->forward(flatten_->forward(h));
   if (bn3_) h = bn3_->forward(h);
   return fc2_->forward(relu3_->forward(h));
