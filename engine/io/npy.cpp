@@ -8,6 +8,7 @@
 #include <cstring>
 #include <limits>
 #include <set>
+#include <utility>
 
 #include "engine/io/file_io.h"
 
@@ -295,10 +296,10 @@ NpyArray read_npy(const std::string& path) {
   return array;
 }
 
-std::vector<uint8_t> serialize_npy(const NpyArray& array) {
-  const uint64_t nbytes = checked_nbytes(array.shape, npy_dtype_size(array.dtype), "npy");
-  ENGINE_CHECK(array.bytes.size() == nbytes, "npy: ", npy_descr(array.dtype), " ",
-               shape_str(array.shape), " needs ", nbytes, " bytes, got ", array.bytes.size());
+namespace {
+
+// The magic, version, header length and padded header: everything before the data.
+std::vector<uint8_t> npy_prefix(const NpyArray& array) {
   const std::string text = header_text(array);
   // Version 1.0 stores the header length in 16 bits; larger headers need 2.0 (32 bits).
   std::size_t length_bytes = 2;
@@ -318,8 +319,71 @@ std::vector<uint8_t> serialize_npy(const NpyArray& array) {
   out.insert(out.end(), text.begin(), text.end());
   out.insert(out.end(), padding, ' ');
   out.push_back('\n');
+  return out;
+}
+
+NpyDType npy_dtype_of(DType dtype) {
+  switch (dtype) {
+    case DType::F32:
+      return NpyDType::F32;
+    case DType::F64:
+      return NpyDType::F64;
+    case DType::I64:
+      return NpyDType::I64;
+  }
+  fail("npy: unhandled dtype");
+}
+
+}  // namespace
+
+std::vector<uint8_t> serialize_npy(const NpyArray& array) {
+  const uint64_t nbytes = checked_nbytes(array.shape, npy_dtype_size(array.dtype), "npy");
+  ENGINE_CHECK(array.bytes.size() == nbytes, "npy: ", npy_descr(array.dtype), " ",
+               shape_str(array.shape), " needs ", nbytes, " bytes, got ", array.bytes.size());
+  std::vector<uint8_t> out = npy_prefix(array);
   out.insert(out.end(), array.bytes.begin(), array.bytes.end());
   return out;
+}
+
+NpyRowWriter::NpyRowWriter(const std::string& path, DType dtype, Shape shape)
+    : path_(path), dtype_(dtype), shape_(std::move(shape)) {
+  ENGINE_CHECK(!shape_.empty(), path_, ": a row-by-row .npy needs at least one dimension");
+  NpyArray header_only;
+  header_only.dtype = npy_dtype_of(dtype_);
+  header_only.shape = shape_;
+  checked_nbytes(shape_, npy_dtype_size(header_only.dtype), path_);
+  const std::vector<uint8_t> prefix = npy_prefix(header_only);
+  writer_ = std::make_unique<detail::AtomicFileWriter>(path_);
+  writer_->write(prefix.data(), prefix.size());
+}
+
+NpyRowWriter::~NpyRowWriter() = default;
+
+void NpyRowWriter::append(const Tensor& rows) {
+  ENGINE_CHECK(writer_ != nullptr, path_, ": append after finish()");
+  ENGINE_CHECK(rows.defined() && rows.dtype() == dtype_, path_, ": rows must be ",
+               dtype_name(dtype_), ", got ", rows.defined() ? dtype_name(rows.dtype()) : "none");
+  Shape row_shape = rows.shape();
+  ENGINE_CHECK(!row_shape.empty(), path_, ": rows must have the array's rank ", shape_.size());
+  const int64_t count = row_shape[0];
+  row_shape[0] = shape_[0];
+  ENGINE_CHECK(row_shape == shape_, path_, ": rows of shape ", shape_str(rows.shape()),
+               " do not fit an array of shape ", shape_str(shape_));
+  ENGINE_CHECK(rows_written_ + count <= shape_[0], path_, ": ", rows_written_ + count,
+               " rows would exceed the array's ", shape_[0]);
+  const Tensor host = rows.detach().to(Device::cpu()).contiguous();
+  if (host.numel() > 0) {
+    writer_->write(host.raw_data(), static_cast<std::size_t>(host.numel()) * dtype_size(dtype_));
+  }
+  rows_written_ += count;
+}
+
+void NpyRowWriter::finish() {
+  ENGINE_CHECK(writer_ != nullptr, path_, ": finish() called twice");
+  ENGINE_CHECK(rows_written_ == shape_[0], path_, ": ", rows_written_, " rows written of ",
+               shape_[0], "; the file was not created");
+  writer_->commit();
+  writer_.reset();
 }
 
 void write_npy(const std::string& path, const NpyArray& array) {
@@ -374,17 +438,7 @@ void save_npy(const std::string& path, const Tensor& tensor) {
   // detach(): saving is not part of any graph; to()/contiguous() then copy without a tape.
   const Tensor host = tensor.detach().to(Device::cpu()).contiguous();
   NpyArray array;
-  switch (host.dtype()) {
-    case DType::F32:
-      array.dtype = NpyDType::F32;
-      break;
-    case DType::F64:
-      array.dtype = NpyDType::F64;
-      break;
-    case DType::I64:
-      array.dtype = NpyDType::I64;
-      break;
-  }
+  array.dtype = npy_dtype_of(host.dtype());
   array.shape = host.shape();
   array.bytes.resize(static_cast<std::size_t>(host.numel()) * dtype_size(host.dtype()));
   if (!array.bytes.empty()) std::memcpy(array.bytes.data(), host.raw_data(), array.bytes.size());

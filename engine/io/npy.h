@@ -17,12 +17,17 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "engine/tensor.h"
 
 namespace engine {
+
+namespace detail {
+class AtomicFileWriter;  // engine/io/file_io.h
+}
 
 enum class NpyDType { F32, F64, I64, I32, U8 };
 
@@ -40,6 +45,32 @@ NpyArray parse_npy(const uint8_t* data, std::size_t size, const std::string& nam
 NpyArray read_npy(const std::string& path);
 std::vector<uint8_t> serialize_npy(const NpyArray& array);  // the exact bytes write_npy writes
 void write_npy(const std::string& path, const NpyArray& array);
+
+// Writes one array whose shape is known up front block by block along the first dimension, in
+// order, without holding it all (`dml attack --save-adversarial` streams every adversarial image of
+// a split this way). Atomic like write_npy: the file appears, complete, only when finish() has
+// checked that exactly shape[0] rows arrived; destroying the writer earlier leaves no file.
+class NpyRowWriter {
+ public:
+  // dtype f32, f64 or i64 (stored <f4, <f8, <i8); shape has at least one dimension.
+  NpyRowWriter(const std::string& path, DType dtype, Shape shape);
+  ~NpyRowWriter();
+  NpyRowWriter(const NpyRowWriter&) = delete;
+  NpyRowWriter& operator=(const NpyRowWriter&) = delete;
+
+  // rows: [k, shape[1], ...] of the writer's dtype (any device; copied to the host). Throws, naming
+  // the file, on a wrong dtype or row shape, or when the rows would exceed shape[0].
+  void append(const Tensor& rows);
+  void finish();
+  int64_t rows_written() const { return rows_written_; }
+
+ private:
+  std::string path_;
+  DType dtype_;
+  Shape shape_;
+  int64_t rows_written_ = 0;
+  std::unique_ptr<detail::AtomicFileWriter> writer_;
+};
 
 // ---- Tensor level ----
 // <f4 -> f32, <f8 -> f64, <i8 and <i4 -> i64, u1 -> i64 (integers stay integers; convert

@@ -283,6 +283,48 @@ TEST_CASE("npy write: atomic, the temp file is gone, an old file is replaced who
                       Catch::Contains("undefined"));
 }
 
+TEST_CASE("npy row writer: blocks of rows give save_npy's bytes; wrong rows fail, no file",
+          "[io]") {
+  test::TempDir dir;
+  // [5, 2, 3] f32 written as blocks of 2, 0, 2 and 1 rows (the middle block a strided view, to
+  // check the host copy is contiguous): byte for byte what save_npy writes for the whole array.
+  std::vector<double> values(30);
+  for (size_t i = 0; i < values.size(); ++i) values[i] = 0.25 * static_cast<double>(i) - 3.0;
+  const engine::Tensor whole = engine::Tensor::from_vector(values, {5, 2, 3});
+  engine::save_npy(dir.file("whole.npy"), whole);
+  {
+    engine::NpyRowWriter writer(dir.file("rows.npy"), engine::DType::F32, {5, 2, 3});
+    writer.append(whole.slice(0, 0, 2));
+    writer.append(whole.slice(0, 2, 2));
+    const engine::Tensor transposed = whole.slice(0, 2, 4).transpose(1, 2).contiguous();
+    writer.append(transposed.transpose(1, 2));  // rows 2-3 again, through a non-contiguous view
+    CHECK(writer.rows_written() == 4);
+    CHECK_FALSE(std::filesystem::exists(dir.file("rows.npy")));  // not before finish()
+    writer.append(whole.slice(0, 4, 5));
+    writer.finish();
+  }
+  CHECK(test::read_bytes(dir.file("rows.npy")) == test::read_bytes(dir.file("whole.npy")));
+
+  const std::string path = dir.file("bad.npy");
+  {
+    engine::NpyRowWriter writer(path, engine::DType::F32, {3, 2});
+    REQUIRE_THROWS_WITH(
+        writer.append(engine::Tensor::zeros({1, 3})),
+        Catch::Contains(path) && Catch::Contains("[1, 3]") && Catch::Contains("[3, 2]"));
+    REQUIRE_THROWS_WITH(writer.append(engine::Tensor::zeros({1, 2}, engine::DType::F64)),
+                        Catch::Contains(path) && Catch::Contains("f32"));
+    writer.append(engine::Tensor::zeros({2, 2}));
+    REQUIRE_THROWS_WITH(writer.append(engine::Tensor::zeros({2, 2})),
+                        Catch::Contains(path) && Catch::Contains("4 rows would exceed"));
+    REQUIRE_THROWS_WITH(writer.finish(),
+                        Catch::Contains(path) && Catch::Contains("2 rows written of 3"));
+    CHECK_FALSE(std::filesystem::exists(path));
+  }
+  // Destroyed without a successful finish(): no file and no temporary file left behind.
+  CHECK_FALSE(std::filesystem::exists(path));
+  CHECK_FALSE(std::filesystem::exists(engine::detail::atomic_temp_path(path)));
+}
+
 TEST_CASE("npy tensors: CUDA tensors are saved through a host copy", "[io][cuda]") {
   REQUIRE_CUDA_OR_SKIP();
   test::TempDir dir;

@@ -1,6 +1,7 @@
 // dml attack: one adversarial ranking attack over a dataset split (SPEC §8, §10).
 //
-//   dml attack --checkpoint FILE --attack SPEC [--data NAME --split test] [--json] [-X DIR] ...
+//   dml attack --checkpoint FILE --attack SPEC [--data NAME --split test] [--json] [-X DIR]
+//              [--save-adversarial FILE.npy] ...
 //
 // Prints the clean and adversarial value of the attack's measures and the sanity report
 // (max|delta|_inf, NaN count, pixel range); exits 1 if the perturbation breaks eps by more than
@@ -29,7 +30,12 @@ const char kUsage[] =
     "                        QA:pm=-:M=1:...   SPQA:pm=+:M=1:zeta=4e4:...   TMA:...   ES:...\n"
     "                        LTM:...   GTM:...   GTT:...   STAX:...   MTAX:T=5:...\n"
     "                      keys: pm W M T G zeta eps alpha pgditer rinit (docs/attacks.md)\n"
-    "  -X DIR              write original/adversarial PNG pairs of the first batch to DIR\n";
+    "  -X DIR              write original/adversarial PNG pairs of the first batch to DIR\n"
+    "  --save-adversarial FILE.npy\n"
+    "                      write every attacked image's adversarial version as float32\n"
+    "                      [N, C, H, W], row i = image i of the split (the first N with\n"
+    "                      --max-images); written as the batches finish, renamed into place at\n"
+    "                      the end\n";
 
 }  // namespace
 
@@ -41,6 +47,7 @@ int run_attack_command(Args& args) {
   }
   const std::string spec_text = args.take_string("--attack");
   const std::string dump_dir = args.take_string("-X", "");
+  const std::string save_adversarial = args.take_string("--save-adversarial", "");
   AttackCommonOptions options = take_attack_options(args);
   args.finish();
   attacks::AttackSpec spec;
@@ -50,6 +57,7 @@ int run_attack_command(Args& args) {
     throw UsageError(std::string("--attack: ") + e.what());
   }
   options.run.dump_dir = dump_dir;
+  options.run.save_adversarial = save_adversarial;
   AttackSetup setup = setup_attack(options);
   complete_spec(spec, setup.dataset);
   const AttackSummary s =

@@ -7,8 +7,10 @@
 #include <cstdio>
 #include <filesystem>
 #include <limits>
+#include <memory>
 
 #include "data/png_writer.h"
+#include "engine/io/npy.h"
 #include "engine/random.h"
 #include "kernels/common/check.h"
 
@@ -67,6 +69,14 @@ AttackSummary run_attack(models::Model& model, const SplitImages& split,
   engine::Generator gen(settings.seed);
   const int64_t batches = (n + settings.batch_size - 1) / settings.batch_size;
   const bool tty = isatty(fileno(stderr)) != 0;
+  // Opened before the first batch, so a path that cannot be written fails before any work.
+  std::unique_ptr<engine::NpyRowWriter> adversarial_file;
+  if (!settings.save_adversarial.empty()) {
+    engine::Shape shape = split.images.shape();
+    shape[0] = n;
+    adversarial_file = std::make_unique<engine::NpyRowWriter>(settings.save_adversarial,
+                                                              engine::DType::F32, shape);
+  }
   std::vector<double> sum_clean, sum_adversarial;
   for (int64_t batch = 0; batch < batches; ++batch) {
     const int64_t begin = batch * settings.batch_size;
@@ -87,6 +97,7 @@ AttackSummary run_attack(models::Model& model, const SplitImages& split,
                    settings.dump_count);
       }
     }
+    if (adversarial_file) adversarial_file->append(r.adversarial_images);
     for (size_t m = 0; m < summary.names.size(); ++m) {
       for (double v : r.clean[m].second) sum_clean[m] += v;
       for (double v : r.adversarial[m].second) sum_adversarial[m] += v;
@@ -111,6 +122,7 @@ AttackSummary run_attack(models::Model& model, const SplitImages& split,
       std::fflush(stderr);
     }
   }
+  if (adversarial_file) adversarial_file->finish();
   for (size_t m = 0; m < summary.names.size(); ++m) {
     summary.clean.push_back(sum_clean[m] / static_cast<double>(n));
     summary.adversarial.push_back(sum_adversarial[m] / static_cast<double>(n));

@@ -29,9 +29,10 @@ struct AttackRunSettings {
   int64_t max_images = 0;    // attack only the first N images (0 = all); the gallery stays whole
   uint64_t seed = 0;         // target/candidate selection
   bool robrank_compat = false;
-  std::string dump_dir;     // non-empty: write PNG pairs of the first batch here
-  int64_t dump_count = 16;  // how many pairs
-  bool progress = true;     // a progress line on stderr
+  std::string dump_dir;          // non-empty: write PNG pairs of the first batch here
+  std::string save_adversarial;  // non-empty: write every adversarial image to this .npy
+  int64_t dump_count = 16;       // how many pairs
+  bool progress = true;          // a progress line on stderr
 };
 
 struct AttackSummary {
