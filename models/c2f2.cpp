@@ -21,8 +21,9 @@ C2F2::C2F2(const C2F2Options& options, engine::Generator& gen)
                options.frozen_bn ? "true" : "false", " mean nothing: use c2f2-bn");
   const int64_t k = options.bn_branches;
 
-  // Registration order = forward order, so the module tree (`dml info`) reads like the table in
-  // c2f2.h; parameters are created (and so drawn from `gen`) in the same order as PyTorch's.
+  // Registration order = the papers' layer order, so the module tree (`dml info`) reads like the
+  // table in c2f2.h (forward() swaps each ReLU and pool, an identity); parameters are created (and
+  // so drawn from `gen`) in the same order as PyTorch's.
   conv1_ = register_module("conv1", std::make_shared<nn::Conv2d>(1, 32, 5, 1, 2, 1, true, gen));
   if (options.batch_norm) bn1_ = register_module("bn1", std::make_shared<nn::BatchNorm2d>(32, k));
   relu1_ = register_module("relu1", std::make_shared<nn::ReLU>());

@@ -12,8 +12,9 @@
 // fc1 3136*1024 + 1024 = 3,212,288, fc2 1024*512 + 512 = 524,800; total 3,789,184.
 // PyTorch-default initialization (kaiming-uniform a = sqrt(5), bias U(+-1/sqrt(fan_in))).
 //
-// Module names (the `dml info` tree), in forward order: conv1, relu1, pool1, conv2, relu2, pool2,
-// flatten, fc1, relu3, fc2; only conv1/conv2/fc1/fc2 hold parameters (robrank's state keys).
+// Module names (the `dml info` tree), in the papers' layer order: conv1, relu1, pool1, conv2,
+// relu2, pool2, flatten, fc1, relu3, fc2; only conv1/conv2/fc1/fc2 hold parameters (robrank's
+// state keys). forward() runs each pool before its ReLU: the same function, a quarter of the ReLU.
 //
 // C2F2-BN (batch_norm = true) inserts a K-branch batch norm right after each linear map, before
 // its ReLU, so MDProp / AdvProp-D run on Fashion-MNIST on a CPU:
