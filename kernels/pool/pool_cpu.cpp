@@ -207,16 +207,14 @@ void max_pool2d_backward_fast_cpu(const Pool2dShape& shape, const T* x, const T*
           rest = v2 == best ? T(0) : rest;
           to_bottom_right[q] = rest;
         }
-        if (saw_nan) {  // a window whose output is NaN: dy to its first NaN cell
+        if (saw_nan) {  // a window's output is NaN exactly when a cell is: dy to its first NaN
           for (int64_t q = 0; q < Q; ++q) {
             const T cells[4] = {top[2 * q], top[2 * q + 1], bottom[2 * q], bottom[2 * q + 1]};
+            int first_nan = 0;
+            while (first_nan < 4 && !std::isnan(cells[first_nan])) ++first_nan;
+            if (first_nan == 4) continue;  // no NaN here: the shares above are right
             T* shares[4] = {to_top_left + q, to_top_right + q, to_bottom_left + q,
                             to_bottom_right + q};
-            if (!std::isnan(window_max(cells[0], cells[1], cells[2], cells[3]))) continue;
-            const int first_nan = std::isnan(cells[0])   ? 0
-                                  : std::isnan(cells[1]) ? 1
-                                  : std::isnan(cells[2]) ? 2
-                                                         : 3;
             for (int i = 0; i < 4; ++i) *shares[i] = i == first_nan ? grad_out[q] + T(0) : T(0);
           }
         }

@@ -286,7 +286,7 @@ TEST_CASE("npy write: atomic, the temp file is gone, an old file is replaced who
 TEST_CASE("npy row writer: blocks of rows give save_npy's bytes; wrong rows fail, no file",
           "[io]") {
   test::TempDir dir;
-  // [5, 2, 3] f32 written as blocks of 2, 0, 2 and 1 rows (the middle block a strided view, to
+  // [5, 2, 3] f32 written as blocks of 2, 0, 2 and 1 rows (the third block a strided view, to
   // check the host copy is contiguous): byte for byte what save_npy writes for the whole array.
   std::vector<double> values(30);
   for (size_t i = 0; i < values.size(); ++i) values[i] = 0.25 * static_cast<double>(i) - 3.0;
@@ -297,7 +297,7 @@ TEST_CASE("npy row writer: blocks of rows give save_npy's bytes; wrong rows fail
     writer.append(whole.slice(0, 0, 2));
     writer.append(whole.slice(0, 2, 2));
     const engine::Tensor transposed = whole.slice(0, 2, 4).transpose(1, 2).contiguous();
-    writer.append(transposed.transpose(1, 2));  // rows 2-3 again, through a non-contiguous view
+    writer.append(transposed.transpose(1, 2));  // rows 2-3, through a non-contiguous view
     CHECK(writer.rows_written() == 4);
     CHECK_FALSE(std::filesystem::exists(dir.file("rows.npy")));  // not before finish()
     writer.append(whole.slice(0, 4, 5));
