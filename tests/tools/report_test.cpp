@@ -174,7 +174,9 @@ TEST_CASE("report --log: a plain run, a resumed log, and bad logs", "[report]") 
                                        train_record(3, 1.0, 1, 1) + train_record(2, 2.0, 1, 1) +
                                        train_record(3, 2.0, 1, 1) + train_record(4, 2.0, 1, 1));
     REQUIRE(report({"--log", run, "--out", out}) == 0);
-    const auto& points = find_curve(polylines(read_text(out)), "mean_loss").points;
+    // The curves live in a local: find_curve returns a reference into them.
+    const std::vector<Polyline> curves = polylines(read_text(out));
+    const auto& points = find_curve(curves, "mean_loss").points;
     REQUIRE(points.size() == 4);
     // x range [0, 4] (raw step 0.8 -> 1), y range [0, 2] (raw step 0.4 -> 0.5): step 2 is at
     // x = 80 + 2/4 * 680 = 420 with the resumed value 2.0 at the plot's top, y = 80.
