@@ -69,6 +69,9 @@ std::vector<Polyline> polylines(const std::string& svg) {
   return out;
 }
 
+// Returns a reference into `curves`, so a temporary vector is refused at compile time (a call on
+// polylines(...)'s result read freed memory, found by tools/cpu_asan.sh).
+const Polyline& find_curve(std::vector<Polyline>&& curves, const std::string& title) = delete;
 const Polyline& find_curve(const std::vector<Polyline>& curves, const std::string& title) {
   for (const Polyline& p : curves) {
     if (p.title == title) return p;
@@ -174,7 +177,6 @@ TEST_CASE("report --log: a plain run, a resumed log, and bad logs", "[report]") 
                                        train_record(3, 1.0, 1, 1) + train_record(2, 2.0, 1, 1) +
                                        train_record(3, 2.0, 1, 1) + train_record(4, 2.0, 1, 1));
     REQUIRE(report({"--log", run, "--out", out}) == 0);
-    // The curves live in a local: find_curve returns a reference into them.
     const std::vector<Polyline> curves = polylines(read_text(out));
     const auto& points = find_curve(curves, "mean_loss").points;
     REQUIRE(points.size() == 4);
