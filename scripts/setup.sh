@@ -59,22 +59,35 @@ configure_and_build() {  # [targets...]: all by default
   fi
 }
 
-# For tools/cuda_emulator_{asan,racecheck}.sh: configures $BUILD_DIR without nvcc, with the
-# given CMake arguments, builds every test program that runs [cuda] cases on the emulator (plus
-# `dml`, which tools.emulated.* compare with), and enters $BUILD_DIR. $1 says how, for the log.
-build_emulated_test_programs() {  # DESCRIPTION CMAKE_ARGS...
-  local description=$1 jobs targets
-  shift
+# AddressSanitizer and UBSan (UB fatal), for tools/cpu_asan.sh and tools/cuda_emulator_asan.sh.
+ASAN_UBSAN_CXX_FLAGS="-fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer"
+
+# The targets of the configured $BUILD_DIR whose names end in SUFFIX (Make's or Ninja's listing).
+targets_ending_in() {  # SUFFIX
+  cmake --build "$BUILD_DIR" --target help |
+    sed -n "s/^\.\.\. \(.*$1\)\$/\1/p; s/^\(.*$1\): .*/\1/p"
+}
+
+# For the sanitizer and race-checker scripts in tools/: configures $BUILD_DIR without nvcc, with
+# the given CMake arguments, builds every test program whose name ends in SUFFIX plus the
+# programs named in EXTRA, and enters $BUILD_DIR. DESCRIPTION says how, for the log.
+build_test_programs_without_cuda() {  # SUFFIX EXTRA DESCRIPTION CMAKE_ARGS...
+  local suffix=$1 extra=$2 description=$3 jobs targets
+  shift 3
   jobs="$(nproc 2>/dev/null || echo 2)"
   cmake -S "$ROOT" -B "$BUILD_DIR" -DENGINE_CUDA=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo "$@" \
     > "$BUILD_DIR.configure.log" 2>&1 || { cat "$BUILD_DIR.configure.log"; exit 1; }
-  targets=$(cmake --build "$BUILD_DIR" --target help |
-    sed -n 's/^\.\.\. \(.*_test_emulated\)$/\1/p; s/^\(.*_test_emulated\): .*/\1/p')
-  targets="emulator_test $targets dml dml_emulated"
-  echo "==> building $(echo $targets | wc -w) test programs, $description"
+  targets="$(targets_ending_in "$suffix") $extra"
+  echo "==> building $(echo $targets | wc -w) programs, $description"
   # shellcheck disable=SC2086
   cmake --build "$BUILD_DIR" -j "$jobs" --target $targets
   cd "$BUILD_DIR"
+}
+
+# For tools/cuda_emulator_{asan,racecheck}.sh: every test program that runs [cuda] cases on the
+# emulator, plus `dml`, which tools.emulated.* compare with.
+build_emulated_test_programs() {  # DESCRIPTION CMAKE_ARGS...
+  build_test_programs_without_cuda _test_emulated "emulator_test dml dml_emulated" "$@"
 }
 
 mkdir -p "$(dirname "$BUILD_DIR")"

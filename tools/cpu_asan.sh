@@ -12,22 +12,15 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 BUILD_DIR="${BUILD_DIR:-$ROOT/build-cpu-asan}"
 source "$ROOT/scripts/setup.sh"
-jobs="$(nproc 2>/dev/null || echo 2)"
+# Every test program but the emulated ones (their own script), and the programs the tests run.
+# ENGINE_TEST_TIMEOUT_SCALE: the end-to-end tests' time limits are for the normal build.
 # -Wno-error=maybe-uninitialized: GCC 12 with -fsanitize=address reports a false "may be used
 # uninitialized" inside libstdc++'s own <regex> (std::function in _NFA::_M_insert_*, included by
 # tests/tools/report_test.cpp); it stays a warning here and an error in the normal build.
-# ENGINE_TEST_TIMEOUT_SCALE: the end-to-end tests' time limits are for the normal build.
-cmake -S "$ROOT" -B "$BUILD_DIR" -DENGINE_CUDA=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+build_test_programs_without_cuda _test "dml mlp_demo" "with AddressSanitizer and UBSan" \
   -DENGINE_TEST_TIMEOUT_SCALE=10 \
-  -DCMAKE_CXX_FLAGS="-fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer -Wno-error=maybe-uninitialized" \
-  > "$BUILD_DIR.configure.log" 2>&1 || { cat "$BUILD_DIR.configure.log"; exit 1; }
-# Every test program but the emulated ones (their own script), and the programs the tests run.
-targets=$(cmake --build "$BUILD_DIR" --target help | sed -n 's/^\.\.\. \(.*_test\)$/\1/p')
-targets="$targets dml mlp_demo"
-echo "==> building $(echo $targets | wc -w) programs with AddressSanitizer and UBSan"
-# shellcheck disable=SC2086
-cmake --build "$BUILD_DIR" -j "$jobs" --target $targets
-cd "$BUILD_DIR"
+  -DCMAKE_CXX_FLAGS="$ASAN_UBSAN_CXX_FLAGS -Wno-error=maybe-uninitialized"
+jobs="$(nproc 2>/dev/null || echo 2)"
 # Leaks are reported (a CPU path has no cache that keeps memory on purpose); the log says which
 # allocation leaked. print_stacktrace: UBSan names the call chain, not only the line.
 export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0:strict_string_checks=1}"

@@ -10,8 +10,7 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 BUILD_DIR="${BUILD_DIR:-$ROOT/build-asan}"
 source "$ROOT/scripts/setup.sh"
-build_emulated_test_programs "with AddressSanitizer and UBSan" \
-  -DCMAKE_CXX_FLAGS="-fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer"
+build_emulated_test_programs "with AddressSanitizer and UBSan" -DCMAKE_CXX_FLAGS="$ASAN_UBSAN_CXX_FLAGS"
 jobs="$(nproc 2>/dev/null || echo 2)"
 # The fibers' stacks are switched with the sanitizer's fiber annotations (kernels/emulator);
 # leaks are not kernel bugs (the caching allocator keeps blocks on purpose).
