@@ -1,6 +1,7 @@
 // pairwise_distance (declaration in engine/ops.h; math in
 // kernels/pairwise_distance/pairwise_distance.h): the distance matrix every DML loss, miner and
-// retrieval metric starts from.
+// retrieval metric starts from. CPU tensors run the fast path (pairwise_distance_*_fast_cpu);
+// the reference loops are the oracle in the tests.
 #include <utility>
 #include <vector>
 
@@ -57,8 +58,8 @@ Tensor pairwise_distance(const Tensor& a, const Tensor& b, DistanceMetric metric
   } else {
     detail::dispatch_floating(a.dtype(), "pairwise_distance", [&](auto zero) {
       using T = decltype(zero);
-      kernels::pairwise_distance_forward_cpu<T>(ac.data<T>(), bc.data<T>(), N, M, D, kmetric,
-                                                T(kCosineEps), out.data<T>());
+      kernels::pairwise_distance_forward_fast_cpu<T>(ac.data<T>(), bc.data<T>(), N, M, D, kmetric,
+                                                     T(kCosineEps), out.data<T>());
     });
   }
   if (!needs_tape({a, b})) return out;
@@ -78,7 +79,7 @@ Tensor pairwise_distance(const Tensor& a, const Tensor& b, DistanceMetric metric
     }
     detail::dispatch_floating(g.dtype(), "pairwise_distance backward", [&](auto zero) {
       using T = decltype(zero);
-      kernels::pairwise_distance_backward_cpu<T>(
+      kernels::pairwise_distance_backward_fast_cpu<T>(
           g.data<T>(), a_saved.data<T>(), b_saved.data<T>(), a_saved.size(0), b_saved.size(0),
           a_saved.size(1), kmetric, T(kCosineEps), needs[0] ? da.data<T>() : nullptr,
           needs[1] ? db.data<T>() : nullptr);

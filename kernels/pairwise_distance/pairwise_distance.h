@@ -15,7 +15,8 @@
 //                      da_i = -sum_j g_ij (b_j / (r_a r_b) - [|a_i| >= eps] s_ij a_i / r_a^2)
 //                      db_j = -sum_i g_ij (a_i / (r_a r_b) - [|b_j| >= eps] s_ij b_j / r_b^2)
 // Layout: a, b, grad_a, grad_b contiguous row-major; out and grad_out row-major [N, M].
-// Parallelization: plain loops over (i, j, d); double accumulators. The backward recomputes the
+// Parallelization: the reference is plain loops over (i, j, d) with double accumulators; the fast
+// path splits rows over OpenMP threads and vectorizes the d-loops. The backward recomputes the
 // distances instead of reading the forward's output, so nothing but a and b is saved.
 // Cost: forward 3 N M D FLOPs for the (squared) Euclidean metrics (subtract, multiply, add),
 // 2 N M D + 2 (N + M) D for cosine (dot products, norms); it must read (N + M) D elements and
@@ -37,6 +38,16 @@ void pairwise_distance_forward_cpu(const T* a, const T* b, int64_t N, int64_t M,
 template <typename T>
 void pairwise_distance_backward_cpu(const T* grad_out, const T* a, const T* b, int64_t N, int64_t M,
                                     int64_t D, PairwiseMetric metric, T eps, T* grad_a, T* grad_b);
+
+// The fast path of the CPU ops: the same formulas and double accumulators, parallel over rows
+// and vectorized (the sums' order differs from the reference's; pairwise_distance_cpu.cpp).
+template <typename T>
+void pairwise_distance_forward_fast_cpu(const T* a, const T* b, int64_t N, int64_t M, int64_t D,
+                                        PairwiseMetric metric, T eps, T* out);
+template <typename T>
+void pairwise_distance_backward_fast_cpu(const T* grad_out, const T* a, const T* b, int64_t N,
+                                         int64_t M, int64_t D, PairwiseMetric metric, T eps,
+                                         T* grad_a, T* grad_b);
 
 // CUDA twins (f32, device pointers, same arguments): 64x64 output tiles through shared memory;
 // the backward materializes an [N, M] coefficient matrix in a stream-ordered workspace and runs

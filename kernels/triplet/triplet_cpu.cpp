@@ -1,7 +1,8 @@
 // Fused SPC-2 triplet loss, CPU twin: the oracle of the CUDA kernels (math, layout and cost in
 // triplet.h). Plain loops; the mining distances are computed by the engine's own l2_normalize and
-// pairwise_distance CPU kernels, so they are bit for bit the distances losses::mine_triplets
-// mines on, and the mining rules below are those of losses/miners.cpp, written out again.
+// pairwise_distance CPU kernels (the fast path, which the pairwise_distance op runs on the CPU),
+// so they are bit for bit the distances losses::mine_triplets mines on, and the mining rules below
+// are those of losses/miners.cpp, written out again.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -206,7 +207,7 @@ void fused_triplet_cpu(const T* x, const int64_t* labels, int64_t B, int64_t D, 
   std::vector<T> y(x, x + B * D), x_norm(static_cast<size_t>(B), T(0));
   if (normalizes) l2_normalize_forward_cpu<T>(x, B, D, T(kNormEps), y.data(), x_norm.data());
   std::vector<T> mining_t(static_cast<size_t>(B * B));
-  pairwise_distance_forward_cpu<T>(
+  pairwise_distance_forward_fast_cpu<T>(
       y.data(), y.data(), B, B, D,
       metric == TripletMetric::Cosine ? PairwiseMetric::Cosine : PairwiseMetric::Euclidean,
       T(kCosineEps), mining_t.data());

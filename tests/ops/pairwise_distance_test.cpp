@@ -1,13 +1,19 @@
 // pairwise_distance: Euclidean, squared Euclidean and cosine distance matrices; exact zeros and
-// NaN-free gradients on the diagonal of pairwise_distance(x, x).
+// NaN-free gradients on the diagonal of pairwise_distance(x, x); the fast CPU path (which the ops
+// run) against the reference loops.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
+#include <limits>
+#include <random>
+#include <type_traits>
 #include <vector>
 
 #include "engine/autograd.h"
 #include "engine/ops.h"
 #include "engine/tensor.h"
+#include "kernels/pairwise_distance/pairwise_distance.h"
 #include "tests/support/allclose.h"
 #include "tests/support/gradcheck.h"
 
@@ -33,7 +39,91 @@ const char* metric_name(DistanceMetric metric) {
   return "?";
 }
 
+// Rows for the fast-vs-reference sweep: random values, plus the cases with their own branches --
+// row 0 of b repeats row 0 of a (distance exactly 0, the Euclidean subgradient), and the last row
+// of a is all zero (cosine's norm clamp) when there are at least 3 rows.
+template <typename T>
+void sweep_rows(int64_t N, int64_t M, int64_t D, uint32_t seed, std::vector<T>& a,
+                std::vector<T>& b) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<double> uniform(-2.0, 2.0);
+  a.resize(N * D);
+  b.resize(M * D);
+  for (T& v : a) v = static_cast<T>(uniform(rng));
+  for (T& v : b) v = static_cast<T>(uniform(rng));
+  for (int64_t d = 0; d < D; ++d) b[d] = a[d];
+  if (N >= 3) std::fill(a.end() - D, a.end(), T(0));
+}
+
+std::vector<double> widen(const std::vector<float>& v) { return {v.begin(), v.end()}; }
+std::vector<double> widen(const std::vector<double>& v) { return v; }
+
+// Fast path vs reference on one shape, every metric, forward and each gradient alone and both.
+// Both sum the same terms in double, in another order, so they agree to a few ulps of the double
+// (f64) or to the rounding of the result to float (f32: rtol 5e-7, about 4 float ulps; atol 1e-9
+// for entries that cancel to near 0).
+template <typename T>
+void require_fast_matches_reference(int64_t N, int64_t M, int64_t D, uint32_t seed) {
+  const double rtol = std::is_same<T, double>::value ? 1e-12 : 5e-7;
+  const double atol = std::is_same<T, double>::value ? 1e-12 : 1e-9;
+  const T nan = std::numeric_limits<T>::quiet_NaN();
+  std::vector<T> a, b;
+  sweep_rows(N, M, D, seed, a, b);
+  std::vector<T> grad_out(N * M);
+  std::mt19937 rng(seed + 1);
+  std::uniform_real_distribution<double> uniform(-1.0, 1.0);
+  for (T& v : grad_out) v = static_cast<T>(uniform(rng));
+  using engine::kernels::PairwiseMetric;
+  for (PairwiseMetric metric :
+       {PairwiseMetric::Euclidean, PairwiseMetric::SquaredEuclidean, PairwiseMetric::Cosine}) {
+    INFO("N " << N << " M " << M << " D " << D << " metric " << static_cast<int>(metric));
+    const T eps = T(1e-12);
+    std::vector<T> out_ref(N * M, nan), out_fast(N * M, nan);
+    engine::kernels::pairwise_distance_forward_cpu(a.data(), b.data(), N, M, D, metric, eps,
+                                                   out_ref.data());
+    engine::kernels::pairwise_distance_forward_fast_cpu(a.data(), b.data(), N, M, D, metric, eps,
+                                                        out_fast.data());
+    test::require_close(widen(out_fast), widen(out_ref), atol, rtol, "forward");
+    if (metric != PairwiseMetric::Cosine) CHECK(out_fast[0] == T(0));  // b_0 == a_0: exactly 0
+
+    std::vector<T> da_ref(N * D, nan), db_ref(M * D, nan);
+    engine::kernels::pairwise_distance_backward_cpu(grad_out.data(), a.data(), b.data(), N, M, D,
+                                                    metric, eps, da_ref.data(), db_ref.data());
+    for (int which = 0; which < 3; ++which) {  // both gradients, grad_a alone, grad_b alone
+      std::vector<T> da(N * D, nan), db(M * D, nan);
+      engine::kernels::pairwise_distance_backward_fast_cpu(
+          grad_out.data(), a.data(), b.data(), N, M, D, metric, eps,
+          which != 2 ? da.data() : nullptr, which != 1 ? db.data() : nullptr);
+      if (which != 2) test::require_close(widen(da), widen(da_ref), atol, rtol, "grad_a");
+      if (which != 1) test::require_close(widen(db), widen(db_ref), atol, rtol, "grad_b");
+      if (which == 1) {  // grad_b not requested: left untouched
+        for (T v : db) REQUIRE(std::isnan(v));
+      }
+      if (which == 2) {
+        for (T v : da) REQUIRE(std::isnan(v));
+      }
+    }
+  }
+}
+
 }  // namespace
+
+// ---- kernel level: fast path vs reference ------------------------------------------------------
+
+TEST_CASE("pairwise_distance kernels: fast path matches the reference, f64, odd shapes",
+          "[pairwise_distance]") {
+  // The last shape has 130 x 129 x 65 > 2^20 terms: the OpenMP path (the others run on one thread).
+  const int64_t shapes[][3] = {{1, 1, 1}, {3, 5, 7}, {17, 13, 33}, {64, 70, 129}, {130, 129, 65}};
+  uint32_t seed = 100;
+  for (const auto& s : shapes) require_fast_matches_reference<double>(s[0], s[1], s[2], seed++);
+}
+
+TEST_CASE("pairwise_distance kernels: fast path matches the reference, f32, odd shapes",
+          "[pairwise_distance]") {
+  const int64_t shapes[][3] = {{2, 1, 3}, {9, 11, 512}, {131, 127, 67}};
+  uint32_t seed = 200;
+  for (const auto& s : shapes) require_fast_matches_reference<float>(s[0], s[1], s[2], seed++);
+}
 
 TEST_CASE("pairwise_distance: hand-computed 3-4-5 triangle", "[pairwise_distance]") {
   // a = {(0, 0), (3, 4)}, b = {(3, 0), (0, 0)}:
