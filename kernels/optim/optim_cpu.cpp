@@ -1,7 +1,10 @@
 // Optimizer updates, CPU reference (formulas in optim.h).
 //
 // Layout: param, grad and state are contiguous arrays of n elements of the same type.
-// Parallelization: plain loops, one element at a time; elements are independent.
+// Parallelization: plain loops, one element at a time; elements are independent, so OpenMP splits
+// large arrays (>= 2^16 elements) across the threads with the same result on any number of them
+// (memory bound: two cores draw more bandwidth than one; Adam on C2F2's 3.2M-weight fc1 is a few
+// ms per step).
 // Cost per element: SGD with momentum reads p, g, b and writes p, b (5 n sizeof(T) bytes, ~6
 // FLOPs); Adam reads p, g, m, v and writes p, m, v (7 n sizeof(T) bytes, ~13 FLOPs and a sqrt).
 // Both are memory bound on any hardware.
@@ -11,6 +14,9 @@
 #include "kernels/optim/optim.h"
 
 namespace engine::kernels {
+namespace {
+constexpr int64_t kMinParallelElements = int64_t(1) << 16;
+}  // namespace
 
 template <typename T>
 void sgd_update_cpu(int64_t n, T* param, const T* grad, T* momentum_buffer, const SgdHyper& hyper) {
@@ -20,6 +26,7 @@ void sgd_update_cpu(int64_t n, T* param, const T* grad, T* momentum_buffer, cons
   const T momentum = static_cast<T>(hyper.momentum);
   const T keep = static_cast<T>(1.0 - hyper.dampening);
   const T weight_decay = static_cast<T>(hyper.weight_decay);
+#pragma omp parallel for schedule(static) if (n >= kMinParallelElements)
   for (int64_t i = 0; i < n; ++i) {
     T d = grad[i] + weight_decay * param[i];
     if (hyper.momentum != 0.0) {
@@ -46,6 +53,7 @@ void adam_update_cpu(int64_t n, T* param, const T* grad, T* exp_avg, T* exp_avg_
   const T eps = static_cast<T>(hyper.eps);
   const T weight_decay = static_cast<T>(hyper.weight_decay);
   const T decay_factor = static_cast<T>(1.0 - hyper.lr * hyper.weight_decay);
+#pragma omp parallel for schedule(static) if (n >= kMinParallelElements)
   for (int64_t i = 0; i < n; ++i) {
     T g = grad[i];
     T p = param[i];
