@@ -21,7 +21,8 @@
 // Cost: forward 3 N M D FLOPs for the (squared) Euclidean metrics (subtract, multiply, add),
 // 2 N M D + 2 (N + M) D for cosine (dot products, norms); it must read (N + M) D elements and
 // write N M.
-// The backward recomputes each pair's distance and adds 2-3 N M D FLOPs per requested gradient.
+// The backward recomputes each pair's distance and adds 2-3 N M D FLOPs per requested gradient
+// (the fast path recomputes the distance once per requested gradient: one loop per gradient).
 #pragma once
 
 #include <cstdint>

@@ -183,6 +183,43 @@ PairCoefficients pair_coefficients(double g, const T* a_row, const T* b_row, int
   return k;
 }
 
+// One gradient of the backward, by rows of its own operand: da_i sums over the rows b_j
+// (for_a), db_j over the rows a_i. Each row is one thread's, summed in the order of the other
+// operand's rows, as in the reference.
+template <typename T>
+void gradient_by_rows(bool for_a, const T* grad_out, const T* a, const T* b, int64_t N, int64_t M,
+                      int64_t D, PairwiseMetric metric, const std::vector<double>& norm_a,
+                      const std::vector<double>& norm_b, double eps, T* grad) {
+  const int64_t rows = for_a ? N : M, others = for_a ? M : N;
+#pragma omp parallel if (N * M * D >= kMinParallelTerms)
+  {
+    std::vector<double> acc(static_cast<size_t>(D));
+#pragma omp for schedule(static)
+    for (int64_t r = 0; r < rows; ++r) {
+      std::fill(acc.begin(), acc.end(), 0.0);
+      for (int64_t o = 0; o < others; ++o) {
+        const int64_t i = for_a ? r : o, j = for_a ? o : r;
+        const T* a_row = a + i * D;
+        const T* b_row = b + j * D;
+        const PairCoefficients k = pair_coefficients(double(grad_out[i * M + j]), a_row, b_row, D,
+                                                     metric, norm_a[i], norm_b[j], eps);
+        if (metric == PairwiseMetric::Cosine) {  // da_i -= c b_j - self_a a_i, and the mirror
+          const T* own = for_a ? a_row : b_row;
+          const T* other = for_a ? b_row : a_row;
+          const double self = for_a ? k.self_a : k.self_b;
+#pragma omp simd
+          for (int64_t d = 0; d < D; ++d) acc[d] -= k.c * other[d] - self * own[d];
+        } else {  // da_i += c (a_i - b_j), db_j -= c (a_i - b_j)
+          const double c = for_a ? k.c : -k.c;
+#pragma omp simd
+          for (int64_t d = 0; d < D; ++d) acc[d] += c * (double(a_row[d]) - double(b_row[d]));
+        }
+      }
+      for (int64_t d = 0; d < D; ++d) grad[r * D + d] = static_cast<T>(acc[d]);
+    }
+  }
+}
+
 }  // namespace
 
 template <typename T>
@@ -225,55 +262,11 @@ void pairwise_distance_backward_fast_cpu(const T* grad_out, const T* a, const T*
     norm_a = row_norms_simd(a, N, D);
     norm_b = row_norms_simd(b, M, D);
   }
-  const bool parallel = N * M * D >= kMinParallelTerms;
-  const bool cosine = metric == PairwiseMetric::Cosine;
   if (grad_a != nullptr) {
-#pragma omp parallel if (parallel)
-    {
-      std::vector<double> acc(static_cast<size_t>(D));
-#pragma omp for schedule(static)
-      for (int64_t i = 0; i < N; ++i) {
-        const T* a_row = a + i * D;
-        std::fill(acc.begin(), acc.end(), 0.0);
-        for (int64_t j = 0; j < M; ++j) {
-          const T* b_row = b + j * D;
-          const PairCoefficients k = pair_coefficients(double(grad_out[i * M + j]), a_row, b_row, D,
-                                                       metric, norm_a[i], norm_b[j], eps);
-          if (cosine) {
-#pragma omp simd
-            for (int64_t d = 0; d < D; ++d) acc[d] -= k.c * b_row[d] - k.self_a * a_row[d];
-          } else {
-#pragma omp simd
-            for (int64_t d = 0; d < D; ++d) acc[d] += k.c * (double(a_row[d]) - double(b_row[d]));
-          }
-        }
-        for (int64_t d = 0; d < D; ++d) grad_a[i * D + d] = static_cast<T>(acc[d]);
-      }
-    }
+    gradient_by_rows(true, grad_out, a, b, N, M, D, metric, norm_a, norm_b, double(eps), grad_a);
   }
   if (grad_b != nullptr) {
-#pragma omp parallel if (parallel)
-    {
-      std::vector<double> acc(static_cast<size_t>(D));
-#pragma omp for schedule(static)
-      for (int64_t j = 0; j < M; ++j) {
-        const T* b_row = b + j * D;
-        std::fill(acc.begin(), acc.end(), 0.0);
-        for (int64_t i = 0; i < N; ++i) {
-          const T* a_row = a + i * D;
-          const PairCoefficients k = pair_coefficients(double(grad_out[i * M + j]), a_row, b_row, D,
-                                                       metric, norm_a[i], norm_b[j], eps);
-          if (cosine) {
-#pragma omp simd
-            for (int64_t d = 0; d < D; ++d) acc[d] -= k.c * a_row[d] - k.self_b * b_row[d];
-          } else {
-#pragma omp simd
-            for (int64_t d = 0; d < D; ++d) acc[d] -= k.c * (double(a_row[d]) - double(b_row[d]));
-          }
-        }
-        for (int64_t d = 0; d < D; ++d) grad_b[j * D + d] = static_cast<T>(acc[d]);
-      }
-    }
+    gradient_by_rows(false, grad_out, a, b, N, M, D, metric, norm_a, norm_b, double(eps), grad_b);
   }
 }
 
