@@ -6,6 +6,10 @@
 # on the GPU path (dml eval --device cuda: k-NN and ranking kernels behind the command line).
 # Agreement is within 0.03: the two devices sum in different orders, so after 8 Adam steps the
 # weights differ in the last bits and one of the 100 evaluation queries may change its neighbour.
+# "Within 0.03" includes 3 queries of 100 exactly: the metrics are printed fractions, and in
+# doubles 0.81 - 0.78 is 0.030000000000000027, so the comparison allows 1e-9 of rounding (a
+# tools/cuda_emulator_racecheck.sh run whose CPU build mixed old and new kernel sources landed
+# on exactly 3 queries and failed on that rounding alone).
 set -e
 dml=$1; emulated=$2; d=$3; shift 3
 rm -rf "$d"; mkdir -p "$d"
@@ -27,6 +31,7 @@ for key in recall@1 recall@2 recall@4 map nmi; do
     if (a == "" || b == "" || c == "" || e == "") exit 1
     d1 = a - b; d2 = b - c; d3 = c - e
     if (d1 < 0) d1 = -d1; if (d2 < 0) d2 = -d2; if (d3 < 0) d3 = -d3
-    exit (d1 <= 0.03 && d2 <= 0.03 && d3 <= 0.03) ? 0 : 1 }'
+    tolerance = 0.03 + 1e-9
+    exit (d1 <= tolerance && d2 <= tolerance && d3 <= tolerance) ? 0 : 1 }'
 done
 echo "cuda training agrees with the cpu"
