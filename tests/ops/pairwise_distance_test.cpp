@@ -1,6 +1,7 @@
 // pairwise_distance: Euclidean, squared Euclidean and cosine distance matrices; exact zeros and
 // NaN-free gradients on the diagonal of pairwise_distance(x, x); the fast CPU path (which the ops
 // run) against the reference loops.
+#include <omp.h>
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -116,6 +117,34 @@ TEST_CASE("pairwise_distance kernels: fast path matches the reference, f64, odd 
   const int64_t shapes[][3] = {{1, 1, 1}, {3, 5, 7}, {17, 13, 33}, {64, 70, 129}, {130, 129, 65}};
   uint32_t seed = 100;
   for (const auto& s : shapes) require_fast_matches_reference<double>(s[0], s[1], s[2], seed++);
+}
+
+TEST_CASE("pairwise_distance kernels: fast path gives the same bits on one thread and on four",
+          "[pairwise_distance]") {
+  // 131 x 127 x 67 > 2^20 terms: the OpenMP path. Each row is one thread's whole sum, so the
+  // number of threads must not change a bit (training resumes bit for bit on any machine size).
+  const int64_t N = 131, M = 127, D = 67;
+  std::vector<float> a, b;
+  sweep_rows(N, M, D, 300, a, b);
+  std::vector<float> grad_out(N * M);
+  for (int64_t e = 0; e < N * M; ++e) grad_out[e] = std::sin(0.01f * float(e));
+  using engine::kernels::PairwiseMetric;
+  for (PairwiseMetric metric :
+       {PairwiseMetric::Euclidean, PairwiseMetric::SquaredEuclidean, PairwiseMetric::Cosine}) {
+    auto run = [&](int threads) {
+      std::vector<float> out(N * M), da(N * D), db(M * D);
+      const int saved = omp_get_max_threads();
+      omp_set_num_threads(threads);
+      engine::kernels::pairwise_distance_forward_fast_cpu(a.data(), b.data(), N, M, D, metric,
+                                                          1e-12f, out.data());
+      engine::kernels::pairwise_distance_backward_fast_cpu(
+          grad_out.data(), a.data(), b.data(), N, M, D, metric, 1e-12f, da.data(), db.data());
+      omp_set_num_threads(saved);
+      return std::vector<std::vector<float>>{out, da, db};
+    };
+    INFO("metric " << static_cast<int>(metric));
+    CHECK(run(1) == run(4));
+  }
 }
 
 TEST_CASE("pairwise_distance kernels: fast path matches the reference, f32, odd shapes",

@@ -4,8 +4,10 @@
 // (0.9, 0.999), eps = 1e-8. Bias corrections: 1 - 0.9^t = 0.1, 0.19, 0.271 and
 // 1 - 0.999^t = 0.001, 0.001999, 0.002997001 for t = 1, 2, 3. Worked out with a calculator from
 //   m = 0.9 m + 0.1 g;  v = 0.999 v + 0.001 g^2;  p -= lr (m / bc1) / (sqrt(v / bc2) + eps).
+#include <omp.h>
 #include <catch2/catch.hpp>
 
+#include <cmath>
 #include <vector>
 
 #include "engine/optim/adam.h"
@@ -150,6 +152,40 @@ TEST_CASE("adam: the f32 kernel follows the same three steps", "[adam][kernel]")
     REQUIRE(p[0] == Approx(expected[s][0]).epsilon(1e-6));
     REQUIRE(p[1] == Approx(expected[s][1]).epsilon(1e-6));
   }
+}
+
+TEST_CASE("adam and sgd kernels: the same bits on one thread and on four", "[adam][sgd][kernel]") {
+  // Large enough for the OpenMP loop (>= 2^16 elements); elementwise updates, so the split over
+  // threads must not change a single bit. Two steps, so the moment buffers are read back too.
+  const int64_t n = (int64_t(1) << 17) + 3;
+  auto run = [n](int threads) {
+    std::vector<float> p(n), g(n), m(n, 0.0f), v(n, 0.0f), q(n), b(n, 0.0f);
+    for (int64_t i = 0; i < n; ++i) {
+      p[i] = q[i] = std::sin(0.001f * float(i));
+      g[i] = std::cos(0.003f * float(i)) - 0.25f;
+    }
+    engine::kernels::AdamHyper adam;
+    adam.lr = 0.01;
+    adam.weight_decay = 1e-4;
+    engine::kernels::SgdHyper sgd;
+    sgd.lr = 0.05;
+    sgd.momentum = 0.9;
+    sgd.nesterov = true;
+    sgd.weight_decay = 1e-4;
+    const int saved = omp_get_max_threads();
+    omp_set_num_threads(threads);
+    for (int s = 1; s <= 2; ++s) {
+      adam.step = s;
+      engine::kernels::adam_update_cpu<float>(n, p.data(), g.data(), m.data(), v.data(), adam);
+      sgd.first_step = s == 1;
+      engine::kernels::sgd_update_cpu<float>(n, q.data(), g.data(), b.data(), sgd);
+    }
+    omp_set_num_threads(saved);
+    return std::vector<std::vector<float>>{p, m, v, q, b};
+  };
+  const auto one = run(1), four = run(4);
+  for (size_t k = 0; k < one.size(); ++k) CHECK(one[k] == four[k]);
+  CHECK(one[0] != std::vector<float>(n, 0.0f));  // the updates ran
 }
 
 TEST_CASE("adam: invalid hyperparameters are rejected", "[adam]") {
