@@ -122,7 +122,7 @@ TEST_CASE("pairwise_distance kernels: fast path matches the reference, f64, odd 
 TEST_CASE("pairwise_distance kernels: fast path gives the same bits on one thread and on four",
           "[pairwise_distance]") {
   // 131 x 127 x 67 > 2^20 terms: the OpenMP path. Each row is one thread's whole sum, so the
-  // number of threads must not change a bit (training resumes bit for bit on any machine size).
+  // number of threads must not change a bit.
   const int64_t N = 131, M = 127, D = 67;
   std::vector<float> a, b;
   sweep_rows(N, M, D, 300, a, b);
