@@ -25,6 +25,8 @@
 #include <algorithm>
 #include <vector>
 
+#include "kernels/common/cpu_parallel.h"
+
 namespace engine::kernels {
 
 // ---------------------------------------------------------------------------------------------
@@ -138,16 +140,11 @@ using MatrixMap = Eigen::Map<RowMajorMatrix<T>>;
 template <typename T>
 using ConstMatrixMap = Eigen::Map<const RowMajorMatrix<T>>;
 
-// Below this many FLOPs a parallel region costs more than it saves (and on a busy machine every
-// barrier can wait a whole time slice for a descheduled thread), so small convolutions, like the
-// ones in the tests, stay on one thread.
-constexpr int64_t kMinParallelFlops = int64_t(1) << 20;
-
 // Parallelize over the batch: more than one image and enough work.
 bool parallel_over_batch(const Conv2dShape& shape) {
   const int64_t flops =
       2 * shape.N * shape.K * shape.C * shape.R * shape.S * shape.out_h() * shape.out_w();
-  return shape.N > 1 && flops >= kMinParallelFlops;
+  return shape.N > 1 && flops >= kMinParallelWork;
 }
 
 // True when im2col is the identity: col_n = x_n viewed as [C, H W].

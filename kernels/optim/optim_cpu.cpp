@@ -11,12 +11,10 @@
 #include <cmath>
 
 #include "kernels/common/check.h"
+#include "kernels/common/cpu_parallel.h"
 #include "kernels/optim/optim.h"
 
 namespace engine::kernels {
-namespace {
-constexpr int64_t kMinParallelElements = int64_t(1) << 16;
-}  // namespace
 
 template <typename T>
 void sgd_update_cpu(int64_t n, T* param, const T* grad, T* momentum_buffer, const SgdHyper& hyper) {

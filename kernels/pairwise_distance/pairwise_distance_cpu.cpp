@@ -16,6 +16,7 @@
 #include <cmath>
 #include <vector>
 
+#include "kernels/common/cpu_parallel.h"
 #include "kernels/pairwise_distance/pairwise_distance.h"
 
 namespace engine::kernels {
@@ -126,8 +127,6 @@ void pairwise_distance_backward_cpu(const T* grad_out, const T* a, const T* b, i
 
 namespace {
 
-constexpr int64_t kMinParallelTerms = int64_t(1) << 20;
-
 template <typename T>
 double squared_distance_simd(const T* a_row, const T* b_row, int64_t D) {
   double sum = 0.0;
@@ -191,7 +190,7 @@ void gradient_by_rows(bool for_a, const T* grad_out, const T* a, const T* b, int
                       int64_t D, PairwiseMetric metric, const std::vector<double>& norm_a,
                       const std::vector<double>& norm_b, double eps, T* grad) {
   const int64_t rows = for_a ? N : M, others = for_a ? M : N;
-#pragma omp parallel if (N * M * D >= kMinParallelTerms)
+#pragma omp parallel if (N * M * D >= kMinParallelWork)
   {
     std::vector<double> acc(static_cast<size_t>(D));
 #pragma omp for schedule(static)
@@ -230,7 +229,7 @@ void pairwise_distance_forward_fast_cpu(const T* a, const T* b, int64_t N, int64
     norm_a = row_norms_simd(a, N, D);
     norm_b = row_norms_simd(b, M, D);
   }
-#pragma omp parallel for schedule(static) if (N * M * D >= kMinParallelTerms)
+#pragma omp parallel for schedule(static) if (N * M * D >= kMinParallelWork)
   for (int64_t i = 0; i < N; ++i) {
     for (int64_t j = 0; j < M; ++j) {
       const T* a_row = a + i * D;

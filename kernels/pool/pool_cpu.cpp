@@ -16,12 +16,11 @@
 #include <limits>
 #include <vector>
 
+#include "kernels/common/cpu_parallel.h"
+
 namespace engine::kernels {
 
 namespace {
-
-// Below this many input elements a parallel region costs more than the pooling itself.
-constexpr int64_t kMinParallelElements = int64_t(1) << 16;
 
 // Index (ih W + iw, within the plane) of the first maximal in-image cell of window (p, q) in
 // row-major window order, or -1 if the window has no in-image cell (validated shapes never
