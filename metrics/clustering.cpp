@@ -10,6 +10,7 @@
 
 #include "engine/random.h"
 #include "kernels/common/check.h"
+#include "kernels/common/cpu_gemm.h"
 #include "metrics/labels.h"
 
 namespace metrics {
@@ -94,6 +95,7 @@ int64_t assign(const Points& p, const std::vector<float>& centers, int64_t k,
   const int64_t tiles = (n + kPointTile - 1) / kPointTile;
   const int64_t ct = std::min(kCenterTile, k);
   int64_t changed = 0;
+  engine::kernels::use_fixed_gemm_blocking();  // scores independent of the CPU model (cpu_gemm.h)
 #pragma omp parallel reduction(+ : changed)
   {
     RowMatrix scores(kPointTile, ct);

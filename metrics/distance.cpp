@@ -7,6 +7,7 @@
 #include <cmath>
 
 #include "kernels/common/check.h"
+#include "kernels/common/cpu_gemm.h"
 
 namespace metrics {
 
@@ -133,6 +134,7 @@ void key_tile(const Points& a, int64_t a0, int64_t m, const Points& b, int64_t b
   ENGINE_CHECK(a.d == b.d && a.metric == b.metric, "key_tile: points of dimension ", a.d, " and ",
                b.d, " (metrics ", metric_name(a.metric), ", ", metric_name(b.metric), ")");
   if (m == 0 || nb == 0) return;
+  engine::kernels::use_fixed_gemm_blocking();  // keys independent of the CPU model (cpu_gemm.h)
   Eigen::Map<const RowMatrix> lhs(a.row(a0), m, a.d);
   Eigen::Map<const RowMatrix> rhs(b.row(b0), nb, b.d);
   Eigen::Map<RowMatrix, 0, Eigen::OuterStride<>> out(keys, m, nb, Eigen::OuterStride<>(ld));

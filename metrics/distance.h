@@ -15,9 +15,10 @@
 //   distance  = sqrt(key) for N and E, key for C (key_to_distance)
 //
 // Cost of one m x nb tile (key_tile): the GEMM, 2 m nb d FLOPs, reading (m + nb) d floats, writing
-// m nb floats; the norm correction is O(m nb). Tiles are computed with Eigen's GEMM; callers run
-// tiles of FIXED shape inside their own OpenMP loops, where Eigen stays single-threaded, so every
-// key is computed by the same sequence of operations whatever the thread count (determinism).
+// m nb floats; the norm correction is O(m nb). Tiles are computed with Eigen's GEMM,
+// single-threaded and with fixed blocking (kernels/common/cpu_gemm.h); callers run tiles of FIXED
+// shape inside their own OpenMP loops, so every key is computed by the same sequence of operations
+// whatever the thread count (determinism).
 #pragma once
 
 #include <cstdint>

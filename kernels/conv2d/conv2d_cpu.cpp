@@ -3,9 +3,10 @@
 // Math:     see conv2d.h (fprop, dgrad, wgrad; zero padding, stride, dilation).
 // Layout:   x NCHW, w KCRS, y/dy NKPQ, all contiguous row-major.
 // Parallel: reference: plain loops, one thread. Fast path: OpenMP over the images of the batch
-//           (each thread owns one im2col buffer; wgrad's bias gradient over output channels);
-//           Eigen's GEMM is single-threaded inside that region and may use its own threads when the
-//           batch runs serially (N == 1). Small problems (< 2^20 FLOPs) run on one thread.
+//           (each thread owns one im2col buffer), wgrad over fixed chunks of images and its bias
+//           gradient over output channels; every Eigen GEMM runs on one thread. Small problems
+//           (< 2^20 FLOPs) and single images run on one thread. No result depends on the number
+//           of threads (kernels/common/cpu_gemm.h).
 // Cost:     each of fprop, dgrad and wgrad does 2 N K P Q C R S FLOPs (db adds N K P Q). The
 //           unavoidable traffic is reading x (or dy) and w once and writing y (or dx, dw):
 //           (N C H W + K C R S + N K P Q) sizeof(T) bytes. im2col adds a C R S x P Q buffer per
@@ -19,12 +20,11 @@
 // A 1x1 kernel with stride 1 and no padding needs no im2col: col_n is x_n itself, [C, HW].
 #include "kernels/conv2d/conv2d.h"
 
-#include <omp.h>
-
 #include <Eigen/Core>
 #include <algorithm>
 #include <vector>
 
+#include "kernels/common/cpu_gemm.h"
 #include "kernels/common/cpu_parallel.h"
 
 namespace engine::kernels {
@@ -147,6 +147,20 @@ bool parallel_over_batch(const Conv2dShape& shape) {
   return shape.N > 1 && flops >= kMinParallelWork;
 }
 
+// wgrad sums the batch in chunks of consecutive images, each into its own K x CRS partial, then
+// adds the partials in chunk order. The chunks depend only on the shape (never on the number of
+// threads), so neither does dW: at most 16 chunks (enough for the cores of a workstation), fewer
+// when the partials would exceed 2^24 elements together (64 MiB in f32; a ResNet layer4 conv
+// with K x CRS = 512 x 4608 gets 7).
+constexpr int64_t kWgradMaxChunks = 16;
+constexpr int64_t kWgradMaxPartialElements = int64_t(1) << 24;
+
+int64_t wgrad_chunk_count(const Conv2dShape& shape) {
+  const int64_t partial_size = shape.K * shape.C * shape.R * shape.S;
+  const int64_t by_memory = std::max<int64_t>(1, kWgradMaxPartialElements / partial_size);
+  return std::max<int64_t>(1, std::min({shape.N, kWgradMaxChunks, by_memory}));
+}
+
 // True when im2col is the identity: col_n = x_n viewed as [C, H W].
 bool is_pointwise(const Conv2dShape& shape) {
   return shape.R == 1 && shape.S == 1 && shape.stride_h == 1 && shape.stride_w == 1 &&
@@ -245,6 +259,7 @@ void conv2d_fprop_fast_cpu(const Conv2dShape& shape, const T* x, const T* w, con
   const bool pointwise = is_pointwise(shape);
   const std::vector<ColumnRange> columns = valid_columns(shape);
   ConstMatrixMap<T> weight(w, K, CRS);
+  use_fixed_gemm_blocking();
 #pragma omp parallel if (parallel_over_batch(shape))
   {
     std::vector<T> col_buffer(pointwise ? 0 : CRS * PQ);
@@ -273,6 +288,7 @@ void conv2d_dgrad_fast_cpu(const Conv2dShape& shape, const T* dy, const T* w, T*
   const bool pointwise = is_pointwise(shape);
   const std::vector<ColumnRange> columns = valid_columns(shape);
   ConstMatrixMap<T> weight(w, K, CRS);
+  use_fixed_gemm_blocking();
 #pragma omp parallel if (parallel_over_batch(shape))
   {
     std::vector<T> col_buffer(pointwise ? 0 : CRS * PQ);
@@ -290,12 +306,12 @@ void conv2d_dgrad_fast_cpu(const Conv2dShape& shape, const T* dy, const T* w, T*
   }
 }
 
-// Each thread sums col_n dY_n^T = (dY_n col_n^T)^T over its own (static, hence reproducible) share
-// of the images into a private CRS x K partial; the partials are then added in thread order and
+// Each chunk of images (wgrad_chunk_count) sums col_n dY_n^T = (dY_n col_n^T)^T over its images,
+// in order, into its own CRS x K partial; the partials are then added in chunk order and
 // transposed into dW. The transposed product is the faster one here: for conv2 of C2F2
 // ([800 x 196] x [196 x 64] per image) Eigen runs it about 9 % faster than [64 x 196] x
 // [196 x 800] (35.5 against 39 ms for 256 images on a Zen 4 host, 2 threads, interleaved runs;
-// docs/performance.md). Memory: threads x K x CRS elements, small next to the activations.
+// docs/performance.md). Memory: chunks x K x CRS elements, small next to the activations.
 // db splits the output channels across the threads; each channel's sum runs over the images and
 // then the positions in the same order whatever the number of threads (vectorized: one partial
 // sum per vector lane within a plane).
@@ -309,27 +325,36 @@ void conv2d_wgrad_fast_cpu(const Conv2dShape& shape, const T* dy, const T* x, T*
   if (dw != nullptr) {
     const bool pointwise = is_pointwise(shape);
     const std::vector<ColumnRange> columns = valid_columns(shape);
-    const int threads =
-        parallel ? static_cast<int>(std::min<int64_t>(omp_get_max_threads(), N)) : 1;
-    std::vector<T> partials(static_cast<size_t>(threads) * CRS * K, T(0));
-#pragma omp parallel num_threads(threads)
+    const int64_t chunks = wgrad_chunk_count(shape);
+    std::vector<T> partials(static_cast<size_t>(chunks * CRS * K), T(0));
+    use_fixed_gemm_blocking();
+#pragma omp parallel if (parallel)
     {
       std::vector<T> col_buffer(pointwise ? 0 : CRS * PQ);
-      MatrixMap<T> partial(partials.data() + omp_get_thread_num() * CRS * K, CRS, K);
 #pragma omp for schedule(static)
-      for (int64_t n = 0; n < N; ++n) {
-        const T* col = x + n * CHW;
-        if (!pointwise) {
-          im2col(shape, columns, x + n * CHW, col_buffer.data());
-          col = col_buffer.data();
+      for (int64_t chunk = 0; chunk < chunks; ++chunk) {
+        MatrixMap<T> partial(partials.data() + chunk * CRS * K, CRS, K);
+        for (int64_t n = chunk * N / chunks; n < (chunk + 1) * N / chunks; ++n) {
+          const T* col = x + n * CHW;
+          if (!pointwise) {
+            im2col(shape, columns, x + n * CHW, col_buffer.data());
+            col = col_buffer.data();
+          }
+          partial.noalias() += ConstMatrixMap<T>(col, CRS, PQ) *
+                               ConstMatrixMap<T>(dy + n * K * PQ, K, PQ).transpose();
         }
-        partial.noalias() +=
-            ConstMatrixMap<T>(col, CRS, PQ) * ConstMatrixMap<T>(dy + n * K * PQ, K, PQ).transpose();
       }
     }
-    MatrixMap<T> sum(partials.data(), CRS, K);
-    for (int t = 1; t < threads; ++t) sum += MatrixMap<T>(partials.data() + t * CRS * K, CRS, K);
-    MatrixMap<T>(dw, K, CRS) = sum.transpose();
+    // dW[k, e] = partial_0[e, k] + partial_1[e, k] + ..., always in chunk order.
+#pragma omp parallel for schedule(static) if (parallel)
+    for (int64_t e = 0; e < CRS; ++e) {
+      for (int64_t k = 0; k < K; ++k) {
+        T total = partials[e * K + k];
+        for (int64_t chunk = 1; chunk < chunks; ++chunk)
+          total += partials[(chunk * CRS + e) * K + k];
+        dw[k * CRS + e] = total;
+      }
+    }
   }
   if (db != nullptr) {
 #pragma omp parallel for schedule(static) if (parallel)

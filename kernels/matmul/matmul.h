@@ -6,14 +6,16 @@
 //          op(B) = B (stored [k, n]) or B^T (B stored [n, k]).
 // Layout:  every matrix is a dense row-major buffer with no leading-dimension padding, so a
 //          transposed operand is read in place instead of being materialized.
-// Parallelization: plain loops for the reference; Eigen's GEMM (OpenMP threads when the
-//          library is built with OpenMP) for the fast version.
+// Parallelization: plain loops for the reference. The fast version cuts C into fixed tiles of
+//          at most 128 x 256 and runs one single-threaded Eigen GEMM per tile, the tiles spread
+//          over OpenMP threads; the bits do not depend on the number of threads
+//          (kernels/common/cpu_gemm.h).
 // Work:    2 m n k FLOPs; reads (m k + k n) elements, writes (reads too when accumulating) m n.
 //
 // Two CPU versions with identical signatures:
 //   matmul_cpu       the reference: the triple loop of the formula, the oracle in tests;
-//   matmul_fast_cpu  Eigen's blocked GEMM on Eigen::Map views of the same buffers; the engine
-//                    calls this one for CPU tensors.
+//   matmul_fast_cpu  Eigen's blocked GEMM on Eigen::Map views of the same buffers, tile by
+//                    tile; the engine calls this one for CPU tensors.
 // Two CUDA versions (f32), chosen at run time by engine::gemm_backend() (engine/backend.h):
 //   matmul_cuda      our tiled SGEMM (tiles, loads and costs in matmul_cuda.cu);
 //   matmul_cublas    cublasSgemm with the row-major <-> column-major swap (matmul_cublas.cu).

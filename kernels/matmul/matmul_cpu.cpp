@@ -1,9 +1,14 @@
 // matmul, CPU: the reference triple loop and the Eigen GEMM used by the engine (math and layout
-// in matmul.h). Parallelization: plain loops for the reference; the Eigen product may use
-// OpenMP threads internally.
+// in matmul.h). Parallelization: plain loops for the reference; fixed output tiles over OpenMP
+// threads for the fast path, each tile one single-threaded Eigen product, so the result does not
+// depend on the number of threads (kernels/common/cpu_gemm.h).
 #include "kernels/matmul/matmul.h"
 
 #include <Eigen/Core>
+#include <algorithm>
+
+#include "kernels/common/cpu_gemm.h"
+#include "kernels/common/cpu_parallel.h"
 
 namespace engine::kernels {
 
@@ -27,31 +32,46 @@ template <typename T>
 void matmul_fast_cpu(int64_t m, int64_t n, int64_t k, const T* a, const T* b, bool trans_a,
                      bool trans_b, T* c, bool accumulate) {
   using Matrix = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
-  Eigen::Map<Matrix> out(c, m, n);
+  // A tile is a block of a stored matrix: its own rows and columns, the full matrix's row stride.
+  using Stride = Eigen::OuterStride<>;
+  using Block = Eigen::Map<Matrix, 0, Stride>;
+  using ConstBlock = Eigen::Map<const Matrix, 0, Stride>;
   if (k == 0) {  // an empty sum: nothing to add, and a fresh C is all zeros
-    if (!accumulate) out.setZero();
+    if (!accumulate) Eigen::Map<Matrix>(c, m, n).setZero();
     return;
   }
-  // The maps describe the buffers as stored; .transpose() is a free view, so op(A) and op(B)
-  // are never copied.
-  Eigen::Map<const Matrix> a_stored(a, trans_a ? k : m, trans_a ? m : k);
-  Eigen::Map<const Matrix> b_stored(b, trans_b ? n : k, trans_b ? k : n);
-  auto multiply = [&](const auto& lhs, const auto& rhs) {
-    if (accumulate) {
-      out.noalias() += lhs * rhs;
+  use_fixed_gemm_blocking();
+  const int64_t row_tiles = (m + kGemmTileRows - 1) / kGemmTileRows;
+  const int64_t col_tiles = (n + kGemmTileCols - 1) / kGemmTileCols;
+  // Tile t covers C[i0 : i0 + rows, j0 : j0 + cols]. Its product reads rows i0.. of op(A) and
+  // columns j0.. of op(B); in the stored buffers those are rows of A (columns when trans_a) and
+  // columns of B (rows when trans_b). .transpose() is a free view, so nothing is copied.
+#pragma omp parallel for schedule(static) if (2 * m * n * k >= kMinParallelWork)
+  for (int64_t t = 0; t < row_tiles * col_tiles; ++t) {
+    const int64_t i0 = (t / col_tiles) * kGemmTileRows, j0 = (t % col_tiles) * kGemmTileCols;
+    const int64_t rows = std::min(kGemmTileRows, m - i0), cols = std::min(kGemmTileCols, n - j0);
+    Block out(c + i0 * n + j0, rows, cols, Stride(n));
+    const ConstBlock a_stored = trans_a ? ConstBlock(a + i0, k, rows, Stride(m))
+                                        : ConstBlock(a + i0 * k, rows, k, Stride(k));
+    const ConstBlock b_stored = trans_b ? ConstBlock(b + j0 * k, cols, k, Stride(k))
+                                        : ConstBlock(b + j0, k, cols, Stride(n));
+    auto multiply = [&](const auto& lhs, const auto& rhs) {
+      if (accumulate) {
+        out.noalias() += lhs * rhs;
+      } else {
+        out.noalias() = lhs * rhs;
+      }
+    };
+    // The four cases are spelled out because A and A^T are different Eigen expression types.
+    if (!trans_a && !trans_b) {
+      multiply(a_stored, b_stored);
+    } else if (!trans_a && trans_b) {
+      multiply(a_stored, b_stored.transpose());
+    } else if (trans_a && !trans_b) {
+      multiply(a_stored.transpose(), b_stored);
     } else {
-      out.noalias() = lhs * rhs;
+      multiply(a_stored.transpose(), b_stored.transpose());
     }
-  };
-  // The four cases are spelled out because A and A^T are different Eigen expression types.
-  if (!trans_a && !trans_b) {
-    multiply(a_stored, b_stored);
-  } else if (!trans_a && trans_b) {
-    multiply(a_stored, b_stored.transpose());
-  } else if (trans_a && !trans_b) {
-    multiply(a_stored.transpose(), b_stored);
-  } else {
-    multiply(a_stored.transpose(), b_stored.transpose());
   }
 }
 

@@ -1,8 +1,10 @@
 // conv2d: the fast im2col path against the naive reference (kernel level), hand-computed forward
 // cases, finite-difference gradients in f64, gradient selectivity, and error messages.
+#include <omp.h>
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <random>
 #include <sstream>
@@ -22,6 +24,15 @@ using engine::Conv2dOptions;
 using engine::DType;
 using engine::Tensor;
 using engine::kernels::Conv2dShape;
+
+// How many elements of two buffers differ in any bit (0: bit-identical); a count, so a failure
+// does not print whole buffers.
+int64_t count_differing(const std::vector<float>& a, const std::vector<float>& b) {
+  if (a.size() != b.size()) return -1;
+  int64_t differing = 0;
+  for (size_t i = 0; i < a.size(); ++i) differing += std::memcmp(&a[i], &b[i], sizeof(float)) != 0;
+  return differing;
+}
 
 std::vector<double> random_values(int64_t n, uint64_t seed) {
   std::mt19937_64 gen(seed);
@@ -140,13 +151,15 @@ TEST_CASE("conv2d kernels: fast path matches the reference on special shapes",
   // Non-square kernels and mixed options per axis.
   require_fast_matches_reference(make_shape(2, 2, 7, 9, 3, 3, 1, 1, 2, 0, 2, 2, 1));
   require_fast_matches_reference(make_shape(2, 3, 8, 6, 2, 2, 5, 3, 1, 1, 2, 1, 2));
-  // One image (Eigen may thread the GEMM itself), an odd batch, one channel in and out.
+  // One image (runs on one thread), an odd batch, one channel in and out.
   require_fast_matches_reference(make_shape(1, 4, 10, 10, 6, 3, 3, 1, 1, 1, 1, 1, 1));
   require_fast_matches_reference(make_shape(5, 1, 6, 6, 1, 3, 3, 2, 2, 1, 1, 1, 1));
-  // Large enough (> 2^20 FLOPs) for the OpenMP path over the batch, wgrad's per-thread partials
+  // Large enough (> 2^20 FLOPs) for the OpenMP path over the batch, wgrad's chunks of images
   // included; a pointwise one too.
   require_fast_matches_reference(make_shape(4, 8, 12, 11, 16, 3, 3, 1, 1, 1, 1, 1, 1));
   require_fast_matches_reference(make_shape(6, 32, 10, 10, 32, 1, 1, 1, 1, 0, 0, 1, 1));
+  // More images than wgrad's 16 chunks, so the chunks hold one or two images each.
+  require_fast_matches_reference(make_shape(19, 4, 9, 7, 6, 3, 3, 1, 1, 1, 1, 1, 1));
   // The kernel exactly covers the padded input: a 1x1 output.
   require_fast_matches_reference(make_shape(2, 2, 3, 3, 3, 5, 5, 1, 1, 1, 1, 1, 1));
   // Padding wider than the image: the outer kernel columns and rows never touch it (im2col's
@@ -159,6 +172,42 @@ TEST_CASE("conv2d kernels: fast path matches the reference on special shapes",
   engine::kernels::conv2d_wgrad_fast_cpu<double>(empty, nullptr, nullptr, dw.data(), db.data());
   test::require_close(dw, std::vector<double>(dw.size(), 0.0), 0, 0, "dw of an empty batch");
   test::require_close(db, std::vector<double>(db.size(), 0.0), 0, 0, "db of an empty batch");
+}
+
+TEST_CASE("conv2d kernels: fast path gives the same bits on one thread and on four",
+          "[conv2d][kernels]") {
+  // An odd batch large enough for the OpenMP path (wgrad sums fixed chunks of images), and one
+  // image whose GEMMs have an inner dimension C R S = 540, longer than one block (a threaded
+  // Eigen GEMM would cut it at 288, a single-threaded one at 272).
+  for (const Conv2dShape& s : {make_shape(37, 8, 12, 11, 16, 3, 3, 1, 1, 1, 1, 1, 1),
+                               make_shape(1, 60, 16, 15, 64, 3, 3, 1, 1, 1, 1, 1, 1)}) {
+    INFO(describe(s));
+    const int64_t x_size = s.N * s.C * s.H * s.W, w_size = s.K * s.C * s.R * s.S;
+    const int64_t y_size = s.N * s.K * s.out_h() * s.out_w();
+    auto to_float = [](const std::vector<double>& v) {
+      return std::vector<float>(v.begin(), v.end());
+    };
+    const std::vector<float> x = to_float(random_values(x_size, 21));
+    const std::vector<float> w = to_float(random_values(w_size, 22));
+    const std::vector<float> bias = to_float(random_values(s.K, 23));
+    const std::vector<float> dy = to_float(random_values(y_size, 24));
+    auto run = [&](int threads) {
+      std::vector<float> y(y_size), dx(x_size), dw(w_size), db(s.K);
+      const int saved = omp_get_max_threads();
+      omp_set_num_threads(threads);
+      using namespace engine::kernels;
+      conv2d_fprop_fast_cpu<float>(s, x.data(), w.data(), bias.data(), y.data());
+      conv2d_dgrad_fast_cpu<float>(s, dy.data(), w.data(), dx.data());
+      conv2d_wgrad_fast_cpu<float>(s, dy.data(), x.data(), dw.data(), db.data());
+      omp_set_num_threads(saved);
+      return std::vector<std::vector<float>>{y, dx, dw, db};
+    };
+    const std::vector<std::vector<float>> one = run(1), four = run(4);
+    CHECK(count_differing(one[0], four[0]) == 0);  // y
+    CHECK(count_differing(one[1], four[1]) == 0);  // dx
+    CHECK(count_differing(one[2], four[2]) == 0);  // dw
+    CHECK(count_differing(one[3], four[3]) == 0);  // db
+  }
 }
 
 TEST_CASE("conv2d kernels: f32 fast path matches the f32 reference", "[conv2d][kernels]") {

@@ -1,13 +1,16 @@
 // matmul and linear: the reference GEMM by hand, Eigen vs the reference, the ops by hand,
 // gradient checks, the `needs` mask, errors.
+#include <omp.h>
 #include <catch2/catch.hpp>
 
+#include <cstring>
 #include <random>
 #include <vector>
 
 #include "engine/autograd.h"
 #include "engine/ops.h"
 #include "engine/tensor.h"
+#include "kernels/common/cpu_gemm.h"
 #include "kernels/matmul/matmul.h"
 #include "tests/support/allclose.h"
 #include "tests/support/gradcheck.h"
@@ -23,6 +26,15 @@ std::vector<double> random_values(int64_t n, uint64_t seed) {
   std::vector<double> values(static_cast<size_t>(n));
   for (double& v : values) v = uniform(rng);
   return values;
+}
+
+// How many elements of two buffers differ in any bit (0: bit-identical); a count, so a failure
+// does not print whole buffers.
+int64_t count_differing(const std::vector<float>& a, const std::vector<float>& b) {
+  if (a.size() != b.size()) return -1;
+  int64_t differing = 0;
+  for (size_t i = 0; i < a.size(); ++i) differing += std::memcmp(&a[i], &b[i], sizeof(float)) != 0;
+  return differing;
 }
 
 // Row-major transpose of a [rows, cols] buffer.
@@ -84,6 +96,46 @@ TEST_CASE("matmul kernel: Eigen matches the reference loop on odd shapes", "[mat
       }
     }
   }
+}
+
+TEST_CASE("matmul kernel: fast path gives the same bits on one thread and on four", "[matmul]") {
+  // 300 x 700 spans several output tiles, with partial ones at both edges; k = 1100 is longer than
+  // one block of the inner dimension, whose length is exactly what a threaded GEMM would change.
+  const int64_t m = 300, n = 700, k = 1100;
+  std::vector<double> a64 = random_values(m * k, 4), b64 = random_values(k * n, 5);
+  std::vector<double> c64 = random_values(m * n, 6);
+  const std::vector<float> a(a64.begin(), a64.end()), b(b64.begin(), b64.end());
+  const std::vector<float> c_start(c64.begin(), c64.end());
+  for (bool trans_a : {false, true}) {
+    for (bool trans_b : {false, true}) {
+      for (bool accumulate : {false, true}) {
+        auto run = [&](int threads) {
+          std::vector<float> c = c_start;
+          const int saved = omp_get_max_threads();
+          omp_set_num_threads(threads);
+          engine::kernels::matmul_fast_cpu<float>(m, n, k, a.data(), b.data(), trans_a, trans_b,
+                                                  c.data(), accumulate);
+          omp_set_num_threads(saved);
+          return c;
+        };
+        INFO("trans_a " << trans_a << " trans_b " << trans_b << " accumulate " << accumulate);
+        CHECK(count_differing(run(1), run(4)) == 0);
+      }
+    }
+  }
+}
+
+TEST_CASE("matmul kernel: the GEMM blocking uses fixed cache sizes, not the host's", "[matmul]") {
+  // Eigen sizes its blocks from the cache sizes it reads from the CPU, and the block length along
+  // the inner dimension decides the order of each sum. The fast paths fix the sizes first, so one
+  // binary gives the same bits on every AVX2 machine (kernels/common/cpu_gemm.h).
+  std::vector<double> c(1);
+  const std::vector<double> one = {1.0};
+  engine::kernels::matmul_fast_cpu<double>(1, 1, 1, one.data(), one.data(), false, false, c.data(),
+                                           false);
+  CHECK(Eigen::l1CacheSize() == engine::kernels::kGemmL1CacheBytes);
+  CHECK(Eigen::l2CacheSize() == engine::kernels::kGemmL2CacheBytes);
+  CHECK(Eigen::l3CacheSize() == engine::kernels::kGemmL3CacheBytes);
 }
 
 TEST_CASE("matmul kernel: an empty inner dimension gives zeros", "[matmul]") {
