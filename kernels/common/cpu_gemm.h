@@ -40,9 +40,11 @@ inline void use_fixed_gemm_blocking() {
 }
 
 // matmul_fast_cpu cuts C [m, n] into tiles of at most this many rows and columns and runs one
-// single-threaded product per tile. Measured on C2F2's linear layers (batch 256) on 2 threads,
-// the tiles are as fast as Eigen's own threading (0.86-1.08x across the six products); smaller
-// tiles lose to repacking, larger ones leave cores idle on machines with more of them.
+// single-threaded product per tile. On C2F2's six linear-layer products (batch 256, Zen 4) the
+// tiles take 0.83-1.08x the time of Eigen's threaded product on 2 threads and 0.98-1.13x that of
+// the whole product on 1 (each tile packs its own operand slices): docs/benchmarks/
+// 2026-11-25-cpu-thread-independent-zen4-c09e4ed.md. Much smaller tiles lose more to that
+// packing; larger ones leave cores idle on machines with more of them.
 constexpr int64_t kGemmTileRows = 128;
 constexpr int64_t kGemmTileCols = 256;
 
