@@ -11,9 +11,12 @@
 //      on the problem's shape (output tiles here, chunks of images in conv2d's wgrad).
 //   2. The cache sizes Eigen reads from the CPU (an Intel core with a 48 KiB L1 gets another kc
 //      than a Zen 4 core with 32 KiB). use_fixed_gemm_blocking() replaces them by the constants
-//      below, once, before the first product; they are this project's Zen 4 build host's, so
-//      speed there is unchanged.
-// With both, the same binary gives the same bits for any OMP_NUM_THREADS, on any AVX2 machine.
+//      below, once, before the first product. L1 and L2 are what Eigen reads on this project's
+//      Zen 4 build host, so its blocking, and its speed, are unchanged there (the L3 value only
+//      has to be nonzero for the single-threaded blocking).
+// With both, the same binary gives the same bits for any OMP_NUM_THREADS (tested). The GEMMs no
+// longer depend on the CPU model either; other code still may (glibc picks FMA variants of exp
+// and log at run time), and agreement across CPU models is untested.
 #pragma once
 
 #include <Eigen/Core>
@@ -30,7 +33,8 @@ constexpr std::ptrdiff_t kGemmL1CacheBytes = 32 * 1024;
 constexpr std::ptrdiff_t kGemmL2CacheBytes = 1024 * 1024;
 constexpr std::ptrdiff_t kGemmL3CacheBytes = 32 * 1024 * 1024;
 
-// Thread-safe (a function-local static); call it outside any parallel region, before a product.
+// Call it before every product Eigen blocks. Thread-safe: the first caller sets the sizes and any
+// other waits until it has (a function-local static).
 inline void use_fixed_gemm_blocking() {
   static const bool fixed = [] {
     Eigen::setCpuCacheSizes(kGemmL1CacheBytes, kGemmL2CacheBytes, kGemmL3CacheBytes);
