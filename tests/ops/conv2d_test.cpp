@@ -42,6 +42,22 @@ std::vector<double> random_values(int64_t n, uint64_t seed) {
   return values;
 }
 
+// Random f32 operands of one convolution, values in [-1, 1]: x, w, dy and bias from the seeds
+// seed, seed + 1, seed + 2 and seed + 3.
+struct F32Operands {
+  std::vector<float> x, w, dy, bias;
+};
+
+F32Operands random_f32_operands(const Conv2dShape& s, uint64_t seed) {
+  auto random_floats = [](int64_t n, uint64_t from) {
+    const std::vector<double> v = random_values(n, from);
+    return std::vector<float>(v.begin(), v.end());
+  };
+  return {random_floats(s.N * s.C * s.H * s.W, seed),
+          random_floats(s.K * s.C * s.R * s.S, seed + 1),
+          random_floats(s.N * s.K * s.out_h() * s.out_w(), seed + 2), random_floats(s.K, seed + 3)};
+}
+
 std::string describe(const Conv2dShape& s) {
   std::ostringstream out;
   out << "N=" << s.N << " C=" << s.C << " H=" << s.H << " W=" << s.W << " K=" << s.K << " R=" << s.R
@@ -182,21 +198,16 @@ TEST_CASE("conv2d kernels: fast path gives the same bits on one thread and on fo
   for (const Conv2dShape& s : {make_shape(37, 8, 12, 11, 16, 3, 3, 1, 1, 1, 1, 1, 1),
                                make_shape(1, 60, 16, 15, 64, 3, 3, 1, 1, 1, 1, 1, 1)}) {
     INFO(describe(s));
-    const int64_t x_size = s.N * s.C * s.H * s.W, w_size = s.K * s.C * s.R * s.S;
-    const int64_t y_size = s.N * s.K * s.out_h() * s.out_w();
-    auto to_float = [](const std::vector<double>& v) {
-      return std::vector<float>(v.begin(), v.end());
-    };
-    const std::vector<float> x = to_float(random_values(x_size, 21));
-    const std::vector<float> w = to_float(random_values(w_size, 22));
-    const std::vector<float> bias = to_float(random_values(s.K, 23));
-    const std::vector<float> dy = to_float(random_values(y_size, 24));
+    const F32Operands in = random_f32_operands(s, 21);
+    const std::vector<float>& x = in.x;
+    const std::vector<float>& w = in.w;
+    const std::vector<float>& dy = in.dy;
     auto run = [&](int threads) {
-      std::vector<float> y(y_size), dx(x_size), dw(w_size), db(s.K);
+      std::vector<float> y(dy.size()), dx(x.size()), dw(w.size()), db(s.K);
       const int saved = omp_get_max_threads();
       omp_set_num_threads(threads);
       using namespace engine::kernels;
-      conv2d_fprop_fast_cpu<float>(s, x.data(), w.data(), bias.data(), y.data());
+      conv2d_fprop_fast_cpu<float>(s, x.data(), w.data(), in.bias.data(), y.data());
       conv2d_dgrad_fast_cpu<float>(s, dy.data(), w.data(), dx.data());
       conv2d_wgrad_fast_cpu<float>(s, dy.data(), x.data(), dw.data(), db.data());
       omp_set_num_threads(saved);
@@ -212,16 +223,12 @@ TEST_CASE("conv2d kernels: fast path gives the same bits on one thread and on fo
 
 TEST_CASE("conv2d kernels: f32 fast path matches the f32 reference", "[conv2d][kernels]") {
   Conv2dShape s = make_shape(2, 3, 9, 9, 4, 3, 3, 2, 2, 1, 1, 1, 1);
-  const int64_t x_size = s.N * s.C * s.H * s.W, w_size = s.K * s.C * s.R * s.S;
-  const int64_t y_size = s.N * s.K * s.out_h() * s.out_w();
-  auto to_float = [](const std::vector<double>& v) {
-    return std::vector<float>(v.begin(), v.end());
-  };
-  const std::vector<float> x = to_float(random_values(x_size, 5));
-  const std::vector<float> w = to_float(random_values(w_size, 6));
-  const std::vector<float> dy = to_float(random_values(y_size, 7));
-  std::vector<float> y_ref(y_size), y_fast(y_size), dx_ref(x_size), dx_fast(x_size);
-  std::vector<float> dw_ref(w_size), dw_fast(w_size);
+  const F32Operands in = random_f32_operands(s, 5);
+  const std::vector<float>& x = in.x;
+  const std::vector<float>& w = in.w;
+  const std::vector<float>& dy = in.dy;
+  std::vector<float> y_ref(dy.size()), y_fast(dy.size()), dx_ref(x.size()), dx_fast(x.size());
+  std::vector<float> dw_ref(w.size()), dw_fast(w.size());
   using namespace engine::kernels;
   conv2d_fprop_cpu<float>(s, x.data(), w.data(), nullptr, y_ref.data());
   conv2d_fprop_fast_cpu<float>(s, x.data(), w.data(), nullptr, y_fast.data());
