@@ -20,7 +20,7 @@
 #pragma once
 
 #include <Eigen/Core>
-#include <algorithm>
+#include <cstddef>
 #include <cstdint>
 
 #ifndef EIGEN_DONT_PARALLELIZE
