@@ -106,6 +106,8 @@ const char* cudaGetErrorString(cudaError_t error) {
       return "invalid device ordinal";
     case cudaErrorIllegalAddress:
       return "an illegal memory access was encountered";
+    case cudaErrorLaunchOutOfResources:
+      return "too many resources requested for launch";
     case cudaErrorLaunchFailure:
       return "unspecified launch failure";
   }

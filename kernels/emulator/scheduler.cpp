@@ -22,6 +22,7 @@
 
 #include <cuda_runtime.h>
 
+#include "kernels/emulator/launch_resources.h"
 #include "kernels/emulator/racecheck.h"
 #include "kernels/emulator/state.h"
 
@@ -460,6 +461,12 @@ void run_grid(const char* kernel_name, const LaunchConfig& config,
     std::string why = "invalid configuration: grid " + describe(gr) + ", block " + describe(b) +
                       ", " + std::to_string(config.dynamic_shared_bytes) + " bytes dynamic shared";
     fail_launch(cudaErrorInvalidConfiguration, kernel_name, why.c_str());
+    return;
+  }
+  const std::string resources =
+      launch_resource_problem(kernel_name, int64_t(threads), config.dynamic_shared_bytes);
+  if (!resources.empty()) {
+    fail_launch(cudaErrorLaunchOutOfResources, kernel_name, resources.c_str());
     return;
   }
   trace_launch(kernel_name, gr, b);

@@ -5,8 +5,15 @@
 
 #include <cmath>
 #include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <set>
+#include <sstream>
+#include <string>
 #include <vector>
 
+#include "kernels/emulator/launch_resources.h"
 #include "tests/emulator/sample_kernels.h"
 
 namespace {
@@ -102,6 +109,110 @@ TEST_CASE("emulator: bad launch configurations fail like on a GPU", "[emulator]"
   REQUIRE(sample::fill(out, 64, 7, 3, 5) == cudaSuccess);  // grid-stride with odd sizes
   CHECK(host_copy(out, 64) == std::vector<int>(64, 7));
   cudaFree(out);
+}
+
+TEST_CASE("emulator: registers per block follow the GPU's allocation rule", "[emulator]") {
+  // A warp takes 32 r registers rounded up to a multiple of 256; a block takes that per warp.
+  CHECK(emu::registers_per_block(64, 1024) == 65536);  // 2048 per warp x 32 warps: fits
+  CHECK(emu::registers_per_block(65, 1024) == 73728);  // 2080 -> 2304 per warp: does not
+  CHECK(emu::registers_per_block(128, 512) == 65536);  // 4096 x 16
+  CHECK(emu::registers_per_block(128, 513) == 69632);  // a 17th warp, though one thread
+  CHECK(emu::registers_per_block(255, 256) == 65536);  // 8160 -> 8192 per warp x 8
+  CHECK(emu::registers_per_block(10, 1) == 512);       // 320 -> 512 for the one warp
+}
+
+TEST_CASE("emulator: a block too big for its kernel's registers fails like on a GPU",
+          "[emulator]") {
+  if (emu::kernel_resources().empty()) {
+    WARN("skipped: built without nvcc, so no kernel resources to check");
+    return;
+  }
+  CleanContext context;
+  std::set<int> architectures;
+  for (const emu::KernelResources& r : emu::kernel_resources()) {
+    architectures.insert(r.sm);
+    // More than 128 registers: 256 threads fit (8 warps x 32 r <= 65,536), 512 do not.
+    if (r.kernel == "register_hungry_kernel") CHECK(r.registers > 128);
+  }
+  const unsigned wide = 512, narrow = 256;
+  std::vector<float> x(80 * narrow);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = float(i % narrow) / 64.0f + float(i / narrow);
+  float* x_device = device_copy(std::vector<float>(80 * wide, 1.0f));
+  float* y_device = device_array<float>(80 * wide);
+  CHECK(sample::register_hungry(x_device, y_device, wide) == cudaErrorLaunchOutOfResources);
+  CHECK(cudaGetLastError() == cudaSuccess);  // not sticky: a smaller block runs
+  REQUIRE(cudaMemcpy(x_device, x.data(), sizeof(float) * x.size(), cudaMemcpyHostToDevice) ==
+          cudaSuccess);
+  REQUIRE(sample::register_hungry(x_device, y_device, narrow) == cudaSuccess);
+  const std::vector<float> y = host_copy(y_device, 80 * narrow);
+  for (unsigned t : {0u, 1u, 255u}) {
+    float total = 0.0f;
+    for (unsigned i = 0; i < 80; ++i) total += x[i * narrow + t];
+    for (unsigned i : {0u, 79u}) CHECK(y[i * narrow + t] == x[i * narrow + t] * total);
+  }
+  // The message says what a GPU would: which architecture, how many registers.
+  const std::string why = emu::launch_resource_problem("register_hungry_kernel", wide, 0);
+  CHECK_THAT(why, Catch::Contains("too many resources requested for launch on sm_"));
+  CHECK(emu::launch_resource_problem("register_hungry_kernel", narrow, 0).empty());
+  CHECK(emu::launch_resource_problem("a_kernel_nobody_compiled", 1024, 0).empty());
+  cudaFree(x_device);
+  cudaFree(y_device);
+}
+
+TEST_CASE("emulator: a block larger than the kernel's __launch_bounds__ fails like on a GPU",
+          "[emulator]") {
+  if (emu::kernel_resources().empty()) {
+    WARN("skipped: built without nvcc, so no kernel resources to check");
+    return;
+  }
+  CleanContext context;
+  for (const emu::KernelResources& r : emu::kernel_resources()) {
+    if (r.kernel == "bounded_fill_kernel") CHECK(r.max_threads == 64);
+    if (r.kernel == "register_hungry_kernel") CHECK(r.max_threads == 0);  // declares none
+    if (r.kernel == "conv2d_fprop_kernel") CHECK(r.max_threads == 256);
+  }
+  int* out = device_array<int>(128);
+  CHECK(sample::bounded_fill(out, 3, 128) == cudaErrorLaunchOutOfResources);
+  CHECK_THAT(emu::launch_resource_problem("bounded_fill_kernel", 65, 0),
+             Catch::Contains("more than the kernel's __launch_bounds__ of 64"));
+  REQUIRE(sample::bounded_fill(out, 3, 64) == cudaSuccess);
+  CHECK(host_copy(out, 64) == std::vector<int>(64, 3));
+  cudaFree(out);
+}
+
+TEST_CASE("emulator: ptxas resources are known for every kernel of kernels/*.cu", "[emulator]") {
+  if (emu::kernel_resources().empty()) {
+    WARN("skipped: built without nvcc, so no kernel resources to check");
+    return;
+  }
+  std::set<int> architectures;
+  std::set<std::pair<std::string, int>> known;
+  for (const emu::KernelResources& r : emu::kernel_resources()) {
+    architectures.insert(r.sm);
+    known.insert({r.kernel, r.sm});
+  }
+  const std::regex global_re(
+      R"(__global__\s+void\s+(?:__launch_bounds__\s*\([^)]*\)\s*)?(\w+)\s*\()");
+  std::set<std::string> kernels;
+  for (const auto& entry :
+       std::filesystem::recursive_directory_iterator(std::string(ENGINE_SOURCE_DIR) + "/kernels")) {
+    if (entry.path().extension() != ".cu" ||
+        entry.path().string().find("_cudnn") != std::string::npos)
+      continue;
+    std::ifstream in(entry.path());
+    std::stringstream text;
+    text << in.rdbuf();
+    const std::string source = text.str();
+    for (std::sregex_iterator it(source.begin(), source.end(), global_re), end; it != end; ++it)
+      kernels.insert((*it)[1]);
+  }
+  REQUIRE(kernels.size() > 50);  // the regex found the kernels (65 when this test was written)
+  for (const std::string& kernel : kernels) {
+    for (int sm : architectures) {
+      INFO(kernel << " on sm_" << sm);
+      CHECK(known.count({kernel, sm}) == 1);
+    }
+  }
 }
 
 TEST_CASE("emulator: host pointers and out-of-range copies are refused", "[emulator]") {

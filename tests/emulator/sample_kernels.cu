@@ -105,7 +105,38 @@ __global__ void shift_right_kernel(const float* x, float* y, bool synchronized) 
   y[t] = t == 0 ? 0.0f : staged[t - 1];  // the race when not synchronized
 }
 
+// Keeps kHungryValues loaded values live at once (each output needs its own value and the total
+// of all of them), so ptxas gives every thread far more than 128 registers: a block of 256 threads
+// fits in a block's 65,536 registers, one of 512 does not, and a GPU refuses that launch.
+constexpr int kHungryValues = 80;
+__global__ void register_hungry_kernel(const float* x, float* y) {
+  float v[kHungryValues];
+  float total = 0.0f;
+#pragma unroll
+  for (int i = 0; i < kHungryValues; ++i) {
+    v[i] = x[i * blockDim.x + threadIdx.x];
+    total += v[i];
+  }
+#pragma unroll
+  for (int i = 0; i < kHungryValues; ++i) y[i * blockDim.x + threadIdx.x] = v[i] * total;
+}
+
+// Compiled for at most 64 threads per block (ptxas may then plan registers for that size only).
+__global__ void __launch_bounds__(64) bounded_fill_kernel(int* out, int value) {
+  out[threadIdx.x] = value;
+}
+
 }  // namespace
+
+cudaError_t bounded_fill(int* out, int value, unsigned threads) {
+  bounded_fill_kernel<<<1, threads>>>(out, value);
+  return cudaGetLastError();
+}
+
+cudaError_t register_hungry(const float* x, float* y, unsigned threads) {
+  register_hungry_kernel<<<1, threads>>>(x, y);
+  return cudaGetLastError();
+}
 
 cudaError_t block_total(const float* x, int n, float* total, bool use_atomic) {
   block_total_kernel<<<(n + kThreads - 1) / kThreads, kThreads>>>(x, n, total, use_atomic);

@@ -17,5 +17,10 @@ cudaError_t block_total(const float* x, int n, float* total, bool use_atomic);
 // y[t] = x[t - 1] (y[0] = 0) for 256 values, through shared memory; racy unless synchronized.
 cudaError_t shift_right(const float* x, float* y, bool synchronized);
 cudaError_t fill(int* out, int n, int value, unsigned blocks, unsigned threads);
+// One block of `threads`: with x and y of 80 * threads floats, y[i threads + t] = x[i threads + t]
+// times the sum over i of x[i threads + t]. Uses well over 128 registers per thread.
+cudaError_t register_hungry(const float* x, float* y, unsigned threads);
+// out[t] = value for each of `threads`; the kernel has __launch_bounds__(64).
+cudaError_t bounded_fill(int* out, int value, unsigned threads);
 
 }  // namespace sample

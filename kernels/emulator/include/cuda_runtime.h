@@ -15,9 +15,11 @@
 // shuffles/votes are real barriers (a thread runs until it reaches one; the barrier opens when
 // every live thread of the block -- or of the warp's mask -- has arrived). What it checks that a
 // GPU would also reject: launch configurations (0 blocks, > 1024 threads, static shared memory
-// over 48 KiB), kernel pointer arguments outside any device allocation, copies outside an
-// allocation, barrier deadlocks, __trap. What it adds: device memory and shared memory start as
-// 0xFF bytes (NaN floats, -1 integers), so reading what nobody wrote shows up in the results.
+// over 48 KiB), blocks too large for the kernel's registers, shared memory or __launch_bounds__
+// as ptxas compiled it (kernels/emulator/launch_resources.h), kernel pointer arguments outside any
+// device allocation, copies outside an allocation, barrier deadlocks, __trap. What it adds:
+// device memory and shared memory start as 0xFF bytes (NaN floats, -1 integers), so reading what
+// nobody wrote shows up in the results.
 // What it cannot see: data races (a racing kernel usually computes the right answer here, since
 // threads run in turn; the race checker build, kernels/emulator/racecheck.h, finds them),
 // timing, and anything about performance.
@@ -67,6 +69,7 @@ enum cudaError_t {
   cudaErrorNoDevice = 100,
   cudaErrorInvalidDevice = 101,
   cudaErrorIllegalAddress = 700,
+  cudaErrorLaunchOutOfResources = 701,
   cudaErrorLaunchFailure = 719,
 };
 enum cudaMemcpyKind {
