@@ -42,6 +42,21 @@ std::vector<T> host_copy(const T* device, size_t count) {
   return host;
 }
 
+// The launch-resource table exists only in a build with nvcc (kernels/emulator/launch_resources.h).
+bool have_kernel_resources() {
+  if (!emu::kernel_resources().empty()) return true;
+  WARN("skipped: built without nvcc, so no kernel resources to check");
+  return false;
+}
+
+// The rows of the table for `kernel`, one per architecture.
+std::vector<emu::KernelResources> resources_of(const std::string& kernel) {
+  std::vector<emu::KernelResources> rows;
+  for (const emu::KernelResources& r : emu::kernel_resources())
+    if (r.kernel == kernel) rows.push_back(r);
+  return rows;
+}
+
 // Every test starts from a clean context, as each CTest case runs in its own process anyway.
 struct CleanContext {
   CleanContext() { emu::reset_errors(); }
@@ -123,16 +138,13 @@ TEST_CASE("emulator: registers per block follow the GPU's allocation rule", "[em
 
 TEST_CASE("emulator: a block too big for its kernel's registers fails like on a GPU",
           "[emulator]") {
-  if (emu::kernel_resources().empty()) {
-    WARN("skipped: built without nvcc, so no kernel resources to check");
-    return;
-  }
+  if (!have_kernel_resources()) return;
   CleanContext context;
-  std::set<int> architectures;
-  for (const emu::KernelResources& r : emu::kernel_resources()) {
-    architectures.insert(r.sm);
-    // More than 128 registers: 256 threads fit (8 warps x 32 r <= 65,536), 512 do not.
-    if (r.kernel == "register_hungry_kernel") CHECK(r.registers > 128);
+  const std::vector<emu::KernelResources> rows = resources_of("register_hungry_kernel");
+  REQUIRE(!rows.empty());
+  for (const emu::KernelResources& r : rows) {
+    INFO("sm_" << r.sm);
+    CHECK(r.registers > 128);  // 256 threads fit (8 warps x 32 r <= 65,536), 512 do not
   }
   const unsigned wide = 512, narrow = 256;
   std::vector<float> x(80 * narrow);
@@ -161,15 +173,17 @@ TEST_CASE("emulator: a block too big for its kernel's registers fails like on a 
 
 TEST_CASE("emulator: a block larger than the kernel's __launch_bounds__ fails like on a GPU",
           "[emulator]") {
-  if (emu::kernel_resources().empty()) {
-    WARN("skipped: built without nvcc, so no kernel resources to check");
-    return;
-  }
+  if (!have_kernel_resources()) return;
   CleanContext context;
-  for (const emu::KernelResources& r : emu::kernel_resources()) {
-    if (r.kernel == "bounded_fill_kernel") CHECK(r.max_threads == 64);
-    if (r.kernel == "register_hungry_kernel") CHECK(r.max_threads == 0);  // declares none
-    if (r.kernel == "conv2d_fprop_kernel") CHECK(r.max_threads == 256);
+  const std::pair<const char*, int> declared[] = {
+      {"bounded_fill_kernel", 64}, {"register_hungry_kernel", 0}, {"conv2d_fprop_kernel", 256}};
+  for (const auto& [kernel, bound] : declared) {
+    const std::vector<emu::KernelResources> rows = resources_of(kernel);
+    REQUIRE(!rows.empty());
+    for (const emu::KernelResources& r : rows) {
+      INFO(kernel << " on sm_" << r.sm);
+      CHECK(r.max_threads == bound);  // 0: declares no bound
+    }
   }
   int* out = device_array<int>(128);
   CHECK(sample::bounded_fill(out, 3, 128) == cudaErrorLaunchOutOfResources);
@@ -181,10 +195,7 @@ TEST_CASE("emulator: a block larger than the kernel's __launch_bounds__ fails li
 }
 
 TEST_CASE("emulator: ptxas resources are known for every kernel of kernels/*.cu", "[emulator]") {
-  if (emu::kernel_resources().empty()) {
-    WARN("skipped: built without nvcc, so no kernel resources to check");
-    return;
-  }
+  if (!have_kernel_resources()) return;
   std::set<int> architectures;
   std::set<std::pair<std::string, int>> known;
   for (const emu::KernelResources& r : emu::kernel_resources()) {
