@@ -45,8 +45,8 @@ AttackSpec parse_attack_spec(const std::string& text);
 std::string attack_spec_string(const AttackSpec& spec);
 // "CA+", "QA-", "SPQA+", "TMA", "ES", "LTM", "GTM", "GTT", "STAX", "MTAX".
 std::string attack_label(const AttackSpec& spec);
-// SP-QA's zeta per dataset (seed 004 §6.1.2): mnist 2e4; fashion-mnist and cub200 4e4; cars196 and
-// sop 7e4; anything else 4e4.
+// SP-QA's zeta per dataset (seed 004 §6.1.2): mnist 2e4; fashion-mnist and cub200 4e4; cars196
+// (or "cars") and sop 7e4; anything else 4e4.
 double default_zeta(const std::string& dataset);
 
 // The gallery every attack ranks against: the clean embeddings of the whole split, as the metric

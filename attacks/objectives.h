@@ -50,14 +50,6 @@ using losses::Metric;
 engine::Tensor gallery_distance(const engine::Tensor& queries, const engine::Tensor& gallery,
                                 Metric metric);
 
-// Every query row against every gallery row, [B, D] x [NX, D] -> [B, NX], differentiable with
-// respect to `queries`, by one GEMM (engine::matmul): for N and E
-// sqrt(max(|q|^2 + |x|^2 - 2 q.x, 1e-12)), for C 1 - q.x / (|q| |x|). The floor keeps the gradient
-// finite when a perturbed query sits on its own clean copy (torch.cdist, which robrank uses, takes
-// the same GEMM route for large inputs). Also what the attack runner ranks with.
-engine::Tensor gallery_distance(const engine::Tensor& queries, const engine::Tensor& gallery,
-                                Metric metric);
-
 // CA+ (raise = true) or CA- (raise = false). candidates [B, D] (differentiable); queries
 // [B, W, D]; query_gallery [B, W, NX] = d(x, q_bw) for every gallery item x (a constant,
 // computed once per batch by the caller with gallery_distance). Returns a scalar.

@@ -57,7 +57,10 @@ struct PgdTrace {
 };
 
 // Returns the adversarial images (no grad, same shape/device/dtype as images). Throws
-// engine::Error for eps < 0, alpha < 0, steps < 1, or images outside [0, 1].
+// engine::Error for eps < 0, alpha < 0, steps < 1 or a negative stop tolerance. That the images
+// lie in [0, 1] is the caller's to check (attack_batch does, with models::check_pixels): here it
+// would cost a device synchronization on every call, and the training adversaries get their
+// images from the data loader.
 engine::Tensor pgd_attack(const engine::Tensor& images, const Objective& objective,
                           const PgdOptions& options, PgdTrace* trace = nullptr);
 

@@ -9,17 +9,26 @@
 //     X^k = PGD on X in eval mode through branch k, descending the feature-space loss
 //       mean_i (1/T) sum_j || f_k(x~_i) - t_ij ||^2        (attacks/objectives.h; seed 000 eq. 3,
 //     T = 1 is the single-targeted STAX of eq. 16, T > 1 a multi-targeted MTAX).
+//     f_k is the embedding as the loss's metric compares it (losses::embed_for_metric:
+//     L2-normalized for C and N, as the paper's networks normalize their output; raw for E).
 //   One train-mode forward of [X; X^1; ...; X^{K-1}] with BN rows [kB, (k+1)B) routed to branch k;
 //   loss = sum_k L(f([...]) rows of part k, Y), L the configured loss (e.g. multi-similarity or
 //   ArcFace), as Algorithm 1 line 11 sums it.
 // Evaluation afterwards uses branch 0 only. AdvProp-D = targets {1}; MDProp = {1, T}.
 // Cost: the sum of the adversaries' PGD steps + 1 passes.
 //
-// Differences from the MDProp code (research/ecosystem.md §5), where it differs from the paper:
-// the code perturbs half of the batch per adversarial branch and routes [clean N | adv1 N/2 |
-// adv2 N/2]; we follow Algorithm 1 (every image gets one adversarial copy per branch). The code
-// bounds pixels by the normalized batch's min/max; ours are images in [0, 1] and eps is in those
-// units (the ResNets normalize inside the model).
+// Differences from the MDProp code (research/ecosystem.md §5):
+// - the code perturbs half of the batch per adversarial branch and routes [clean N | adv1 N/2 |
+//   adv2 N/2]; we follow Algorithm 1 (every image gets one adversarial copy per branch);
+// - its targets are random permutations of the batch (same-class images included); ours have
+//   another label, as eq. 3 asks;
+// - its loss for T targets is (mean_j ||f - t_j||)^2; ours is the paper's eq. 3 with each
+//   distance squared, (1/T) sum_j ||f - t_j||^2 (the same for T = 1);
+// - it starts from a uniform +-5e-4 perturbation; ours from the clean image (PGD's default);
+// - it works on normalized images (x - mean) / std, bounded by the batch's min/max; ours are
+//   pixels in [0, 1] (the ResNets normalize inside the model), so its eps = 0.01 is about
+//   0.01 * 0.226 = 0.00226 here (ImageNet std 0.229, 0.224, 0.225):
+//   configs/cub/mdprop-resnet50.json.
 #include <algorithm>
 #include <memory>
 #include <string>
@@ -34,6 +43,7 @@
 #include "engine/nn/batch_norm.h"
 #include "engine/ops.h"
 #include "kernels/common/check.h"
+#include "losses/distance.h"
 
 namespace attacks::defenses {
 
@@ -121,11 +131,13 @@ class Mdprop : public Defense {
       Tensor adversarial;
       {
         const BranchGuard through_branch(model, k, {});
+        const losses::Metric metric = context.metric;
         const Tensor targets =
-            gather_rows(clean_embeddings(model, images), index).reshape({n, count, -1});
+            gather_rows(losses::embed_for_metric(clean_embeddings(model, images), metric), index)
+                .reshape({n, count, -1});
         EvalModeGuard eval_mode(model);
         const Objective impersonate = [&](const Tensor& x, int64_t) {
-          return feature_targeted_loss(model(x), targets);
+          return feature_targeted_loss(losses::embed_for_metric(model(x), metric), targets);
         };
         adversarial = pgd_attack(images, impersonate, seeded(options_.pgd, context.mining), &trace);
       }

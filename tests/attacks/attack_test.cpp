@@ -107,6 +107,9 @@ TEST_CASE("attack spec strings: parse, defaults, canonical form and errors", "[a
   CHECK(attacks::default_zeta("fashion-mnist") == 4e4);
   CHECK(attacks::default_zeta("mnist") == 2e4);
   CHECK(attacks::default_zeta("sop") == 7e4);
+  CHECK(attacks::default_zeta("cars196") == 7e4);
+  CHECK(attacks::default_zeta("cars") == 7e4);  // robrank's name, which `--data` accepts too
+  CHECK(attacks::default_zeta("cub") == 4e4);
   for (const char* bad :
        {"XA:pm=+", "CA", "CA:pm=*", "CA:pm=+:M=2", "QA:pm=+:W=1", "ES:pm=+", "TMA:eps=2",
         "TMA:eps=abc", "TMA:pgditer=0", "TMA:bogus=1", "TMA:eps", "CA:pm=+:W=1.5"}) {

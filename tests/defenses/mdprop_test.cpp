@@ -233,7 +233,8 @@ TEST_CASE(
   // The recipe (mdprop.cpp header, seed 000 Algorithm 1) re-derived from public pieces on a twin
   // with the same weights and stream: for branch k, T_k targets per image (mdprop_pick_targets,
   // from the stream), their eval-mode embeddings through branch k, PGD (attacks/pgd.h) through
-  // branch k descending attacks::feature_targeted_loss; then one train-mode forward of
+  // branch k descending attacks::feature_targeted_loss on L2-normalized embeddings (the loss's
+  // metric is N); then one train-mode forward of
   // [X; X^1; X^2] with rows [kn, (k+1)n) routed to branch k; loss = sum_k L(part k), each L
   // mining from the stream in part order. Distinct target counts {1, 3} make the branches'
   // adversarial images differ, so a swapped route or branch changes the loss and statistics; the
@@ -262,12 +263,13 @@ TEST_CASE(
     Tensor targets;
     {
       engine::NoGradGuard no_grad;
-      targets = engine::index_select(m.forward(batch.images), index).reshape({n, count, -1});
+      targets = engine::index_select(engine::l2_normalize(m.forward(batch.images)), index)
+                    .reshape({n, count, -1});
     }
     parts.push_back(attacks::pgd_attack(
         batch.images,
         [&](const Tensor& x, int64_t) {
-          return attacks::feature_targeted_loss(m.forward(x), targets);
+          return attacks::feature_targeted_loss(engine::l2_normalize(m.forward(x)), targets);
         },
         pgd));
     m.train();
@@ -316,15 +318,17 @@ TEST_CASE("MDProp rejects a model with the wrong number of BN branches or withou
 }
 
 TEST_CASE("MDProp's adversaries move each branch's embeddings toward their targets", "[defenses]") {
-  // attack_objective_k = mean_i (1/T) sum_j ||f_k(x~_i) - f_k(x_t_ij)||^2 before the last step. At
-  // the clean images it is recomputed here: the targets from the same stream (branch 1's T = 1
-  // picks first, then branch 2's T = 2), f_k in eval mode = the initial running statistics, which
-  // every branch shares with branch 0 of a fresh twin.
+  // attack_objective_k = mean_i (1/T) sum_j ||f_k(x~_i) - f_k(x_t_ij)||^2 before the last step,
+  // f_k the L2-normalized embedding (the loss's metric is N). At the clean images it is
+  // recomputed here: the targets from the same stream (branch 1's T = 1 picks first, then branch
+  // 2's T = 2), f_k in eval mode = the initial running statistics, which every branch shares
+  // with branch 0 of a fresh twin.
   engine::Generator data(361);
   const defense_test::Spc2Batch batch = defense_test::make_spc2_batch(5, 3, data);
   Harness twin(34, 3, Metric::N, Miner::Semihard, 371);
   twin.model->eval();
-  const defense_test::Rows e = defense_test::host_rows(twin.model->forward(batch.images));
+  const defense_test::Rows e =
+      defense_test::host_rows(engine::l2_normalize(twin.model->forward(batch.images)));
   const std::vector<int64_t> labels = batch.labels.to_indices();
   engine::Generator copy = twin.mining;  // MDProp's first draws: branch 1's picks, then 2's
   double clean_value[3] = {0.0, 0.0, 0.0};

@@ -187,6 +187,12 @@ TEST_CASE("dml train: defenses the config cannot run are usage errors naming the
                         "defense.mdprop.targets");
   check_config_rejected({{"defense", {{"hm", {{"destination", "g_lgaa"}}}}}},
                         "defense.hm.destination");
+  // HM's γ is the triplet margin too: metric E's margin 1.0 with the default γ 0.2 is refused.
+  check_config_rejected({{"defense", {{"name", "hm"}}}, {"loss", {{"metric", "E"}}}},
+                        "defense.hm.gamma");
+  check_config_rejected(
+      {{"defense", {{"name", "hm"}, {"hm", {{"gamma", 0.3}}}}}, {"loss", {{"margin", 0.2}}}},
+      "defense.hm.gamma");
   check_config_rejected({{"defense", {{"pgd", {{"steps", 0}}}}}}, "defense.pgd.steps");
   check_config_rejected({{"defense", {{"pgd", {{"eps", -0.1}}}}}}, "defense.pgd.eps");
   check_config_rejected({{"defense", {{"pgd", {{"epsilon", 0.1}}}}}}, "defense.pgd.epsilon");

@@ -264,6 +264,14 @@ attacks::defenses::DefenseOptions resolve_defense(const Checker& c, const TrainC
            "trains on triplets itself: it needs loss.name \"triplet\", not \"" + t.loss_name + "\"",
            c.at("defense.name"));
   }
+  if (d.name == "hm" && d.hm.gamma != t.margin) {
+    // The CVPR'22 paper's γ is both the triplet margin and the pseudo-hardness scale (robrank ties
+    // both to its margin): two values would train on one and manipulate toward the other.
+    c.fail("defense.hm.gamma",
+           "must equal the triplet margin loss.margin = " + json(t.margin).dump() +
+               " (HM's γ is both; set both, e.g. 1.0 for metric E)",
+           c.at("defense.hm.gamma"));
+  }
   if (d.name == "mdprop") {
     if (t.model.name == "c2f2") {
       c.fail("defense.name", "needs a model with batch norm (c2f2-bn or a resnet), not c2f2",
