@@ -8,8 +8,15 @@
 //   L        = mean_i cross_entropy(logit_i, y_i)
 // cos(theta + m) is expanded with the angle-sum identity (no acos in the engine); cos_iy is
 // clamped to [-1 + 1e-6, 1 - 1e-6] inside that expression so the sqrt's gradient stays finite.
-// As in the paper's pseudocode (and the "Revisiting DML" criterion), no "easy margin" and no
-// linear fallback for theta + m > pi. Centers start uniform in [-1/sqrt(D), 1/sqrt(D)].
+// As in the paper's pseudocode, no "easy margin" and no linear fallback for theta + m > pi.
+// Centers start uniform in [-1/sqrt(D), 1/sqrt(D)], as in the "Revisiting DML" code.
+//
+// That code's criterion (Roth et al.'s criteria/arcface.py, which MDProp's code copies) differs
+// in two ways, so its ArcFace numbers are not this loss's: it adds s (cos(theta + m) - cos theta)
+// to every logit of row i, not only to the target's (its one-hot `pick` is not applied), a
+// per-row constant that cross-entropy ignores, so the margin has no effect there; and it clamps
+// every cosine to [1e-10, 1 - 1e-10], so a class at a negative cosine gets no gradient. This
+// loss is the paper's (seed 000 §C.1.2 and Deng et al.): the margin only on the target logit.
 //
 // The centers' own learning rate: put parameters() (or param_group()) in a separate optimizer
 // parameter group with lr = options().centers_lr.

@@ -7,7 +7,10 @@
 // (each mean 0 when no term is active, robrank's NaN -> 0). m = 0.2, beta starts at 0.6 and is
 // trained by its own SGD optimizer with lr 5e-4 (param_group()). robrank L2-normalizes the
 // embeddings for every metric, E included (quirk, kept); d = ||a - b + 1e-6|| for N and E,
-// 1 - cos for C. beta is one scalar (shape []) shared by all classes, as in robrank.
+// 1 - cos for C. beta is one scalar (shape []) shared by all classes, as in robrank. Wu et al.
+// (and pytorch-metric-learning, Roth et al.'s code) start beta at 1.2, may keep one beta per
+// class and normalize by the count of active terms of both kinds together; set
+// loss.margin_loss.beta to 1.2 for their starting point.
 #pragma once
 
 #include <string>
