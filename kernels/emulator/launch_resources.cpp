@@ -1,6 +1,8 @@
 // The launch-resource check of the CUDA emulator (contract: launch_resources.h).
 #include "kernels/emulator/launch_resources.h"
 
+#include <iterator>
+
 namespace emu {
 
 namespace {

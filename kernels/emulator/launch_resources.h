@@ -11,8 +11,9 @@
 // The table comes from the build: every kernels/*.cu (and the emulator's sample kernels) is
 // compiled once more with `nvcc --resource-usage` for each architecture of
 // CMAKE_CUDA_ARCHITECTURES and once to PTX (for the launch bounds), and ptxas_report turns the
-// reports into cuda_resources.inc. A build
-// without nvcc has an empty table and checks nothing here.
+// reports into cuda_resources.inc. A build without nvcc has an empty table and checks nothing
+// here. Kernels are looked up by their unqualified name, so two kernels of one name in different
+// files share a row: the larger registers and shared memory and the stricter launch bound.
 #pragma once
 
 #include <cstddef>
