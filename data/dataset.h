@@ -42,8 +42,12 @@ struct SplitSummary {
 // Datasets by name: "fashion-mnist" (default root: the Debian package's
 // /usr/share/datasets/fashion-mnist), "mnist" (root required), "cub200", "cars196", "sop".
 // Throws engine::Error naming the missing file or directory when the data are not there.
+// augment: the image datasets' training transform (random crop + horizontal flip, drawn from the
+// generator image() is given), which only training asks for; otherwise the deterministic
+// evaluation transform (center crop), on either split, as the papers' code evaluates. Fashion-MNIST
+// and MNIST have no transform.
 std::unique_ptr<Dataset> open_dataset(const std::string& name, const std::string& split,
-                                      const std::string& root = "");
+                                      const std::string& root = "", bool augment = false);
 std::vector<SplitSummary> describe_dataset(const std::string& name, const std::string& root = "");
 std::vector<std::string> dataset_names();
 

@@ -108,8 +108,12 @@ ImageList read_sop_list(const std::string& root, const std::string& split) {
     dir = join_path(root, "Stanford_Online_Products");
   }
   std::string list_path = join_path(dir, file);
+  std::string image_dir = dir;
   if (!file_exists(list_path) && file_exists(join_path(join_path(dir, "Info_Files"), file))) {
     list_path = join_path(join_path(dir, "Info_Files"), file);
+    // The "Revisiting DML" repackaging (Roth et al., which MDProp's code reads) keeps the lists in
+    // Info_Files/ and the class folders under images/.
+    if (detail::directory_exists(join_path(dir, "images"))) image_dir = join_path(dir, "images");
   }
   const std::vector<std::string> lines = detail::read_lines(list_path, "SOP " + split + " list");
   ImageList list;
@@ -126,7 +130,7 @@ ImageList read_sop_list(const std::string& root, const std::string& split) {
     const int64_t cls = detail::parse_int(fields[1], list_path, line, "class_id");
     (void)detail::parse_int(fields[2], list_path, line, "super_class_id");
     if (cls < 1) fail(list_path, ":", line, ": class_id ", cls, " is not positive");
-    list.paths.push_back(join_path(dir, fields[3]));
+    list.paths.push_back(join_path(image_dir, fields[3]));
     list.class_ids.push_back(cls);
   }
   return list;
@@ -193,7 +197,7 @@ engine::Shape ImageListDataset::image_shape() const {
 
 std::unique_ptr<ImageListDataset> open_image_list_dataset(const std::string& name,
                                                           const std::string& split,
-                                                          const std::string& root) {
+                                                          const std::string& root, bool augment) {
   ImageList list;
   if (name == "cub200") {
     list = read_cub_list(root, split);
@@ -208,7 +212,7 @@ std::unique_ptr<ImageListDataset> open_image_list_dataset(const std::string& nam
     fail(name, " ", split, ": the lists under ", root, " hold no image of the split's classes");
   }
   ImageTransform transform;
-  transform.train = split == "train";
+  transform.train = augment;
   return std::make_unique<ImageListDataset>(name, split, std::move(list), transform);
 }
 

@@ -17,8 +17,9 @@
 //            train = classes 1..98, test = classes 99..196.
 //   sop      <root>[/Stanford_Online_Products][/Info_Files]/Ebay_{train,test}.txt with a header
 //            line "image_id class_id super_class_id path"; paths relative to the data set folder
-//            (the one holding Ebay_*.txt, or its parent for Info_Files/). train and test are the
-//            two files (11,318 / 11,316 classes).
+//            (the one holding Ebay_*.txt, or its parent for Info_Files/; with Info_Files/, its
+//            images/ folder when there is one, the "Revisiting DML" layout). train and test are
+//            the two files (11,318 / 11,316 classes).
 //
 // Labels are the class ids of the split remapped to 0, 1, ... in increasing id order (for the
 // full data sets: id - first id, e.g. CUB test 101..200 -> 0..99). Images are decoded when asked
@@ -73,10 +74,11 @@ class ImageListDataset : public Dataset {
   ImageTransform transform_;
 };
 
-// name: "cub200", "cars196" or "sop"; split: "train" (random crop + flip) or "test" (center
-// crop). Throws naming the missing file or directory.
+// name: "cub200", "cars196" or "sop"; split: "train" or "test"; augment: random crop + flip
+// (training) or center crop (evaluation, either split). Throws naming the missing file or
+// directory.
 std::unique_ptr<ImageListDataset> open_image_list_dataset(const std::string& name,
                                                           const std::string& split,
-                                                          const std::string& root);
+                                                          const std::string& root, bool augment);
 
 }  // namespace data

@@ -9,7 +9,7 @@
 //   num_batches_tracked                        []    branch 0 (I64)
 //   aux_bn.<k-1>.weight, ..., aux_bn.<k-1>.num_batches_tracked   branch k >= 1
 // num_batches_tracked may be missing on load (older checkpoints lack it). MDProp's own
-// "aux_bn1."/"aux_bn2." spellings are not accepted yet (a loader-level alias, to do).
+// "aux_bn1."/"aux_bn2." spellings are accepted by the model loader (models/weights.cpp).
 //
 // Routing: set_routes() gives contiguous row ranges of the batch -> branch (engine/ops.h
 // BatchNormRoute). With no routes set, the whole batch goes to branch 0 when computing batch

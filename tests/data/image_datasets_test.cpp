@@ -93,7 +93,7 @@ TEST_CASE("cub200: zero-shot split of a generated tree, labels remapped", "[data
 TEST_CASE("cub200: images decode to [3, 224, 224], train crops draw from the generator", "[data]") {
   test::TempDir dir;
   const std::string cub = make_cub(dir);
-  auto train = data::open_dataset("cub200", "train", cub);
+  auto train = data::open_dataset("cub200", "train", cub, /*augment=*/true);
   auto test_split = data::open_dataset("cub200", "test", cub);
   CHECK(train->image_shape() == engine::Shape{3, 224, 224});
   engine::Generator gen(5);
@@ -104,6 +104,13 @@ TEST_CASE("cub200: images decode to [3, 224, 224], train crops draw from the gen
   CHECK(gen.offset == 0);  // center crop: no random draws
   (void)train->image(0, gen);
   CHECK(gen.offset == 1);  // random crop + flip: one Philox block
+  // The train split opened for evaluation (dml eval/embed/attack --split train) is not augmented:
+  // the center crop, no draw, the same image for any generator.
+  auto train_eval = data::open_dataset("cub200", "train", cub);
+  engine::Generator other(6);
+  const engine::Tensor a = train_eval->image(0, gen), b = train_eval->image(0, other);
+  CHECK(gen.offset == 1);
+  CHECK(a.to_vector() == b.to_vector());
 }
 
 TEST_CASE("cub200 errors: missing split files and bad images name the file", "[data]") {
@@ -174,6 +181,18 @@ TEST_CASE("sop: Ebay_train / Ebay_test lists, header skipped, class ids remapped
     CHECK(s[1].first_class_id == 11319);
     CHECK(s[1].last_class_id == 11320);
   }
+}
+
+TEST_CASE("sop: the Revisiting-DML layout, lists in Info_Files/ and images under images/",
+          "[data]") {
+  test::TempDir dir;
+  const std::string sop = make_sop(dir, /*info_files=*/true);
+  write_png(sop + "/images/toaster_final/252215402155_0.JPG", 9, 7, 120);
+  auto test_split = data::open_dataset("sop", "test", sop);
+  const auto& list = dynamic_cast<const data::ImageListDataset&>(*test_split);
+  CHECK(list.path(1) == sop + "/images/toaster_final/252215402155_0.JPG");
+  engine::Generator gen(0);
+  CHECK(test_split->image(1, gen).to_vector()[7] == Approx(120.0 / 255.0).epsilon(1e-6));
 }
 
 TEST_CASE("sop errors: missing list file, malformed line", "[data]") {

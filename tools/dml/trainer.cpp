@@ -49,7 +49,9 @@ const char* const kResumeFreeKeys[] = {"epochs", "eval", "log_every_batches",
 
 std::unique_ptr<data::Dataset> open_split(const TrainConfig& config, const std::string& split) {
   try {
-    return data::open_dataset(config.data_name, split, config.data_root);
+    // Only the training split is augmented; evaluation during training uses the center crop.
+    return data::open_dataset(config.data_name, split, config.data_root,
+                              /*augment=*/split == "train");
   } catch (const engine::Error& e) {
     // A missing or unreadable dataset is a configuration mistake (exit 2), named by its key.
     throw UsageError("config key 'data' (name '" + config.data_name + "', root '" +
