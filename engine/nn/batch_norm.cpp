@@ -1,9 +1,11 @@
 // Multi-branch BatchNorm module: routing, the call into engine::batch_norm, per-branch state.
 #include "engine/nn/batch_norm.h"
 
+#include <cmath>
 #include <utility>
 
 #include "engine/autograd.h"
+#include "kernels/common/check.h"
 
 namespace engine::nn {
 
@@ -117,6 +119,21 @@ void set_batch_norm_eval_branch(Module& model, int64_t branch) {
 
 void set_batch_norm_frozen(Module& model, bool frozen) {
   for (BatchNorm* bn : batch_norm_layers(model)) bn->set_frozen(frozen);
+}
+
+void perturb_batch_norm_aux_branches(Module& model, double stddev, Generator& gen) {
+  ENGINE_CHECK(std::isfinite(stddev) && stddev >= 0.0,
+               "perturb_batch_norm_aux_branches: stddev must be finite and >= 0, got ", stddev);
+  if (stddev == 0.0) return;
+  NoGradGuard no_grad;
+  for (BatchNorm* bn : batch_norm_layers(model)) {
+    for (Tensor parameter : {bn->weight(), bn->bias()}) {  // [K, C], row k = branch k
+      const int64_t branches = parameter.size(0);
+      if (branches < 2) continue;
+      Tensor aux = parameter.slice(0, 1, branches);  // a view: the update lands in the parameter
+      aux.copy_(aux + normal(aux.shape(), 0.0, stddev, gen, aux.dtype()).to(aux.device()));
+    }
+  }
 }
 
 }  // namespace engine::nn

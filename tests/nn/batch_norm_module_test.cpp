@@ -168,6 +168,47 @@ TEST_CASE("BatchNorm2d: copy_main_to_aux duplicates branch 0", "[batch_norm]") {
   test::require_close(bn.running_var(), {7, 8, 7, 8, 7, 8}, 0, 0, "running_var");
 }
 
+TEST_CASE("BatchNorm: aux-branch noise moves branches 1..K-1's affine parameters only",
+          "[batch_norm]") {
+  nn::Sequential model;
+  auto wide = model.push_back(std::make_shared<nn::BatchNorm1d>(4000, 3));
+  auto single = model.push_back(std::make_shared<nn::BatchNorm1d>(5, 1));
+  const std::vector<double> mean_before = wide->running_mean().to_vector();
+  engine::Generator gen(17);
+  nn::perturb_batch_norm_aux_branches(model, 0.1, gen);
+  const std::vector<double> w = wide->weight().to_vector(), b = wide->bias().to_vector();
+  for (int64_t c = 0; c < 4000; ++c) {  // branch 0 keeps the copy's values exactly
+    REQUIRE(w[c] == 1.0);
+    REQUIRE(b[c] == 0.0);
+  }
+  // Branches 1 and 2 get N(0, 0.01): sample mean ~ 0 and standard deviation ~ 0.1 over 8000
+  // draws each (bounds ~6 standard errors wide), and the two branches differ from each other.
+  for (const std::vector<double>* values : {&w, &b}) {
+    const double origin = values == &w ? 1.0 : 0.0;
+    double sum = 0.0, squares = 0.0;
+    for (size_t i = 4000; i < 12000; ++i) {
+      sum += (*values)[i] - origin;
+      squares += ((*values)[i] - origin) * ((*values)[i] - origin);
+    }
+    const double mean = sum / 8000.0, sd = std::sqrt(squares / 8000.0 - mean * mean);
+    CHECK(std::fabs(mean) < 0.007);
+    CHECK(sd == Approx(0.1).margin(0.005));
+    CHECK((*values)[4000] != (*values)[8000]);
+  }
+  CHECK(wide->running_mean().to_vector() == mean_before);  // statistics untouched
+  test::require_close(single->weight(), std::vector<double>(5, 1.0), 0, 0, "one branch");
+  // The same seed gives the same noise; stddev 0 changes nothing; a negative one is refused.
+  nn::Sequential again;
+  auto twin = again.push_back(std::make_shared<nn::BatchNorm1d>(4000, 3));
+  again.push_back(std::make_shared<nn::BatchNorm1d>(5, 1));
+  engine::Generator same(17);
+  nn::perturb_batch_norm_aux_branches(again, 0.1, same);
+  CHECK(twin->weight().to_vector() == w);
+  nn::perturb_batch_norm_aux_branches(again, 0.0, same);
+  CHECK(twin->weight().to_vector() == w);
+  CHECK_THROWS(nn::perturb_batch_norm_aux_branches(again, -1.0, same));
+}
+
 TEST_CASE("BatchNorm2d grad: input, weight and bias through two routed branches",
           "[batch_norm][grad]") {
   nn::BatchNorm2d bn(2, 2);

@@ -95,3 +95,38 @@ TEST_CASE("dml train: a missing or mismatched model.pretrained is an error namin
                               {{"model", {{"pretrained_skip", json::array({""})}}}}),
                   dml::UsageError);
 }
+
+TEST_CASE("dml train: model.aux_bn_noise perturbs the aux BN branches, and a resume is exact",
+          "[tools][train][pretrained]") {
+  test::TempDir out;
+  // Every parameter in a group with lr 0: the checkpoint shows the initial values.
+  const json frozen = {{"optimizer",
+                        {{"groups",
+                          {{{"match", "conv"}, {"lr", 0.0}},
+                           {{"match", "bn"}, {"lr", 0.0}},
+                           {{"match", "fc"}, {"lr", 0.0}}}}}}};
+  auto with_noise = [&](double noise) {
+    json extra = frozen;
+    extra["model"] = {{"name", "c2f2-bn"}, {"bn_branches", 2}, {"aux_bn_noise", noise}};
+    return extra;
+  };
+  REQUIRE(dml::train(tiny_config("triplet", out.file("plain"), 1, with_noise(0.0)),
+                     dml::TrainOptions()) == 0);
+  REQUIRE(dml::train(tiny_config("triplet", out.file("noisy"), 1, with_noise(0.05)),
+                     dml::TrainOptions()) == 0);
+  const auto plain = checkpoint_tensors(out.file("plain"));
+  const auto noisy = checkpoint_tensors(out.file("noisy"));
+  for (const char* bn : {"model.bn1.", "model.bn3."}) {
+    INFO(bn);
+    const std::string main = std::string(bn) + "weight", aux = std::string(bn) + "aux_bn.0.weight";
+    CHECK(plain.at(aux).bytes == plain.at(main).bytes);   // exact copies without noise
+    CHECK(noisy.at(main).bytes == plain.at(main).bytes);  // branch 0 untouched
+    CHECK(noisy.at(aux).bytes != noisy.at(main).bytes);   // the aux branch moved
+  }
+  CHECK(noisy.at("model.conv1.weight").bytes == plain.at("model.conv1.weight").bytes);
+  // Stopped and resumed (now learning), the run equals the uninterrupted one: on --resume the
+  // checkpoint's weights are what counts, noise or not.
+  tiny_training::check_resume_bit_identical(
+      out.file("resume"), "triplet", 2,
+      {{"model", {{"name", "c2f2-bn"}, {"bn_branches", 2}, {"aux_bn_noise", 0.05}}}}, 1);
+}

@@ -309,7 +309,8 @@ json default_config_json() {
         {"bn_branches", 1},
         {"frozen_bn", false},
         {"pretrained", ""},
-        {"pretrained_skip", json::array({"fc."})}}},
+        {"pretrained_skip", json::array({"fc."})},
+        {"aux_bn_noise", 0.0}}},
       {"sampler",
        {{"name", "spc2"},
         {"pairs_per_batch", 128},
@@ -443,6 +444,7 @@ TrainConfig resolve_config(const json& config, const std::string& source) {
     }
     t.pretrained_skip.push_back(prefix.get<std::string>());
   }
+  t.aux_bn_noise = c.number("model.aux_bn_noise", 0.0, false);
   if (t.model.name == "c2f2" && t.model.bn_branches != 1) {
     c.fail("model.bn_branches", "must be 1 for c2f2 (it has no batch norm; use c2f2-bn)",
            c.at("model.bn_branches"));

@@ -64,6 +64,10 @@ struct TrainConfig {
   // their fresh initialization (default {"fc."}: the new embedding layer).
   std::string pretrained;
   std::vector<std::string> pretrained_skip = {"fc."};
+  // model.aux_bn_noise: standard deviation of the Gaussian noise added to the weight and bias of
+  // BN branches k >= 1 after they start as copies of branch 0 (after model.pretrained); 0 = exact
+  // copies. Not applied on --resume (the checkpoint holds the weights).
+  double aux_bn_noise = 0.0;
   std::string sampler_name = "spc2";  // spc2 | m_per_class
   int64_t pairs_per_batch = 128;      // spc2
   int64_t classes_per_batch = 32;     // m_per_class

@@ -23,6 +23,7 @@
 #include "engine/device.h"
 #include "engine/io/file_io.h"
 #include "engine/io/safetensors.h"
+#include "engine/nn/batch_norm.h"
 #include "kernels/common/check.h"
 #include "kernels/common/cuda_runtime.h"
 #include "losses/losses.h"
@@ -41,6 +42,8 @@ using Clock = std::chrono::steady_clock;
 
 // Mixed into the seed for the mining generator, so mining and model init draw different streams.
 constexpr uint64_t kMiningSeedMix = 0x9E3779B97F4A7C15ull;
+// The same for the noise of model.aux_bn_noise.
+constexpr uint64_t kAuxNoiseSeedMix = 0xC2B2AE3D27D4EB4Full;
 constexpr int kCheckpointFormat = 1;
 
 // Keys that may change between a run and its resume without changing the computation.
@@ -320,6 +323,11 @@ int train(const TrainConfig& config, const TrainOptions& options) {
   engine::Generator init_gen(config.seed);
   std::shared_ptr<models::Model> model = models::build_model(config.model, init_gen);
   if (!config.pretrained.empty() && !options.resume) load_pretrained(config, *model);
+  if (config.aux_bn_noise > 0.0 && !options.resume) {
+    // Its own stream, so the noise does not move any other draw of the run.
+    engine::Generator noise_gen(config.seed ^ kAuxNoiseSeedMix);
+    engine::nn::perturb_batch_norm_aux_branches(*model, config.aux_bn_noise, noise_gen);
+  }
   std::unique_ptr<data::BatchSampler> sampler = make_sampler(config, *train_set);
   const TrainingLoss loss = make_training_loss(config, train_set->num_classes(), init_gen);
   const std::unique_ptr<attacks::defenses::Defense> defense =
