@@ -195,17 +195,18 @@ std::vector<int64_t> Spc2Sampler::batch(int64_t epoch, int64_t k) const {
 // ---- M-per-class --------------------------------------------------------------------------------
 
 MPerClassSampler::MPerClassSampler(std::vector<int64_t> labels, int64_t classes_per_batch,
-                                   int64_t m, uint64_t seed)
+                                   int64_t m, uint64_t seed, bool with_replacement)
     : BatchSampler(seed),
       num_samples_(static_cast<int64_t>(labels.size())),
       classes_per_batch_(classes_per_batch),
-      m_(m) {
+      m_(m),
+      with_replacement_(with_replacement) {
   for (std::vector<int64_t>& members : class_members(labels, "m_per_class")) {
     if (!members.empty()) members_.push_back(std::move(members));
   }
   ENGINE_CHECK(m_ > 0 && classes_per_batch_ > 0, "m_per_class sampler: classes per batch (",
                classes_per_batch_, ") and m (", m_, ") must be positive");
-  ENGINE_CHECK(classes_per_batch_ <= static_cast<int64_t>(members_.size()),
+  ENGINE_CHECK(with_replacement_ || classes_per_batch_ <= static_cast<int64_t>(members_.size()),
                "m_per_class sampler: ", classes_per_batch_,
                " classes per batch but the data set "
                "has only ",
@@ -219,15 +220,23 @@ int64_t MPerClassSampler::batches_per_epoch() const {
 std::vector<int64_t> MPerClassSampler::batch(int64_t epoch, int64_t k) const {
   check_batch_index(epoch, k);
   const int64_t num_classes = static_cast<int64_t>(members_.size());
-  // Batch k owns a fixed range of the epoch's stream: one word per class swap and per image.
+  // Batch k owns a fixed range of the epoch's stream: one word per class draw and per image
+  // (with replacement there may be more class slots than classes).
   const uint64_t key = epoch_seed(seed(), epoch);
-  const uint64_t first_block = static_cast<uint64_t>(k) * blocks_for(num_classes + batch_size());
+  const int64_t class_words = std::max(num_classes, classes_per_batch_);
+  const uint64_t first_block = static_cast<uint64_t>(k) * blocks_for(class_words + batch_size());
   uint64_t word = 0;
 
-  // Partial Fisher-Yates: positions 0..C-1 of a shuffled class list.
-  std::vector<int64_t> classes(static_cast<std::size_t>(num_classes));
+  // Partial Fisher-Yates: positions 0..C-1 of a shuffled class list; or, with replacement, C
+  // independent draws.
+  std::vector<int64_t> classes(static_cast<std::size_t>(class_words));
   for (int64_t c = 0; c < num_classes; ++c) classes[static_cast<std::size_t>(c)] = c;
   for (int64_t j = 0; j < classes_per_batch_; ++j) {
+    if (with_replacement_) {
+      classes[static_cast<std::size_t>(j)] =
+          below(stream_word(key, first_block, word++), num_classes);
+      continue;
+    }
     const int64_t pick = j + below(stream_word(key, first_block, word++), num_classes - j);
     std::swap(classes[static_cast<std::size_t>(j)], classes[static_cast<std::size_t>(pick)]);
   }
@@ -238,11 +247,11 @@ std::vector<int64_t> MPerClassSampler::batch(int64_t epoch, int64_t k) const {
         members_[static_cast<std::size_t>(classes[static_cast<std::size_t>(j)])];
     const int64_t size = static_cast<int64_t>(pool.size());
     for (int64_t t = 0; t < m_; ++t) {
-      if (size >= m_) {  // without replacement: partial Fisher-Yates over the class
+      if (size >= m_ && !with_replacement_) {  // partial Fisher-Yates over the class
         const int64_t pick = t + below(stream_word(key, first_block, word++), size - t);
         std::swap(pool[static_cast<std::size_t>(t)], pool[static_cast<std::size_t>(pick)]);
         out.push_back(pool[static_cast<std::size_t>(t)]);
-      } else {  // too few images: with replacement
+      } else {  // with replacement (asked for, or too few images)
         out.push_back(
             pool[static_cast<std::size_t>(below(stream_word(key, first_block, word++), size))]);
       }

@@ -95,12 +95,15 @@ class Spc2Sampler : public BatchSampler {
 
 // M-per-class: each batch takes `classes_per_batch` distinct classes (uniformly, among classes
 // with at least one image) and `m` images of each — distinct images when the class has at least
-// m, otherwise drawn with replacement. Layout: [c0 x m, c1 x m, ...]. An epoch is
+// m, otherwise drawn with replacement (as pytorch-metric-learning's MPerClassSampler). With
+// `with_replacement`, every class slot and every image is an independent uniform draw, so a batch
+// may repeat a class or an image (the "Revisiting DML" class sampler of Roth et al., which
+// MDProp's code uses). Layout: [c0 x m, c1 x m, ...]. An epoch is
 // max(1, N / (classes_per_batch * m)) batches, so it shows about N images.
 class MPerClassSampler : public BatchSampler {
  public:
-  MPerClassSampler(std::vector<int64_t> labels, int64_t classes_per_batch, int64_t m,
-                   uint64_t seed);
+  MPerClassSampler(std::vector<int64_t> labels, int64_t classes_per_batch, int64_t m, uint64_t seed,
+                   bool with_replacement = false);
 
   std::string kind() const override { return "m_per_class"; }
   int64_t batch_size() const override { return classes_per_batch_ * m_; }
@@ -113,6 +116,7 @@ class MPerClassSampler : public BatchSampler {
   int64_t num_samples_;
   int64_t classes_per_batch_;
   int64_t m_;
+  bool with_replacement_;
 };
 
 // Consecutive batches 0..n-1 of at most `batch_size` (evaluation order, no shuffling).

@@ -148,6 +148,46 @@ TEST_CASE("m-per-class: C distinct classes x m images, distinct within a class w
   REQUIRE_THROWS_WITH(data::MPerClassSampler(labels, 6, 2, 1), Contains("only 5 classes"));
 }
 
+TEST_CASE("m-per-class with replacement: classes and images drawn independently", "[data]") {
+  // 5 classes of 4 images; 4 class slots of 3 images. Without replacement a batch never repeats a
+  // class or an image; with it, over 200 batches, repeats of both occur, the layout holds, and
+  // every class and every image turns up.
+  std::vector<int64_t> labels;
+  for (int64_t i = 0; i < 20; ++i) labels.push_back(i % 5);
+  data::MPerClassSampler sampler(labels, /*classes=*/4, /*m=*/3, /*seed=*/11,
+                                 /*with_replacement=*/true);
+  int64_t repeated_class = 0, repeated_image = 0;
+  std::set<int64_t> images_seen;
+  for (int64_t epoch = 0; epoch < 200; ++epoch) {
+    const std::vector<int64_t> b = sampler.batch(epoch, 0);
+    REQUIRE(b.size() == 12);
+    std::set<int64_t> classes;
+    for (int g = 0; g < 4; ++g) {
+      const int64_t c = labels[b[3 * g]];
+      for (int j = 0; j < 3; ++j) CHECK(labels[b[3 * g + j]] == c);
+      const std::set<int64_t> group(b.begin() + 3 * g, b.begin() + 3 * g + 3);
+      repeated_image += group.size() < 3;
+      classes.insert(c);
+    }
+    repeated_class += classes.size() < 4;
+    images_seen.insert(b.begin(), b.end());
+  }
+  // P(4 draws of 5 classes all distinct) = 5*4*3*2 / 5^4 = 0.19; P(3 draws of 4 images
+  // distinct) = 4*3*2 / 4^3 = 0.375: both kinds of repeats are the rule, not rare.
+  CHECK(repeated_class > 100);
+  CHECK(repeated_image > 100);
+  CHECK(images_seen.size() == 20);
+  // More class slots than classes is allowed with replacement only.
+  CHECK(data::MPerClassSampler(labels, 7, 2, 1, true).batch(0, 0).size() == 14);
+  REQUIRE_THROWS_WITH(data::MPerClassSampler(labels, 7, 2, 1), Contains("only 5 classes"));
+  // Without replacement the same sampler never repeats either.
+  data::MPerClassSampler distinct(labels, 4, 3, 11);
+  for (int64_t epoch = 0; epoch < 50; ++epoch) {
+    const std::vector<int64_t> b = distinct.batch(epoch, 0);
+    CHECK(std::set<int64_t>(b.begin(), b.end()).size() == 12);
+  }
+}
+
 TEST_CASE("m-per-class: seeded and resumable like SPC-2", "[data]") {
   const std::vector<int64_t> labels = mod3_labels(30);
   data::MPerClassSampler a(labels, 3, 2, 5), b(labels, 3, 2, 5);

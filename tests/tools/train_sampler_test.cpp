@@ -66,6 +66,10 @@ TEST_CASE("dml train: an m_per_class run resumed mid-epoch is bit-identical",
   test::TempDir out;
   tiny_training::check_resume_bit_identical(out.file("run"), "multi_similarity", 3,
                                             m_per_class({{"epochs", 2}}), 4);
+  // The same with classes and images drawn with replacement (MDProp's sampler).
+  tiny_training::check_resume_bit_identical(
+      out.file("replacement"), "multi_similarity", 3,
+      m_per_class({{"epochs", 2}, {"sampler", {{"with_replacement", true}}}}), 4);
 }
 
 TEST_CASE("dml train: mdprop trains on m_per_class batches with multi-similarity",
@@ -99,5 +103,7 @@ TEST_CASE("dml train: m_per_class is refused for losses and defenses that need S
              Catch::Contains("config key 'defense.name'") && Catch::Contains("spc2"));
   CHECK_THAT(usage_error("arcface", m_per_class({{"sampler", {{"images_per_class", 0}}}})),
              Catch::Contains("config key 'sampler.images_per_class'"));
+  CHECK_THAT(usage_error("triplet", {{"sampler", {{"with_replacement", true}}}}),
+             Catch::Contains("config key 'sampler.with_replacement'"));
   CHECK(usage_error("arcface", m_per_class()).empty());
 }

@@ -316,6 +316,7 @@ json default_config_json() {
         {"pairs_per_batch", 128},
         {"classes_per_batch", 32},
         {"images_per_class", 2},
+        {"with_replacement", false},
         {"max_batches_per_epoch", 0},
         {"drop_last", false}}},
       {"loss",
@@ -454,6 +455,11 @@ TrainConfig resolve_config(const json& config, const std::string& source) {
   t.pairs_per_batch = c.integer("sampler.pairs_per_batch", 1);
   t.classes_per_batch = c.integer("sampler.classes_per_batch", 1);
   t.images_per_class = c.integer("sampler.images_per_class", 1);
+  t.with_replacement = c.flag("sampler.with_replacement");
+  if (t.with_replacement && t.sampler_name != "m_per_class") {
+    c.fail("sampler.with_replacement", "applies to sampler m_per_class only",
+           c.at("sampler.with_replacement"));
+  }
   t.max_batches_per_epoch = c.integer("sampler.max_batches_per_epoch", 0);
   t.drop_last = c.flag("sampler.drop_last");
 

@@ -72,6 +72,7 @@ struct TrainConfig {
   int64_t pairs_per_batch = 128;      // spc2
   int64_t classes_per_batch = 32;     // m_per_class
   int64_t images_per_class = 2;       // m_per_class: M
+  bool with_replacement = false;      // m_per_class: classes and images drawn with replacement
   int64_t max_batches_per_epoch = 0;  // 0 = the whole epoch
   bool drop_last = false;
   std::string loss_name = "triplet";  // one of loss_names()

@@ -78,7 +78,8 @@ std::unique_ptr<data::BatchSampler> make_sampler(const TrainConfig& config,
                                                  const data::Dataset& train_set) {
   if (config.sampler_name == "m_per_class") {
     return std::make_unique<data::MPerClassSampler>(train_set.labels(), config.classes_per_batch,
-                                                    config.images_per_class, config.seed);
+                                                    config.images_per_class, config.seed,
+                                                    config.with_replacement);
   }
   return std::make_unique<data::Spc2Sampler>(train_set.labels(), config.pairs_per_batch,
                                              config.seed, config.drop_last);
@@ -87,7 +88,8 @@ std::unique_ptr<data::BatchSampler> make_sampler(const TrainConfig& config,
 std::string batch_summary(const TrainConfig& config) {
   if (config.sampler_name == "m_per_class") {
     return std::to_string(config.classes_per_batch) + " classes x " +
-           std::to_string(config.images_per_class) + " images";
+           std::to_string(config.images_per_class) + " images" +
+           (config.with_replacement ? " (with replacement)" : "");
   }
   return std::to_string(config.pairs_per_batch) + " pairs";
 }
