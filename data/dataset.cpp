@@ -49,13 +49,15 @@ std::vector<std::string> dataset_names() {
 }
 
 std::unique_ptr<Dataset> open_dataset(const std::string& name, const std::string& split,
-                                      const std::string& root, bool augment) {
+                                      const std::string& root, bool augment,
+                                      const std::string& transform) {
+  const TransformRecipe recipe = parse_transform_recipe(transform);
   const std::string canonical = canonical_name(name);
   check_split(canonical, split);
   if (canonical == "fashion-mnist" || canonical == "mnist") {
     return MnistDataset::open(canonical, split, mnist_root(canonical, root));
   }
-  return open_image_list_dataset(canonical, split, root, augment);
+  return open_image_list_dataset(canonical, split, root, augment, recipe);
 }
 
 std::vector<SplitSummary> describe_dataset(const std::string& name, const std::string& root) {

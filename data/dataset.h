@@ -44,10 +44,12 @@ struct SplitSummary {
 // Throws engine::Error naming the missing file or directory when the data are not there.
 // augment: the image datasets' training transform (random crop + horizontal flip, drawn from the
 // generator image() is given), which only training asks for; otherwise the deterministic
-// evaluation transform (center crop), on either split, as the papers' code evaluates. Fashion-MNIST
-// and MNIST have no transform.
+// evaluation transform (center crop), on either split, as the papers' code evaluates. transform:
+// the image datasets' recipe, "robrank" or "revisiting" (data/transforms.h). Fashion-MNIST and
+// MNIST have no transform.
 std::unique_ptr<Dataset> open_dataset(const std::string& name, const std::string& split,
-                                      const std::string& root = "", bool augment = false);
+                                      const std::string& root = "", bool augment = false,
+                                      const std::string& transform = "robrank");
 std::vector<SplitSummary> describe_dataset(const std::string& name, const std::string& root = "");
 std::vector<std::string> dataset_names();
 

@@ -197,7 +197,8 @@ engine::Shape ImageListDataset::image_shape() const {
 
 std::unique_ptr<ImageListDataset> open_image_list_dataset(const std::string& name,
                                                           const std::string& split,
-                                                          const std::string& root, bool augment) {
+                                                          const std::string& root, bool augment,
+                                                          TransformRecipe recipe) {
   ImageList list;
   if (name == "cub200") {
     list = read_cub_list(root, split);
@@ -213,6 +214,7 @@ std::unique_ptr<ImageListDataset> open_image_list_dataset(const std::string& nam
   }
   ImageTransform transform;
   transform.train = augment;
+  transform.recipe = recipe;
   return std::make_unique<ImageListDataset>(name, split, std::move(list), transform);
 }
 

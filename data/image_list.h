@@ -74,11 +74,12 @@ class ImageListDataset : public Dataset {
   ImageTransform transform_;
 };
 
-// name: "cub200", "cars196" or "sop"; split: "train" or "test"; augment: random crop + flip
-// (training) or center crop (evaluation, either split). Throws naming the missing file or
+// name: "cub200", "cars196" or "sop"; split: "train" or "test"; augment: the recipe's training
+// transform or its evaluation one (center crop, either split). Throws naming the missing file or
 // directory.
 std::unique_ptr<ImageListDataset> open_image_list_dataset(const std::string& name,
                                                           const std::string& split,
-                                                          const std::string& root, bool augment);
+                                                          const std::string& root, bool augment,
+                                                          TransformRecipe recipe);
 
 }  // namespace data

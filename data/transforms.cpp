@@ -204,7 +204,81 @@ Tensor random_crop_flip(const Tensor& image, int64_t size, engine::Generator& ge
   return draw.flip ? hflip(out) : out;
 }
 
+Tensor resize_shorter_side(const Tensor& image, int64_t size) {
+  const Tensor in = checked_image(image, "resize_shorter_side");
+  ENGINE_CHECK(size > 0, "resize_shorter_side: size must be positive, got ", size);
+  const int64_t h = in.size(1), w = in.size(2);
+  const int64_t shorter = std::min(h, w), longer = std::max(h, w);
+  const auto other = static_cast<int64_t>(double(size) * double(longer) / double(shorter));
+  return h <= w ? resize_bilinear(in, size, other) : resize_bilinear(in, other, size);
+}
+
+ResizedCropFlip draw_resized_crop_flip(int64_t height, int64_t width, engine::Generator& gen) {
+  ENGINE_CHECK(height > 0 && width > 0, "random resized crop: empty ", height, "x", width,
+               " image");
+  constexpr int kTries = 10;
+  constexpr double kMinScale = 0.08, kMaxScale = 1.0;
+  const double log_min_ratio = std::log(3.0 / 4.0), log_max_ratio = std::log(4.0 / 3.0);
+  const uint64_t first = gen.take(kTries + 1);
+  auto block = [&](int t) { return engine::kernels::philox4x32_10(first + t, 0, gen.seed); };
+  auto below = [](uint32_t word, int64_t n) {  // uniform in {0, ..., n - 1}, as draw_crop_flip
+    return static_cast<int64_t>((uint64_t(word) * uint64_t(n)) >> 32);
+  };
+  const double area = double(height) * double(width);
+  ResizedCropFlip out;
+  bool found = false;
+  for (int t = 0; t < kTries && !found; ++t) {
+    const engine::kernels::PhiloxBlock b = block(t);
+    const double scale =
+        kMinScale + (kMaxScale - kMinScale) * double(engine::kernels::philox_uniform01(b.word[0]));
+    const double ratio =
+        std::exp(log_min_ratio + (log_max_ratio - log_min_ratio) *
+                                     double(engine::kernels::philox_uniform01(b.word[1])));
+    // Python's round() is half to even, as std::nearbyint in the default rounding mode.
+    const auto w = static_cast<int64_t>(std::nearbyint(std::sqrt(area * scale * ratio)));
+    const auto h = static_cast<int64_t>(std::nearbyint(std::sqrt(area * scale / ratio)));
+    if (w > 0 && w <= width && h > 0 && h <= height) {
+      out = {below(b.word[2], height - h + 1), below(b.word[3], width - w + 1), h, w, false};
+      found = true;
+    }
+  }
+  if (!found) {  // the centered crop of the whole image, its aspect clamped to [3/4, 4/3]
+    const double in_ratio = double(width) / double(height);
+    int64_t w = width, h = height;
+    if (in_ratio < 3.0 / 4.0) {
+      h = static_cast<int64_t>(std::nearbyint(double(w) / (3.0 / 4.0)));
+    } else if (in_ratio > 4.0 / 3.0) {
+      w = static_cast<int64_t>(std::nearbyint(double(h) * (4.0 / 3.0)));
+    }
+    out = {(height - h) / 2, (width - w) / 2, h, w, false};
+  }
+  out.flip = engine::kernels::philox_uniform01(block(kTries).word[0]) < 0.5f;
+  return out;
+}
+
+Tensor random_resized_crop_flip(const Tensor& image, int64_t size, engine::Generator& gen) {
+  const Tensor in = checked_image(image, "random_resized_crop_flip");
+  ENGINE_CHECK(size > 0, "random_resized_crop_flip: size must be positive, got ", size);
+  const ResizedCropFlip d = draw_resized_crop_flip(in.size(1), in.size(2), gen);
+  Tensor out = resize_bilinear(crop(in, d.top, d.left, d.height, d.width), size, size);
+  return d.flip ? hflip(out) : out;
+}
+
+TransformRecipe parse_transform_recipe(const std::string& name) {
+  if (name == "robrank") return TransformRecipe::Robrank;
+  if (name == "revisiting") return TransformRecipe::Revisiting;
+  engine::fail("unknown image transform '", name, "' (expected robrank or revisiting)");
+}
+
+const char* transform_recipe_name(TransformRecipe recipe) {
+  return recipe == TransformRecipe::Robrank ? "robrank" : "revisiting";
+}
+
 Tensor ImageTransform::apply(const Tensor& image, engine::Generator& gen) const {
+  if (recipe == TransformRecipe::Revisiting) {
+    if (train) return random_resized_crop_flip(image, crop, gen);
+    return center_crop(resize > 0 ? resize_shorter_side(image, resize) : image, crop);
+  }
   const Tensor resized = resize > 0 ? resize_bilinear(image, resize, resize) : image;
   return train ? random_crop_flip(resized, crop, gen) : center_crop(resized, crop);
 }

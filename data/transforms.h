@@ -1,7 +1,10 @@
-// Image decoding and the CUB/CARS/SOP transforms (SPEC §5; robrank's getTransform,
-// research/robrank-spec.md §1.2):
-//   train: resize to 256x256 (bilinear) -> random 224x224 crop -> horizontal flip with p = 0.5
-//   test:  resize to 256x256 (bilinear) -> center 224x224 crop
+// Image decoding and the CUB/CARS/SOP transforms, two recipes:
+//   robrank (SPEC §5; robrank's getTransform, research/robrank-spec.md §1.2), the default:
+//     train: resize to 256x256 (bilinear) -> random 224x224 crop -> horizontal flip with p = 0.5
+//     test:  resize to 256x256 (bilinear) -> center 224x224 crop
+//   revisiting (Roth et al.'s "Revisiting DML" code, which MDProp's code and paper use):
+//     train: torchvision's RandomResizedCrop(224) (area 8-100 %, aspect 3/4-4/3) -> flip, p = 0.5
+//     test:  resize the shorter side to 256 (aspect kept) -> center 224x224 crop
 // Images are f32 [C, H, W] CPU tensors with values in [0, 1].
 //
 // Resize is PIL's bilinear filter, which torchvision's Resize applies to PIL images: a separable
@@ -43,10 +46,36 @@ struct CropFlip {
 CropFlip draw_crop_flip(int64_t height, int64_t width, int64_t size, engine::Generator& gen);
 engine::Tensor random_crop_flip(const engine::Tensor& image, int64_t size, engine::Generator& gen);
 
+// torchvision's Resize(size) with an int: the shorter side becomes `size`, the longer one
+// int(size * long / short) (truncated, as torchvision), bilinear as resize_bilinear.
+engine::Tensor resize_shorter_side(const engine::Tensor& image, int64_t size);
+
+// torchvision's RandomResizedCrop.get_params (scale (0.08, 1), ratio (3/4, 4/3)) and a flip coin:
+// up to 10 tries of area fraction s ~ U(0.08, 1) and log aspect ~ U(log 3/4, log 4/3), w =
+// round(sqrt(s A r)), h = round(sqrt(s A / r)) (half to even); the first that fits gets top ~
+// U{0..H-h}, left ~ U{0..W-w}; if none fits, the centered crop of the whole image with its aspect
+// clamped to [3/4, 4/3]. Always draws 11 Philox blocks of `gen` (try t uses block t's four
+// words; block 10's first word is the flip coin), so the stream advances by the same amount
+// whatever the image.
+struct ResizedCropFlip {
+  int64_t top = 0, left = 0, height = 0, width = 0;
+  bool flip = false;
+};
+ResizedCropFlip draw_resized_crop_flip(int64_t height, int64_t width, engine::Generator& gen);
+// The drawn window, resized (bilinear) to size x size, flipped iff drawn.
+engine::Tensor random_resized_crop_flip(const engine::Tensor& image, int64_t size,
+                                        engine::Generator& gen);
+
+enum class TransformRecipe { Robrank, Revisiting };
+// "robrank" or "revisiting"; anything else throws engine::Error listing both.
+TransformRecipe parse_transform_recipe(const std::string& name);
+const char* transform_recipe_name(TransformRecipe recipe);
+
 struct ImageTransform {
-  int64_t resize = 256;  // both sides; 0 = keep the decoded size
+  int64_t resize = 256;  // robrank: both sides; revisiting: the shorter side; 0 = keep the size
   int64_t crop = 224;
-  bool train = false;  // random crop + flip (train) or center crop (test)
+  bool train = false;  // the training transform (random) or the evaluation one (center crop)
+  TransformRecipe recipe = TransformRecipe::Robrank;
 
   engine::Tensor apply(const engine::Tensor& image, engine::Generator& gen) const;
 };

@@ -205,3 +205,81 @@ TEST_CASE("train transform: [3, 224, 224] from any size, same generator -> same 
   CHECK(ya.shape() == engine::Shape{3, 224, 224});
   CHECK(ya.to_vector() == yb.to_vector());
 }
+
+TEST_CASE("shorter-side resize: torchvision's Resize(256) sizes", "[data]") {
+  // 300 x 200 (H x W): W is shorter -> W 256, H int(256 * 300 / 200) = 384.
+  CHECK(data::resize_shorter_side(coordinate_image(3, 300, 200), 256).shape() ==
+        engine::Shape{3, 384, 256});
+  // 200 x 333: H shorter -> H 256, W int(256 * 333 / 200) = int(426.24) = 426.
+  CHECK(data::resize_shorter_side(coordinate_image(1, 200, 333), 256).shape() ==
+        engine::Shape{1, 256, 426});
+  // Square stays square; the values are resize_bilinear's.
+  const Tensor x = coordinate_image(1, 20, 20);
+  CHECK(data::resize_shorter_side(x, 10).to_vector() ==
+        data::resize_bilinear(x, 10, 10).to_vector());
+  // Evaluation with the revisiting recipe: shorter side 256, then the center 224 crop.
+  data::ImageTransform test;
+  test.recipe = data::TransformRecipe::Revisiting;
+  engine::Generator gen(3);
+  const Tensor y = test.apply(coordinate_image(3, 300, 200), gen);
+  CHECK(gen.offset == 0);  // no draws
+  CHECK(y.to_vector() ==
+        data::center_crop(data::resize_shorter_side(coordinate_image(3, 300, 200), 256), 224)
+            .to_vector());
+}
+
+TEST_CASE("random resized crop: torchvision's window rules, 11 blocks per image", "[data]") {
+  std::set<bool> flips;
+  int64_t fallbacks = 0;
+  double smallest = 1.0, largest = 0.0;
+  for (uint64_t seed = 0; seed < 400; ++seed) {
+    engine::Generator gen(seed);
+    const data::ResizedCropFlip d = data::draw_resized_crop_flip(60, 80, gen);
+    CHECK(gen.offset == 11);
+    REQUIRE(d.height >= 1);
+    REQUIRE(d.width >= 1);
+    REQUIRE(d.top >= 0);
+    REQUIRE(d.left >= 0);
+    REQUIRE(d.top + d.height <= 60);
+    REQUIRE(d.left + d.width <= 80);
+    // Area 8-100 % and aspect 3/4-4/3, up to the rounding of w and h to integers.
+    const double fraction = double(d.height * d.width) / (60.0 * 80.0);
+    const double ratio = double(d.width) / double(d.height);
+    CHECK(fraction >= 0.08 * 0.8);
+    CHECK(fraction <= 1.0);
+    CHECK(ratio >= 0.75 * 0.85);
+    CHECK(ratio <= 4.0 / 3.0 / 0.85);
+    smallest = std::min(smallest, fraction);
+    largest = std::max(largest, fraction);
+    fallbacks += d.height == 60 && d.width == 80;
+    flips.insert(d.flip);
+  }
+  CHECK(smallest < 0.15);  // the whole range of areas is used
+  CHECK(largest > 0.8);
+  CHECK(flips.size() == 2);
+  // A 4 x 1000 strip: no window of aspect <= 4/3 and area >= 8 % fits (h <= 4 means w <= 5), so
+  // every try fails and the fallback is the centered crop of aspect 4/3: h 4, w round(5.33) = 5.
+  engine::Generator gen(1);
+  const data::ResizedCropFlip strip = data::draw_resized_crop_flip(4, 1000, gen);
+  CHECK(strip.height == 4);
+  CHECK(strip.width == 5);
+  CHECK(strip.top == 0);
+  CHECK(strip.left == (1000 - 5) / 2);
+  // The image is that window, resized to size x size and flipped iff drawn.
+  const Tensor x = coordinate_image(2, 60, 80);
+  engine::Generator a(9), b(9);
+  const data::ResizedCropFlip d = data::draw_resized_crop_flip(60, 80, b);
+  const Tensor window =
+      data::resize_bilinear(data::crop(x, d.top, d.left, d.height, d.width), 16, 16);
+  CHECK(data::random_resized_crop_flip(x, 16, a).to_vector() ==
+        (d.flip ? data::hflip(window) : window).to_vector());
+  // The training transform of the recipe is exactly this.
+  data::ImageTransform train;
+  train.train = true;
+  train.recipe = data::TransformRecipe::Revisiting;
+  train.crop = 16;
+  engine::Generator c(9);
+  CHECK(train.apply(x, c).to_vector() == (d.flip ? data::hflip(window) : window).to_vector());
+  CHECK(data::parse_transform_recipe("revisiting") == data::TransformRecipe::Revisiting);
+  CHECK_THROWS_WITH(data::parse_transform_recipe("imagenet"), Contains("robrank or revisiting"));
+}

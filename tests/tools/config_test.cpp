@@ -227,6 +227,7 @@ TEST_CASE("config: a config written before the new keys resolves to today's defa
   REQUIRE(old["optimizer"].erase("groups") == 1);
   REQUIRE(old["model"].erase("aux_bn_noise") == 1);
   REQUIRE(old["sampler"].erase("with_replacement") == 1);
+  REQUIRE(old["data"].erase("transform") == 1);
   CHECK(resolve(old).resolved == resolve(json::object()).resolved);
 }
 

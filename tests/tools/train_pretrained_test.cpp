@@ -14,6 +14,7 @@
 #include "tests/io/io_test_util.h"
 #include "tests/tools/tiny_training.h"
 #include "tools/dml/args.h"
+#include "tools/dml/load_model.h"
 #include "tools/dml/trainer.h"
 
 using nlohmann::json;
@@ -129,4 +130,24 @@ TEST_CASE("dml train: model.aux_bn_noise perturbs the aux BN branches, and a res
   tiny_training::check_resume_bit_identical(
       out.file("resume"), "triplet", 2,
       {{"model", {{"name", "c2f2-bn"}, {"bn_branches", 2}, {"aux_bn_noise", 0.05}}}}, 1);
+}
+
+TEST_CASE("dml train: data.transform is kept with the weights for eval, attack and report",
+          "[tools][train]") {
+  test::TempDir out;
+  // MNIST has no image transform, so this trains as usual; the recipe still travels with the
+  // weights, and the commands that reopen the dataset (load_trained_model) read it back.
+  REQUIRE(dml::train(tiny_config("triplet", out.file("revisiting"), 1,
+                                 {{"data", {{"transform", "revisiting"}}}}),
+                     dml::TrainOptions()) == 0);
+  REQUIRE(dml::train(tiny_config("triplet", out.file("default"), 1), dml::TrainOptions()) == 0);
+  for (const char* file : {"/checkpoint.safetensors", "/model.safetensors"}) {
+    INFO(file);
+    CHECK(dml::load_trained_model(out.file("revisiting") + file, engine::Device::cpu()).transform ==
+          "revisiting");
+    CHECK(dml::load_trained_model(out.file("default") + file, engine::Device::cpu()).transform ==
+          "robrank");
+  }
+  CHECK_THROWS_AS(tiny_config("triplet", out.file("bad"), 1, {{"data", {{"transform", "vgg"}}}}),
+                  dml::UsageError);
 }

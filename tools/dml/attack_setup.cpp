@@ -70,7 +70,8 @@ AttackSetup setup_attack(const AttackCommonOptions& o) {
   std::unique_ptr<data::Dataset> dataset;
   try {
     dataset = data::open_dataset(setup.dataset, setup.split,
-                                 root.value_or(data_name ? "" : setup.trained.root));
+                                 root.value_or(data_name ? "" : setup.trained.root),
+                                 /*augment=*/false, setup.trained.transform);
   } catch (const engine::Error& e) {
     throw UsageError("--data " + setup.dataset + ": " + e.what());
   }

@@ -302,7 +302,8 @@ json default_config_json() {
   const losses::ArcFaceOptions arcface;
   // Key order here is the order of docs/config.md.
   return json{
-      {"data", {{"name", "fashion-mnist"}, {"root", ""}, {"num_workers", 2}}},
+      {"data",
+       {{"name", "fashion-mnist"}, {"root", ""}, {"num_workers", 2}, {"transform", "robrank"}}},
       {"model",
        {{"name", "c2f2"},
         {"embedding_dim", 512},
@@ -426,6 +427,7 @@ TrainConfig resolve_config(const json& config, const std::string& source) {
   }
   t.data_root = c.str("data.root");
   t.num_workers = c.integer("data.num_workers", 0);
+  t.data_transform = c.one_of("data.transform", {"robrank", "revisiting"});
 
   t.model.name = c.str("model.name");
   if (!models::is_model_name(t.model.name)) {

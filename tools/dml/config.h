@@ -56,6 +56,8 @@ const std::vector<std::string>& loss_names();
 struct TrainConfig {
   std::string data_name = "fashion-mnist";
   std::string data_root;  // "" = the dataset's default location
+  // data.transform: the CUB/CARS/SOP image recipe, "robrank" or "revisiting" (data/transforms.h).
+  std::string data_transform = "robrank";
   int64_t num_workers = 2;
   models::ModelConfig model;
   // model.pretrained: a safetensors file loaded into the freshly built model before training

@@ -2,7 +2,7 @@
 // a dataset split, written as f32 .npy [N, D].
 //
 //   dml embed --model NAME --embedding-dim D --weights FILE.safetensors
-//             (--input images.npy | --data NAME [--split test] [--root DIR])
+//             (--input images.npy | --data NAME [--split test] [--root DIR] [--transform R])
 //             --out emb.npy [--device cpu|cuda] [--batch-size B] [--bn-branches K]
 #include <unistd.h>
 
@@ -27,7 +27,8 @@ namespace {
 
 const char* kUsage =
     "usage: dml embed --model NAME --embedding-dim D --weights FILE.safetensors\n"
-    "                 (--input images.npy | --data NAME [--split test] [--root DIR])\n"
+    "                 (--input images.npy | --data NAME [--split test] [--root DIR]\n"
+    "                  [--transform robrank|revisiting])\n"
     "                 --out emb.npy [--device cpu|cuda] [--batch-size B] [--bn-branches K]\n"
     "\n"
     "Writes the model's output (eval mode, before any L2 normalization) as float32 .npy [N, D].\n"
@@ -39,6 +40,8 @@ const char* kUsage =
     "  --data NAME          a dataset instead (fashion-mnist, mnist, cub200, cars196, sop)\n"
     "  --split SPLIT        train or test (default test)\n"
     "  --root DIR           the dataset's directory\n"
+    "  --transform R        CUB/CARS/SOP image recipe: robrank (resize 256x256, center crop 224;\n"
+    "                       default) or revisiting (shorter side 256, center crop 224)\n"
     "  --out FILE           output .npy (written atomically)\n"
     "  --device DEV         cpu, cuda or cuda:N (default: cuda when a GPU is present)\n"
     "  --batch-size B       images per forward pass (default 256)\n"
@@ -120,6 +123,7 @@ int run_embed(Args& args) {
   const std::optional<std::string> split_given = args.take_optional("--split");
   const std::string split = split_given.value_or("test");
   const std::optional<std::string> root = args.take_optional("--root");
+  const std::optional<std::string> transform = args.take_optional("--transform");
   const std::string out = args.take_string("--out");
   const std::optional<std::string> device_text = args.take_optional("--device");
   const int64_t batch_size = args.take_int("--batch-size", 256);
@@ -139,8 +143,11 @@ int run_embed(Args& args) {
   if (input.has_value() == dataset.has_value()) {
     throw UsageError("give exactly one of --input images.npy and --data NAME");
   }
-  if (input && (root || split_given)) {
-    throw UsageError("--split and --root go with --data, not --input");
+  if (input && (root || split_given || transform)) {
+    throw UsageError("--split, --root and --transform go with --data, not --input");
+  }
+  if (transform && *transform != "robrank" && *transform != "revisiting") {
+    throw UsageError("--transform must be robrank or revisiting, got '" + *transform + "'");
   }
   if (split != "train" && split != "test") {
     throw UsageError("--split must be train or test, got '" + split + "'");
@@ -157,7 +164,8 @@ int run_embed(Args& args) {
   } else {
     std::unique_ptr<data::Dataset> data;
     try {
-      data = data::open_dataset(*dataset, split, root.value_or(""));
+      data = data::open_dataset(*dataset, split, root.value_or(""), /*augment=*/false,
+                                transform.value_or("robrank"));
     } catch (const engine::Error& e) {
       // Unknown names are usage errors (the registry knows the aliases); file problems are not.
       if (std::string(e.what()).rfind("unknown data set", 0) == 0) throw UsageError(e.what());

@@ -32,6 +32,7 @@ TrainedModel load_trained_model(const std::string& path, const engine::Device& d
                {"data", c.at("data").at("name")},
                {"metric", c.at("loss").at("metric")}};
       trained.root = c.at("data").at("root").get<std::string>();
+      trained.transform = c.at("data").value("transform", "robrank");
     } catch (const nlohmann::json::exception& e) {
       engine::fail(path, ": malformed dml_checkpoint config: ", e.what());
     }
@@ -47,6 +48,7 @@ TrainedModel load_trained_model(const std::string& path, const engine::Device& d
     trained.config.embedding_dim = model.at("embedding_dim").get<int64_t>();
     trained.config.bn_branches = model.at("bn_branches").get<int64_t>();
     trained.data = model.at("data").get<std::string>();
+    if (!is_checkpoint) trained.transform = model.value("transform", "robrank");
     trained.metric = model.at("metric").get<std::string>();
   } catch (const nlohmann::json::exception& e) {
     engine::fail(path, ": malformed model metadata: ", e.what());

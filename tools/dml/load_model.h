@@ -15,7 +15,8 @@ struct TrainedModel {
   models::ModelConfig config;
   std::string data = "fashion-mnist";  // the dataset it was trained on
   std::string root;                    // that dataset's root in the training config ("" default)
-  std::string metric = "N";            // the training loss's metric
+  std::string transform = "robrank";  // its image recipe (data.transform; files before it: robrank)
+  std::string metric = "N";           // the training loss's metric
 };
 
 // `path` is <output_dir>/checkpoint.safetensors (config in its dml_checkpoint metadata) or

@@ -121,7 +121,8 @@ int run_report_grid(Args& args) {
   const std::string dataset_name = data_name.value_or(trained.data);
   std::unique_ptr<data::Dataset> dataset;
   try {
-    dataset = data::open_dataset(dataset_name, split, root.value_or(data_name ? "" : trained.root));
+    dataset = data::open_dataset(dataset_name, split, root.value_or(data_name ? "" : trained.root),
+                                 /*augment=*/false, trained.transform);
   } catch (const engine::Error& e) {
     throw UsageError("--data " + dataset_name + ": " + e.what());
   }

@@ -54,7 +54,7 @@ std::unique_ptr<data::Dataset> open_split(const TrainConfig& config, const std::
   try {
     // Only the training split is augmented; evaluation during training uses the center crop.
     return data::open_dataset(config.data_name, split, config.data_root,
-                              /*augment=*/split == "train");
+                              /*augment=*/split == "train", config.data_transform);
   } catch (const engine::Error& e) {
     // A missing or unreadable dataset is a configuration mistake (exit 2), named by its key.
     throw UsageError("config key 'data' (name '" + config.data_name + "', root '" +
@@ -262,6 +262,7 @@ json model_metadata(const TrainConfig& config) {
           {"embedding_dim", config.model.embedding_dim},
           {"bn_branches", config.model.bn_branches},
           {"data", config.data_name},
+          {"transform", config.data_transform},
           {"metric", config.metric},
           {"dml_commit", build_commit()}};
 }
