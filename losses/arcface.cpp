@@ -52,8 +52,9 @@ Tensor ArcFaceLoss::logits(const Tensor& embeddings, const Tensor& labels) const
     one_hot[static_cast<size_t>(i * classes + c)] = 1.0;
   }
 
-  const Tensor cosine = engine::matmul(engine::l2_normalize(embeddings),
-                                       engine::l2_normalize(centers_).transpose(0, 1));  // [B, C]
+  Tensor cosine = engine::matmul(engine::l2_normalize(embeddings),
+                                 engine::l2_normalize(centers_).transpose(0, 1));  // [B, C]
+  if (options_.revisiting_compat) cosine = engine::clamp(cosine, 1e-10, 1.0 - 1e-10);
   const Tensor target = engine::index_select(
       cosine.reshape({batch * classes, 1}),
       Tensor::from_indices(target_at, {batch}, embeddings.device()));  // [B, 1]
@@ -61,6 +62,11 @@ Tensor ArcFaceLoss::logits(const Tensor& embeddings, const Tensor& labels) const
   const Tensor sine = engine::sqrt(engine::add_scalar(engine::neg(c * c), 1.0));
   const Tensor with_margin =
       c * std::cos(options_.margin) - sine * std::sin(options_.margin);  // cos(theta + m)
+  if (options_.revisiting_compat) {
+    // The [B, 1] shift is added to every column of its row (that code's missing one-hot), so
+    // softmax cross-entropy does not see it.
+    return (cosine + (with_margin - c)) * options_.scale;
+  }
   const Tensor mask =
       Tensor::from_vector(one_hot, {batch, classes}, embeddings.dtype(), embeddings.device());
   // Only the target column moves: cos_iy + (cos(theta + m) - cos_iy).

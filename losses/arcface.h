@@ -17,6 +17,9 @@
 // per-row constant that cross-entropy ignores, so the margin has no effect there; and it clamps
 // every cosine to [1e-10, 1 - 1e-10], so a class at a negative cosine gets no gradient. This
 // loss is the paper's (seed 000 §C.1.2 and Deng et al.): the margin only on the target logit.
+// revisiting_compat = true computes that code's logits instead, so its published numbers (MDProp's
+// ArcFace rows) can be compared: s (clamp(cos_ic) + cos(theta_i + m) - clamp(cos_iy)) for every
+// c, with clamp to [1e-10, 1 - 1e-10].
 //
 // The centers' own learning rate: put parameters() (or param_group()) in a separate optimizer
 // parameter group with lr = options().centers_lr.
@@ -32,9 +35,10 @@
 namespace losses {
 
 struct ArcFaceOptions {
-  double margin = 0.5;       // additive angular margin (radians)
-  double scale = 16.0;       // radius of the hypersphere the logits live on
-  double centers_lr = 5e-4;  // learning rate of the class centers' parameter group
+  double margin = 0.5;             // additive angular margin (radians)
+  double scale = 16.0;             // radius of the hypersphere the logits live on
+  double centers_lr = 5e-4;        // learning rate of the class centers' parameter group
+  bool revisiting_compat = false;  // the "Revisiting DML" / MDProp code's logits (see above)
 };
 
 class ArcFaceLoss : public engine::nn::Module {

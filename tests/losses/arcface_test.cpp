@@ -38,6 +38,35 @@ TEST_CASE("arcface loss: hand-computed logits and loss, margin 0.5, scale 16",
   CHECK(criterion.loss(x, y).item() == Approx(0.2719517).margin(1e-6));
 }
 
+TEST_CASE("arcface loss revisiting_compat: the Revisiting-DML code's margin-free logits",
+          "[losses][arcface]") {
+  // That code adds s (cos(theta + m) - cos theta) to every logit of the row (its one-hot is not
+  // applied) after clamping all cosines to [1e-10, 1 - 1e-10]. Row 0 of the hand case above:
+  // cos = (0.8660254, 0.5), shift 0.5202960 - 0.8660254 = -0.3457294 on both: logits
+  // 16 * (0.5202960, 0.1542706) = (8.324736, 2.468330). Row 1: cos (-0.7071068 -> 1e-10,
+  // 0.7071068), shift 0.2815395 - 0.7071068 = -0.4255673: logits 16 * (-0.4255673, 0.2815395) =
+  // (-6.809076, 4.504632).
+  engine::Generator gen(0);
+  losses::ArcFaceOptions options;
+  options.revisiting_compat = true;
+  losses::ArcFaceLoss criterion(2, 2, gen, options, engine::DType::F64);
+  Tensor(criterion.centers()).copy_(f64({2, 0, 0, 3}, {2, 2}));
+  const Tensor x = f64({std::sqrt(3.0), 1, -1, 1}, {2, 2});
+  const Tensor y = labels_of({0, 1});
+  test::require_close(criterion.logits(x, y), {8.324736, 2.468330, -6.809076, 4.504632}, 2e-6, 0,
+                      "logits");
+  // The row shift cancels in cross-entropy: the loss is that of s * clamp(cos) with any margin.
+  const Tensor plain = engine::cross_entropy(
+      engine::clamp(f64({0.8660254, 0.5, -0.7071068, 0.7071068}, {2, 2}), 1e-10, 1.0 - 1e-10) *
+          16.0,
+      y);
+  CHECK(criterion.loss(x, y).item() == Approx(plain.item()).margin(1e-6));
+  options.margin = 0.1;
+  losses::ArcFaceLoss small_margin(2, 2, gen, options, engine::DType::F64);
+  Tensor(small_margin.centers()).copy_(f64({2, 0, 0, 3}, {2, 2}));
+  CHECK(small_margin.loss(x, y).item() == Approx(criterion.loss(x, y).item()).margin(1e-12));
+}
+
 TEST_CASE("arcface loss grad: embeddings and class centers", "[losses][arcface][grad]") {
   // Scale 4 keeps the softmax away from saturation so every element has a sizable gradient.
   engine::Generator gen(1);

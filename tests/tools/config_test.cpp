@@ -79,6 +79,7 @@ TEST_CASE("config: per-loss hyper-parameters default to the papers' and can be s
   CHECK_FALSE(d.multi_similarity.spc2_anchors);
   CHECK(d.arcface.scale == 16.0);  // seed 000 §C.1.2
   CHECK(d.arcface.centers_lr == 5e-4);
+  CHECK_FALSE(d.arcface.revisiting_compat);
   CHECK(d.lifted_norm_weight == 5e-3);  // robrank lifted.py / npair.py: 5e-3 x mean norm
   CHECK(d.npair_norm_weight == 5e-3);
 
@@ -88,7 +89,7 @@ TEST_CASE("config: per-loss hyper-parameters default to the papers' and can be s
          {"margin_loss", {{"beta", -0.5}, {"beta_lr", 0}}},
          {"multi_similarity",
           {{"alpha", 3}, {"beta", 50}, {"lambda", 0.25}, {"epsilon", 0}, {"spc2_anchors", true}}},
-         {"arcface", {{"scale", 32}, {"centers_lr", 1e-2}}},
+         {"arcface", {{"scale", 32}, {"centers_lr", 1e-2}, {"revisiting_compat", true}}},
          {"lifted", {{"norm_weight", 0}}},
          {"npair", {{"norm_weight", 1e-2}}}}}});
   CHECK(s.margin_loss.beta == -0.5);
@@ -100,6 +101,7 @@ TEST_CASE("config: per-loss hyper-parameters default to the papers' and can be s
   CHECK(s.multi_similarity.spc2_anchors);
   CHECK(s.arcface.scale == 32.0);
   CHECK(s.arcface.centers_lr == 1e-2);
+  CHECK(s.arcface.revisiting_compat);
   CHECK(s.lifted_norm_weight == 0.0);
   CHECK(s.npair_norm_weight == 1e-2);
   // The resolved config (what checkpoints store) holds every key, given or default.

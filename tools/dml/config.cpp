@@ -333,7 +333,10 @@ json default_config_json() {
           {"lambda", multi_similarity.lambda},
           {"epsilon", multi_similarity.epsilon},
           {"spc2_anchors", multi_similarity.spc2_anchors}}},
-        {"arcface", {{"scale", arcface.scale}, {"centers_lr", arcface.centers_lr}}},
+        {"arcface",
+         {{"scale", arcface.scale},
+          {"centers_lr", arcface.centers_lr},
+          {"revisiting_compat", arcface.revisiting_compat}}},
         {"lifted", {{"norm_weight", losses::kLiftedNormWeight}}},
         {"npair", {{"norm_weight", losses::kNpairNormWeight}}}}},
       {"optimizer",
@@ -506,6 +509,7 @@ TrainConfig resolve_config(const json& config, const std::string& source) {
   t.multi_similarity.spc2_anchors = c.flag("loss.multi_similarity.spc2_anchors");
   t.arcface.scale = c.number("loss.arcface.scale", 0.0, true);
   t.arcface.centers_lr = c.number("loss.arcface.centers_lr", 0.0, false);
+  t.arcface.revisiting_compat = c.flag("loss.arcface.revisiting_compat");
   t.arcface.margin = t.loss_name == "arcface" ? t.margin : t.arcface.margin;
   t.lifted_norm_weight = c.number("loss.lifted.norm_weight", 0.0, false);
   t.npair_norm_weight = c.number("loss.npair.norm_weight", 0.0, false);
