@@ -270,10 +270,6 @@ TransformRecipe parse_transform_recipe(const std::string& name) {
   engine::fail("unknown image transform '", name, "' (expected robrank or revisiting)");
 }
 
-const char* transform_recipe_name(TransformRecipe recipe) {
-  return recipe == TransformRecipe::Robrank ? "robrank" : "revisiting";
-}
-
 Tensor ImageTransform::apply(const Tensor& image, engine::Generator& gen) const {
   if (recipe == TransformRecipe::Revisiting) {
     if (train) return random_resized_crop_flip(image, crop, gen);

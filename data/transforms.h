@@ -69,7 +69,6 @@ engine::Tensor random_resized_crop_flip(const engine::Tensor& image, int64_t siz
 enum class TransformRecipe { Robrank, Revisiting };
 // "robrank" or "revisiting"; anything else throws engine::Error listing both.
 TransformRecipe parse_transform_recipe(const std::string& name);
-const char* transform_recipe_name(TransformRecipe recipe);
 
 struct ImageTransform {
   int64_t resize = 256;  // robrank: both sides; revisiting: the shorter side; 0 = keep the size
