@@ -1,7 +1,8 @@
 // Philox4x32-10 (Salmon et al., "Parallel random numbers: as easy as 1, 2, 3", SC'11): a
 // counter-based generator. Block b of the stream for key k is philox(counter = b, key = k): four
 // 32-bit words that depend only on (b, k). So element i of any random tensor can be computed
-// independently, on the CPU or by CUDA thread i, and both give the same bits.
+// independently, on the CPU or by CUDA thread i, and both give the same words (what is computed
+// from them in float may differ in the last bit: random_cuda.cu).
 //
 // How the engine lays out streams (kernels/random/random.h):
 //   uniform  element i -> block offset + i/4, word i%4, u = (word >> 8) * 2^-24 in [0, 1)

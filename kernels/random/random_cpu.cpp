@@ -22,7 +22,8 @@ void random_normal_cpu(T* out, int64_t n, uint64_t seed, uint64_t offset, T mean
   PhiloxBlock block{};
   for (int64_t i = 0; i < n; ++i) {
     if (i % 2 == 0) block = philox4x32_10(offset + uint64_t(i) / 2, 0, seed);  // 2 outputs a block
-    // Box-Muller in float, as the CUDA kernel does, so both devices give the same numbers.
+    // Box-Muller in float, as the CUDA kernel does, so both devices give the same numbers up to
+    // the last bits of log/sin/cos (CUDA's and glibc's differ by an ulp or two).
     float u1 = philox_uniform01_open_low(block.word[0]);
     float u2 = philox_uniform01(block.word[1]);
     float radius = std::sqrt(-2.0f * std::log(u1));

@@ -185,6 +185,23 @@ TEST_CASE("conv2d cuda: tiny and single-element shapes", "[conv2d][cuda]") {
   require_conv_matches_cpu(square(2, 1, 2, 3, 1, 1, 1), 30);  // output bigger than input
 }
 
+TEST_CASE("conv2d cuda: an empty dimension is an error before any launch", "[conv2d][cuda]") {
+  // The engine never passes one (engine/ops/conv2d.cpp); the kernels refuse it themselves rather
+  // than launch zero blocks or divide by zero in wgrad's split count.
+  REQUIRE_CUDA_OR_SKIP();
+  engine::kernels::Conv2dShape s;
+  s.N = 1, s.C = 3, s.H = 5, s.W = 5, s.K = 0, s.R = 3, s.S = 3;
+  using Catch::Contains;
+  CHECK_THROWS_WITH(engine::kernels::conv2d_fprop_cuda(s, nullptr, nullptr, nullptr, nullptr),
+                    Contains("K=0"));
+  CHECK_THROWS_WITH(engine::kernels::conv2d_dgrad_cuda(s, nullptr, nullptr, nullptr),
+                    Contains("K=0"));
+  s.K = 2, s.C = 0;
+  CHECK_THROWS_WITH(
+      engine::kernels::conv2d_wgrad_cuda(s, nullptr, nullptr, nullptr, nullptr, nullptr),
+      Contains("C=0"));
+}
+
 TEST_CASE("conv2d cuda: stride, padding, dilation and kernel sweep", "[conv2d][cuda]") {
   REQUIRE_CUDA_OR_SKIP();
   uint64_t seed = 100;
