@@ -413,11 +413,12 @@ Geometry geometry(const Conv2dShape& s, const char* op) {
   const int64_t P = s.out_h(), Q = s.out_w();
   const int64_t largest =
       std::max({s.N * s.C * s.H * s.W, s.N * s.K * P * Q, s.K * s.C * s.R * s.S});
-  // An empty operand would mean zero-block launches and, in wgrad's split count, a division by
-  // zero; the engine never asks for one (engine/ops/conv2d.cpp), but the kernels say so too.
-  ENGINE_CHECK(s.N >= 1 && s.C >= 1 && s.K >= 1 && s.R >= 1 && s.S >= 1, op,
-               ": every dimension must be >= 1, got N=", s.N, " C=", s.C, " K=", s.K, " R=", s.R,
-               " S=", s.S);
+  // An empty filter bank would mean zero-block launches and, in wgrad's split count, a division by
+  // zero; the engine never asks for one (engine/ops/conv2d.cpp), but the kernels say so too. An
+  // empty batch (N = 0) is fine: the callers below return early (wgrad writes zero gradients).
+  ENGINE_CHECK(s.N >= 0 && s.C >= 1 && s.K >= 1 && s.R >= 1 && s.S >= 1, op,
+               ": C, K, R and S must be >= 1 (and N >= 0), got N=", s.N, " C=", s.C, " K=", s.K,
+               " R=", s.R, " S=", s.S);
   ENGINE_CHECK(largest < INT_MAX && P >= 1 && Q >= 1, op, ": shape N=", s.N, " C=", s.C, " H=", s.H,
                " W=", s.W, " K=", s.K, " R=", s.R, " S=", s.S,
                " needs 64-bit indexing or has an empty output (P=", P, ", Q=", Q,

@@ -185,7 +185,8 @@ TEST_CASE("conv2d cuda: tiny and single-element shapes", "[conv2d][cuda]") {
   require_conv_matches_cpu(square(2, 1, 2, 3, 1, 1, 1), 30);  // output bigger than input
 }
 
-TEST_CASE("conv2d cuda: an empty dimension is an error before any launch", "[conv2d][cuda]") {
+TEST_CASE("conv2d cuda: an empty filter bank is an error, an empty batch is not",
+          "[conv2d][cuda]") {
   // The engine never passes one (engine/ops/conv2d.cpp); the kernels refuse it themselves rather
   // than launch zero blocks or divide by zero in wgrad's split count.
   REQUIRE_CUDA_OR_SKIP();
@@ -200,6 +201,16 @@ TEST_CASE("conv2d cuda: an empty dimension is an error before any launch", "[con
   CHECK_THROWS_WITH(
       engine::kernels::conv2d_wgrad_cuda(s, nullptr, nullptr, nullptr, nullptr, nullptr),
       Contains("C=0"));
+  // An empty batch is not an error: nothing to launch, and the weight gradients are zero.
+  s.N = 0, s.C = 3;
+  CHECK_NOTHROW(engine::kernels::conv2d_fprop_cuda(s, nullptr, nullptr, nullptr, nullptr));
+  CHECK_NOTHROW(engine::kernels::conv2d_dgrad_cuda(s, nullptr, nullptr, nullptr));
+  Tensor dw = Tensor::empty({2, 3, 3, 3}, DType::F32, Device::cuda());
+  Tensor db = Tensor::empty({2}, DType::F32, Device::cuda());
+  CHECK_NOTHROW(engine::kernels::conv2d_wgrad_cuda(s, nullptr, nullptr, dw.data<float>(),
+                                                   db.data<float>(), nullptr));
+  CHECK(dw.to_vector() == std::vector<double>(54, 0.0));
+  CHECK(db.to_vector() == std::vector<double>(2, 0.0));
 }
 
 TEST_CASE("conv2d cuda: stride, padding, dilation and kernel sweep", "[conv2d][cuda]") {

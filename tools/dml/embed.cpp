@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "data/dataset.h"
+#include "data/transforms.h"
 #include "engine/device.h"
 #include "engine/io/npy.h"
 #include "models/embed.h"
@@ -146,8 +147,12 @@ int run_embed(Args& args) {
   if (input && (root || split_given || transform)) {
     throw UsageError("--split, --root and --transform go with --data, not --input");
   }
-  if (transform && *transform != "robrank" && *transform != "revisiting") {
-    throw UsageError("--transform must be robrank or revisiting, got '" + *transform + "'");
+  if (transform) {
+    try {
+      (void)data::parse_transform_recipe(*transform);
+    } catch (const engine::Error& e) {
+      throw UsageError(std::string("--transform: ") + e.what());
+    }
   }
   if (split != "train" && split != "test") {
     throw UsageError("--split must be train or test, got '" + split + "'");
