@@ -6,10 +6,14 @@
 #include "kernels/common/check.h"
 
 // CUDA_CHECK(call, what): `what` is any streamable context, e.g. "conv2d_fprop N=", n.
+// A failed call also leaves its error in the runtime's last-error slot; it is cleared here, so a
+// caller that catches the error (say, out of memory) and goes on does not see it again from the
+// next launch check. (After a sticky error, a broken context, every later call fails anyway.)
 #define CUDA_CHECK(call, ...)                                                                \
   do {                                                                                       \
     cudaError_t status_ = (call);                                                            \
     if (status_ != cudaSuccess) {                                                            \
+      (void)cudaGetLastError();                                                              \
       ::engine::fail("CUDA error in ", __VA_ARGS__, ": ", cudaGetErrorString(status_), " (", \
                      #call, ")");                                                            \
     }                                                                                        \

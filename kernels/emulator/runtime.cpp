@@ -35,7 +35,8 @@ using emu::detail::last_error;
 using emu::detail::record;
 using emu::detail::sticky_error;
 
-constexpr std::size_t kDeviceMemoryBytes = std::size_t(80) << 30;  // as an H100's 80 GB
+constexpr std::size_t kDefaultDeviceMemoryBytes = std::size_t(80) << 30;  // as an H100's 80 GB
+std::size_t device_memory_bytes = kDefaultDeviceMemoryBytes;  // emu::set_device_memory_bytes
 constexpr int kMultiProcessors = 132;  // as an H100 SXM: grids sized from it look the same
 
 cudaError_t check_sticky() { return sticky_error; }
@@ -77,6 +78,16 @@ bool is_device_pointer_or_null(const void* ptr) {
   if (it == allocations.begin()) return false;
   --it;
   return p <= it->first + it->second;
+}
+
+void set_device_memory_bytes(std::size_t bytes) {
+  std::lock_guard<std::mutex> lock(api_mutex);
+  device_memory_bytes = bytes == 0 ? kDefaultDeviceMemoryBytes : bytes;
+}
+
+std::size_t allocated_device_bytes() {
+  std::lock_guard<std::mutex> lock(api_mutex);
+  return allocated_bytes;
 }
 
 void reset_errors() {
@@ -144,7 +155,7 @@ cudaError_t cudaGetDeviceProperties(cudaDeviceProp* prop, int device) {
   if (!visible() || device != 0) return record(cudaErrorInvalidDevice);
   std::memset(prop, 0, sizeof *prop);
   std::snprintf(prop->name, sizeof prop->name, "CUDA emulator on the CPU (not a GPU)");
-  prop->totalGlobalMem = kDeviceMemoryBytes;
+  prop->totalGlobalMem = device_memory_bytes;
   prop->sharedMemPerBlock = kMaxStaticSharedBytes;
   prop->warpSize = warpSize;
   prop->maxThreadsPerBlock = kMaxThreadsPerBlock;
@@ -172,8 +183,8 @@ cudaError_t cudaDeviceGetAttribute(int* value, cudaDeviceAttr attribute, int dev
 
 cudaError_t cudaMemGetInfo(std::size_t* free_bytes, std::size_t* total_bytes) {
   std::lock_guard<std::mutex> lock(api_mutex);
-  *total_bytes = kDeviceMemoryBytes;
-  *free_bytes = kDeviceMemoryBytes - allocated_bytes;
+  *total_bytes = device_memory_bytes;
+  *free_bytes = allocated_bytes < device_memory_bytes ? device_memory_bytes - allocated_bytes : 0;
   return check_sticky();
 }
 
@@ -182,7 +193,8 @@ cudaError_t cudaMalloc(void** ptr, std::size_t bytes) {
   *ptr = nullptr;
   if (sticky_error != cudaSuccess) return record(sticky_error);
   if (bytes == 0) return cudaSuccess;
-  if (bytes > kDeviceMemoryBytes - allocated_bytes) return record(cudaErrorMemoryAllocation);
+  if (allocated_bytes > device_memory_bytes || bytes > device_memory_bytes - allocated_bytes)
+    return record(cudaErrorMemoryAllocation);
   void* memory = nullptr;
   if (posix_memalign(&memory, 256, bytes) != 0) return record(cudaErrorMemoryAllocation);
   std::memset(memory, 0xFF, bytes);  // never-written device memory reads as NaN / -1

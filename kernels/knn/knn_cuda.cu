@@ -30,6 +30,7 @@
 #include <cstdint>
 
 #include "kernels/common/cuda_check.cuh"
+#include "kernels/common/cuda_workspace.cuh"
 #include "kernels/common/launch.cuh"
 #include "kernels/knn/knn.h"
 #include "kernels/matmul/matmul.h"
@@ -165,12 +166,11 @@ void knn_self_cuda(const float* points, const float* sq_norms, int64_t n, int64_
 
   const size_t tile_bytes = sizeof(float) * static_cast<size_t>(qb * gb);
   const size_t kept_bytes = sizeof(int) * static_cast<size_t>(n);
-  char* workspace = nullptr;
-  CUDA_CHECK(cudaMallocAsync(reinterpret_cast<void**>(&workspace), tile_bytes + kept_bytes, stream),
-             "knn_self_cuda workspace of ", tile_bytes + kept_bytes, " bytes (query_block ", qb,
-             ", gallery_block ", gb, ", n ", n, ")");
-  float* tile = reinterpret_cast<float*>(workspace);
-  int* kept = reinterpret_cast<int*>(workspace + tile_bytes);  // tile_bytes is a multiple of 4
+  StreamWorkspace workspace(tile_bytes + kept_bytes, stream, "knn_self_cuda (query_block ", qb,
+                            ", gallery_block ", gb, ", n ", n, ")");
+  float* tile = reinterpret_cast<float*>(workspace.bytes());
+  int* kept =
+      reinterpret_cast<int*>(workspace.bytes() + tile_bytes);  // tile_bytes is a multiple of 4
   CUDA_CHECK(cudaMemsetAsync(kept, 0, kept_bytes, stream), "knn_self_cuda counters");
 
   for (int64_t q0 = 0; q0 < n; q0 += qb) {
@@ -190,7 +190,7 @@ void knn_self_cuda(const float* points, const float* sq_norms, int64_t n, int64_
         distances, n * k);
     CUDA_CHECK_LAUNCH("knn_self_cuda distances n = ", n, ", k = ", k);
   }
-  CUDA_CHECK(cudaFreeAsync(workspace, stream), "knn_self_cuda workspace free");
+  workspace.release("knn_self_cuda workspace free");
 }
 
 }  // namespace engine::kernels

@@ -44,6 +44,7 @@
 //   3 N M D (difference form) or 2 N M D (cosine) per requested gradient; workspace traffic
 //   4 N M (Euclidean) or 8 N M (cosine) bytes written and read back per gradient.
 #include "kernels/common/cuda_check.cuh"
+#include "kernels/common/cuda_workspace.cuh"
 #include "kernels/common/launch.cuh"
 #include "kernels/pairwise_distance/pairwise_distance.h"
 
@@ -371,12 +372,9 @@ void pairwise_distance_backward_cuda(const float* grad_out, const float* a, cons
   //                       [cosine: T: N M][norm_a: N][norm_b: M][sa: N][sb: M].
   const int64_t pairs = N * M;
   const int64_t floats = (squared ? 0 : pairs) + (cosine ? pairs + 2 * (N + M) : 0);
-  float* workspace = nullptr;
-  if (floats > 0) {
-    const std::size_t bytes = static_cast<std::size_t>(floats) * sizeof(float);
-    CUDA_CHECK(cudaMallocAsync(reinterpret_cast<void**>(&workspace), bytes, stream),
-               "pairwise_distance_backward_cuda workspace of ", bytes, " bytes");
-  }
+  StreamWorkspace workspace_memory(static_cast<std::size_t>(floats) * sizeof(float), stream,
+                                   "pairwise_distance_backward_cuda");
+  float* workspace = reinterpret_cast<float*>(workspace_memory.bytes());
   float* W = squared ? nullptr : workspace;
   float* T = cosine ? workspace + pairs : nullptr;
   float* norm_a = cosine ? T + pairs : nullptr;
@@ -414,9 +412,7 @@ void pairwise_distance_backward_cuda(const float* grad_out, const float* a, cons
     CUDA_CHECK_LAUNCH("pairwise_distance_backward_cuda grad_b [", M, ", ", D, "] over N=", N,
                       " metric=", static_cast<int>(metric));
   }
-  if (workspace != nullptr) {
-    CUDA_CHECK(cudaFreeAsync(workspace, stream), "pairwise_distance_backward_cuda workspace free");
-  }
+  workspace_memory.release("pairwise_distance_backward_cuda workspace free");
 }
 
 }  // namespace engine::kernels

@@ -25,6 +25,7 @@
 //   One thread per destination element (grid-stride): f is split into a multi-index, last dim
 //   fastest. Cost: n multiplies; reads <= 4n bytes (repeated reads hit cache), writes 4n.
 #include "kernels/common/cuda_check.cuh"
+#include "kernels/common/cuda_workspace.cuh"
 #include "kernels/common/launch.cuh"
 #include "kernels/reduce/reduce.h"
 
@@ -172,14 +173,12 @@ void sum_axis_cuda(const float* x, int64_t outer, int64_t reduce, int64_t inner,
     splits = ceil_div(reduce, chunk);  // no empty trailing split
   }
 
-  float* dst = out;
-  float* workspace = nullptr;
-  if (splits > 1) {
-    const std::size_t bytes = static_cast<std::size_t>(splits * outputs) * sizeof(float);
-    CUDA_CHECK(cudaMallocAsync(reinterpret_cast<void**>(&workspace), bytes, stream),
-               "sum_axis_cuda workspace of ", bytes, " bytes");
-    dst = workspace;
-  }
+  // Partial sums of the splits (none without splits).
+  const std::size_t workspace_bytes =
+      splits > 1 ? static_cast<std::size_t>(splits * outputs) * sizeof(float) : 0;
+  StreamWorkspace workspace_memory(workspace_bytes, stream, "sum_axis_cuda");
+  float* workspace = reinterpret_cast<float*>(workspace_memory.bytes());
+  float* dst = splits > 1 ? workspace : out;
   const float first_scale = splits > 1 ? 1.0f : scale;  // with splits, scale is applied at the end
 
   if (rows) {
@@ -196,7 +195,7 @@ void sum_axis_cuda(const float* x, int64_t outer, int64_t reduce, int64_t inner,
                                                                                splits, scale, out);
     CUDA_CHECK_LAUNCH("sum_axis_cuda finish [outer, reduce, inner] = [", outer, ", ", reduce, ", ",
                       inner, "] splits=", splits);
-    CUDA_CHECK(cudaFreeAsync(workspace, stream), "sum_axis_cuda workspace free");
+    workspace_memory.release("sum_axis_cuda workspace free");
   }
 }
 

@@ -22,6 +22,7 @@
 #include <cub/device/device_segmented_sort.cuh>
 
 #include "kernels/common/cuda_check.cuh"
+#include "kernels/common/cuda_workspace.cuh"
 #include "kernels/common/launch.cuh"
 #include "kernels/matmul/matmul.h"
 #include "kernels/retrieval/retrieval.h"
@@ -221,10 +222,9 @@ void rank_query_block_cuda(const float* keys, int64_t n, int64_t q0, int64_t row
   cudaStream_t stream = current_stream();
 
   // 1. slots, and their total back on the host to size the rest of the workspace.
-  int64_t* slot_offsets = nullptr;
-  const size_t offsets_bytes = sizeof(int64_t) * static_cast<size_t>(rows + 1);
-  CUDA_CHECK(cudaMallocAsync(reinterpret_cast<void**>(&slot_offsets), offsets_bytes, stream),
-             "rank_query_block_cuda slot offsets for ", rows, " rows");
+  StreamWorkspace offsets_memory(sizeof(int64_t) * static_cast<size_t>(rows + 1), stream,
+                                 "rank_query_block_cuda slot offsets for ", rows, " rows");
+  int64_t* slot_offsets = reinterpret_cast<int64_t*>(offsets_memory.bytes());
   slot_offsets_kernel<<<1, kScanThreads, 0, stream>>>(q0, rows, classes.class_of,
                                                       classes.class_offsets, slot_offsets);
   CUDA_CHECK_LAUNCH("rank_query_block_cuda slots: queries [", q0, ", ", q0 + rows, ")");
@@ -233,9 +233,6 @@ void rank_query_block_cuda(const float* keys, int64_t n, int64_t q0, int64_t row
       cudaMemcpyAsync(&slots, slot_offsets + rows, sizeof(int64_t), cudaMemcpyDeviceToHost, stream),
       "rank_query_block_cuda slot count");
   CUDA_CHECK(cudaStreamSynchronize(stream), "rank_query_block_cuda slot count");
-  if (slots < rows || slots > rows * n || slots > INT_MAX) {
-    (void)cudaFreeAsync(slot_offsets, stream);  // the error below is what matters
-  }
   ENGINE_CHECK(slots >= rows && slots <= rows * n, "rank_query_block_cuda: ", slots, " slots for ",
                rows, " rows of ", n, " items: the class layout is inconsistent");
   // CUB's segmented sort counts items in 32 bits.
@@ -251,10 +248,9 @@ void rank_query_block_cuda(const float* keys, int64_t n, int64_t q0, int64_t row
   const size_t words_bytes = aligned(sizeof(uint64_t) * static_cast<size_t>(slots));
   const size_t counts_bytes = aligned(sizeof(unsigned) * static_cast<size_t>(slots));
   const size_t workspace_bytes = 2 * words_bytes + counts_bytes + aligned(sort_bytes);
-  char* workspace = nullptr;
-  CUDA_CHECK(cudaMallocAsync(reinterpret_cast<void**>(&workspace), workspace_bytes, stream),
-             "rank_query_block_cuda workspace of ", workspace_bytes, " bytes (", slots,
-             " slots for ", rows, " rows)");
+  StreamWorkspace workspace_memory(workspace_bytes, stream, "rank_query_block_cuda (", slots,
+                                   " slots for ", rows, " rows)");
+  char* workspace = workspace_memory.bytes();
   uint64_t* words = reinterpret_cast<uint64_t*>(workspace);
   uint64_t* sorted = reinterpret_cast<uint64_t*>(workspace + words_bytes);
   unsigned* counts = reinterpret_cast<unsigned*>(workspace + 2 * words_bytes);
@@ -276,8 +272,8 @@ void rank_query_block_cuda(const float* keys, int64_t n, int64_t q0, int64_t row
   score_kernel<<<static_cast<unsigned>(ceil_div(rows, kScoreThreads)), kScoreThreads, 0, stream>>>(
       slot_offsets, counts, rows, out);
   CUDA_CHECK_LAUNCH("rank_query_block_cuda score: ", rows, " rows");
-  CUDA_CHECK(cudaFreeAsync(workspace, stream), "rank_query_block_cuda workspace free");
-  CUDA_CHECK(cudaFreeAsync(slot_offsets, stream), "rank_query_block_cuda slot offsets free");
+  workspace_memory.release("rank_query_block_cuda workspace free");
+  offsets_memory.release("rank_query_block_cuda slot offsets free");
 }
 
 void retrieval_key_tile_cuda(const float* points, const float* sq_norms, int64_t n, int64_t d,

@@ -43,6 +43,7 @@
 #include <cstdint>
 
 #include "kernels/common/cuda_check.cuh"
+#include "kernels/common/cuda_workspace.cuh"
 #include "kernels/common/launch.cuh"
 #include "kernels/random/philox.h"
 #include "kernels/triplet/triplet.h"
@@ -417,10 +418,8 @@ void fused_triplet_cuda(const float* x, const int64_t* labels, int64_t B, int64_
   const size_t dist_bytes = align_up(sizeof(float) * B * B);
   const size_t per_triplet_bytes = align_up(sizeof(double) * P);
   const size_t total = y_bytes + x_norm_bytes + y_norm_bytes + dist_bytes + 3 * per_triplet_bytes;
-  char* workspace = nullptr;
-  CUDA_CHECK(cudaMallocAsync(reinterpret_cast<void**>(&workspace), total, stream),
-             "fused_triplet_cuda workspace of ", total, " bytes for [", B, ", ", D, "]");
-  char* cursor = workspace;
+  StreamWorkspace workspace(total, stream, "fused_triplet_cuda for [", B, ", ", D, "]");
+  char* cursor = workspace.bytes();
   auto take = [&cursor](size_t bytes) {
     char* slice = cursor;
     cursor += bytes;
@@ -456,7 +455,7 @@ void fused_triplet_cuda(const float* x, const int64_t* labels, int64_t B, int64_
                          stream>>>(list, x, y, x_norm, y_norm, batch, D, metric, loss, grad);
   CUDA_CHECK_LAUNCH("fused_triplet_cuda loss and gradient [", B, ", ", D, "]");
 
-  CUDA_CHECK(cudaFreeAsync(workspace, stream), "fused_triplet_cuda workspace free");
+  workspace.release("fused_triplet_cuda workspace free");
 }
 
 }  // namespace engine::kernels

@@ -13,7 +13,9 @@
 #include <string>
 #include <vector>
 
+#include "kernels/common/cuda_workspace.cuh"
 #include "kernels/emulator/launch_resources.h"
+#include "kernels/retrieval/retrieval.h"
 #include "tests/emulator/sample_kernels.h"
 
 namespace {
@@ -252,6 +254,82 @@ TEST_CASE("emulator: a barrier deadlock and a trap are sticky launch failures", 
   CHECK(cudaMalloc(&more, 4) == cudaErrorLaunchFailure);
   emu::reset_errors();
   cudaFree(out);
+}
+
+// Lowers the emulated device's memory for one test (kernels/emulator/include/cuda_runtime.h).
+struct DeviceMemoryLimit {
+  explicit DeviceMemoryLimit(size_t bytes) { emu::set_device_memory_bytes(bytes); }
+  ~DeviceMemoryLimit() { emu::set_device_memory_bytes(0); }
+};
+
+TEST_CASE("emulator: a host function's workspace is freed on every way out",
+          "[emulator][workspace]") {
+  CleanContext context;
+  using engine::kernels::StreamWorkspace;
+  const size_t before = emu::allocated_device_bytes();
+  {
+    StreamWorkspace workspace(1000, nullptr, "test");
+    CHECK(emu::allocated_device_bytes() == before + 1000);
+    workspace.release("test free");
+    CHECK(emu::allocated_device_bytes() == before);
+    workspace.release("test free");  // a second release frees nothing twice
+  }
+  try {
+    StreamWorkspace workspace(1000, nullptr, "test");
+    REQUIRE(emu::allocated_device_bytes() == before + 1000);
+    engine::fail("a check fails between the allocation and the release");
+  } catch (const engine::Error&) {
+  }
+  CHECK(emu::allocated_device_bytes() == before);
+  {
+    StreamWorkspace empty(0, nullptr, "test");  // nothing to allocate or free
+    CHECK(empty.bytes() == nullptr);
+    CHECK(emu::allocated_device_bytes() == before);
+  }
+  DeviceMemoryLimit limit(before + 512);
+  CHECK_THROWS_WITH(StreamWorkspace(1000, nullptr, "sum_axis_cuda"),
+                    Catch::Contains("CUDA error in sum_axis_cuda: workspace of 1000 bytes") &&
+                        Catch::Contains("MiB free of") && Catch::Contains("out of memory"));
+  CHECK(cudaGetLastError() == cudaSuccess);  // the failed allocation left no error behind
+  CHECK(emu::allocated_device_bytes() == before);
+  const auto checked_allocation = [] {
+    void* memory = nullptr;
+    CUDA_CHECK(cudaMalloc(&memory, 1000), "a checked call");
+  };
+  CHECK_THROWS_WITH(checked_allocation(),
+                    Catch::Contains("CUDA error in a checked call: out of memory"));
+  CHECK(cudaGetLastError() == cudaSuccess);  // nor did a failed call under CUDA_CHECK
+}
+
+// rank_query_block_cuda takes two workspaces: its slot offsets, then (sized from them) the sort's.
+// When the second does not fit, the first must not stay allocated.
+TEST_CASE("emulator: rank_query_block_cuda out of memory mid-way leaks nothing",
+          "[emulator][workspace]") {
+  CleanContext context;
+  const int64_t n = 6, rows = 2;
+  float* keys = device_copy(std::vector<float>{0, 1, 2, 3, 4, 5, 5, 0, 1, 2, 3, 4});
+  int64_t* class_of = device_copy(std::vector<int64_t>{0, 0, 0, 1, 1, 1});
+  int64_t* offsets = device_copy(std::vector<int64_t>{0, 3, 6});
+  int64_t* members = device_copy(std::vector<int64_t>{0, 1, 2, 3, 4, 5});
+  auto* out = device_array<engine::kernels::QueryRanking>(rows);
+  const engine::kernels::ClassLayout classes{class_of, offsets, members, 2};
+
+  const size_t before = emu::allocated_device_bytes();
+  {
+    // Room for the 24 bytes of slot offsets (rows + 1 of int64), not for the 120-plus of the rest.
+    DeviceMemoryLimit limit(before + 64);
+    CHECK_THROWS_WITH(engine::kernels::rank_query_block_cuda(keys, n, 0, rows, classes, out),
+                      Catch::Contains("rank_query_block_cuda (6 slots for 2 rows)") &&
+                          Catch::Contains("out of memory"));
+    CHECK(emu::allocated_device_bytes() == before);
+  }
+  // With the memory back, the same call works (query 0: its class mates 1, 2 rank first).
+  engine::kernels::rank_query_block_cuda(keys, n, 0, rows, classes, out);
+  CHECK(emu::allocated_device_bytes() == before);
+  const auto ranking = host_copy(out, rows);
+  CHECK(ranking[0].first_position == 1);
+  CHECK(ranking[0].average_precision == 1.0);
+  for (void* p : std::vector<void*>{keys, class_of, offsets, members, out}) cudaFree(p);
 }
 
 // The race checker's subjects (kernels/emulator/racecheck.h). On the plain emulator, in either

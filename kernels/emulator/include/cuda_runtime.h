@@ -195,6 +195,11 @@ struct LaunchConfig {
 // Forgets a sticky error (after a trap or a deadlock), as a fresh CUDA context would; for tests.
 void reset_errors();
 
+// The device's memory size (default 80 GB, as an H100; 0 restores it), and what is allocated now:
+// tests lower the size to reach out-of-memory paths and count bytes to find leaks.
+void set_device_memory_bytes(std::size_t bytes);
+std::size_t allocated_device_bytes();
+
 // True when `ptr` is null or points into (or one past) a live device allocation.
 bool is_device_pointer_or_null(const void* ptr);
 // Runs body() once per thread of the grid; records launch errors for cudaGetLastError.
