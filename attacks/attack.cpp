@@ -246,10 +246,18 @@ Gallery make_gallery(models::Model& model, const Tensor& images, const std::vect
                "make_gallery: ", images.size(0), " images but ", labels.size(), " labels");
   models::EmbedOptions options;
   options.batch_size = batch_size;
-  const Tensor raw = models::embed(model, images, options);
+  return gallery_from_embeddings(models::embed(model, images, options), labels, metric,
+                                 models::module_device(model));
+}
+
+Gallery gallery_from_embeddings(const Tensor& raw, const std::vector<int64_t>& labels,
+                                Metric metric, const engine::Device& device) {
+  ENGINE_CHECK(raw.dim() == 2 && static_cast<int64_t>(labels.size()) == raw.size(0),
+               "gallery_from_embeddings: embeddings ", engine::shape_str(raw.shape()), " but ",
+               labels.size(), " labels");
   engine::NoGradGuard no_grad;
   Gallery gallery;
-  gallery.embeddings = losses::embed_for_metric(raw, metric).to(models::module_device(model));
+  gallery.embeddings = losses::embed_for_metric(raw, metric).to(device);
   gallery.labels = labels;
   gallery.metric = metric;
   return gallery;

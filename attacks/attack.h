@@ -60,6 +60,10 @@ struct Gallery {
 Gallery make_gallery(models::Model& model, const engine::Tensor& images,
                      const std::vector<int64_t>& labels, losses::Metric metric,
                      int64_t batch_size = 256);
+// The same from the model's raw embeddings [N, D] (any device), computed elsewhere (e.g. a split
+// embedded batch by batch as it is decoded); the gallery lives on `device`, the model's.
+Gallery gallery_from_embeddings(const engine::Tensor& raw, const std::vector<int64_t>& labels,
+                                losses::Metric metric, const engine::Device& device);
 
 struct AttackOptions {
   bool robrank_compat = false;  // GTM target index and LTM self mask as robrank (§6.2)

@@ -13,22 +13,16 @@
 #include "engine/io/npy.h"
 #include "engine/random.h"
 #include "kernels/common/check.h"
+#include "tools/dml/split_stream.h"
 
 namespace dml {
 
-SplitImages load_split_images(const data::Dataset& dataset) {
+SplitImages split_images(const data::Dataset& dataset) {
   const int64_t n = dataset.size();
   ENGINE_CHECK(n > 1, dataset.name(), " ", dataset.split(), ": an attack needs at least 2 images");
-  engine::Shape shape = {n};
-  for (int64_t d : dataset.image_shape()) shape.push_back(d);
   SplitImages split;
-  split.images = engine::Tensor::empty(shape, engine::DType::F32);
-  split.labels.resize(static_cast<size_t>(n));
-  engine::Generator gen(0);  // test transforms are deterministic
-  for (int64_t i = 0; i < n; ++i) {
-    split.images.select(0, i).copy_(dataset.image(i, gen));
-    split.labels[static_cast<size_t>(i)] = dataset.label(i);
-  }
+  split.dataset = &dataset;
+  split.labels = split_labels(dataset, n);
   return split;
 }
 
@@ -55,7 +49,8 @@ AttackSummary run_attack(models::Model& model, const SplitImages& split,
                          const attacks::Gallery& gallery, const attacks::AttackSpec& spec,
                          const AttackRunSettings& settings) {
   const auto start = std::chrono::steady_clock::now();
-  const int64_t total_images = split.images.size(0);
+  ENGINE_CHECK(split.dataset != nullptr, "run_attack: no dataset");
+  const int64_t total_images = static_cast<int64_t>(split.labels.size());
   const int64_t n =
       settings.max_images > 0 ? std::min(settings.max_images, total_images) : total_images;
   ENGINE_CHECK(settings.batch_size > 0, "run_attack: batch size must be positive");
@@ -72,16 +67,15 @@ AttackSummary run_attack(models::Model& model, const SplitImages& split,
   // Opened before the first batch, so a path that cannot be written fails before any work.
   std::unique_ptr<engine::NpyRowWriter> adversarial_file;
   if (!settings.save_adversarial.empty()) {
-    engine::Shape shape = split.images.shape();
-    shape[0] = n;
+    engine::Shape shape = {n};
+    for (int64_t d : split.dataset->image_shape()) shape.push_back(d);
     adversarial_file = std::make_unique<engine::NpyRowWriter>(settings.save_adversarial,
                                                               engine::DType::F32, shape);
   }
   std::vector<double> sum_clean, sum_adversarial;
-  for (int64_t batch = 0; batch < batches; ++batch) {
-    const int64_t begin = batch * settings.batch_size;
-    const int64_t end = std::min(n, begin + settings.batch_size);
-    const engine::Tensor images = split.images.slice(0, begin, end);
+  const auto attack_one_batch = [&](int64_t begin, const engine::Tensor& images) {
+    const int64_t batch = begin / settings.batch_size;
+    const int64_t end = begin + images.size(0);
     std::vector<int64_t> labels(split.labels.begin() + begin, split.labels.begin() + end);
     std::vector<int64_t> self_index(static_cast<size_t>(end - begin));
     for (int64_t i = begin; i < end; ++i) self_index[static_cast<size_t>(i - begin)] = i;
@@ -121,7 +115,8 @@ AttackSummary run_attack(models::Model& model, const SplitImages& split,
           tty && batch + 1 < batches ? "\x1b[K" : "\n");
       std::fflush(stderr);
     }
-  }
+  };
+  for_each_split_batch(*split.dataset, n, settings.batch_size, attack_one_batch);
   if (adversarial_file) adversarial_file->finish();
   for (size_t m = 0; m < summary.names.size(); ++m) {
     summary.clean.push_back(sum_clean[m] / static_cast<double>(n));

@@ -18,11 +18,14 @@
 
 namespace dml {
 
+// The split an attack goes over. Its images are decoded batch by batch as the attack reaches them
+// (tools/dml/split_stream.h), never all at once: SOP's test split would be 36 GB of pixels.
 struct SplitImages {
-  engine::Tensor images;  // f32 [N, C, H, W] on the CPU, in [0, 1]
-  std::vector<int64_t> labels;
+  const data::Dataset* dataset = nullptr;  // not owned; outlives the attack runs
+  std::vector<int64_t> labels;             // of every image of the split
 };
-SplitImages load_split_images(const data::Dataset& dataset);
+// Checks the split has at least 2 images and reads its labels.
+SplitImages split_images(const data::Dataset& dataset);
 
 struct AttackRunSettings {
   int64_t batch_size = 128;  // robrank's validation batch for 28x28 (112 for 224)

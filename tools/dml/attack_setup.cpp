@@ -6,8 +6,14 @@
 
 #include "kernels/common/check.h"
 #include "losses/distance.h"
+#include "models/embed.h"
+#include "tools/dml/split_stream.h"
 
 namespace dml {
+
+namespace {
+constexpr int64_t kGalleryBatch = 256;  // images per forward when embedding the gallery
+}  // namespace
 
 const char kAttackCommonUsage[] =
     "  --checkpoint FILE   <output_dir>/checkpoint.safetensors or model.safetensors of `dml "
@@ -67,18 +73,19 @@ AttackSetup setup_attack(const AttackCommonOptions& o) {
   setup.run.batch_size = batch_size > 0 ? batch_size : (large ? 112 : 128);
 
   setup.dataset = data_name.value_or(setup.trained.data);
-  std::unique_ptr<data::Dataset> dataset;
   try {
-    dataset = data::open_dataset(setup.dataset, setup.split,
-                                 root.value_or(data_name ? "" : setup.trained.root),
-                                 /*augment=*/false, setup.trained.transform);
+    setup.data = data::open_dataset(setup.dataset, setup.split,
+                                    root.value_or(data_name ? "" : setup.trained.root),
+                                    /*augment=*/false, setup.trained.transform);
   } catch (const engine::Error& e) {
     throw UsageError("--data " + setup.dataset + ": " + e.what());
   }
   const auto start = std::chrono::steady_clock::now();
-  setup.images = load_split_images(*dataset);
-  setup.gallery = attacks::make_gallery(*setup.trained.model, setup.images.images,
-                                        setup.images.labels, parsed_metric);
+  setup.images = split_images(*setup.data);
+  const int64_t n = static_cast<int64_t>(setup.images.labels.size());
+  setup.gallery = attacks::gallery_from_embeddings(
+      embed_split(*setup.trained.model, *setup.data, n, kGalleryBatch), setup.images.labels,
+      parsed_metric, models::module_device(*setup.trained.model));
   std::fprintf(stderr, "gallery: %lld %s %s images embedded (%s, metric %s) in %.1fs\n",
                static_cast<long long>(setup.images.labels.size()), setup.dataset.c_str(),
                setup.split.c_str(), setup.trained.config.name.c_str(), metric_name.c_str(),

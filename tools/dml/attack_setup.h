@@ -20,7 +20,8 @@ struct AttackSetup {
   TrainedModel trained;
   std::string dataset;  // name
   std::string split;
-  SplitImages images;
+  std::unique_ptr<data::Dataset> data;  // the split's images, read as the attacks go
+  SplitImages images;                   // points into `data`
   attacks::Gallery gallery;
   AttackRunSettings run;
   engine::Device device;

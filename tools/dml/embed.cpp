@@ -21,6 +21,7 @@
 #include "models/registry.h"
 #include "models/weights.h"
 #include "tools/dml/commands.h"
+#include "tools/dml/split_stream.h"
 
 namespace dml {
 
@@ -72,20 +73,9 @@ engine::Tensor embed_dataset(models::Model& model, const data::Dataset& dataset,
                              int64_t batch_size) {
   const int64_t n = dataset.size();
   ENGINE_CHECK(n > 0, "dataset ", dataset.name(), " split ", dataset.split(), " is empty");
-  engine::Shape shape = dataset.image_shape();
-  engine::Tensor out = engine::Tensor::empty({n, model.embedding_dim()}, engine::DType::F32);
-  engine::Generator gen(0);  // test transforms are deterministic; train ones draw from it
   Progress progress(n);
-  for (int64_t begin = 0; begin < n; begin += batch_size) {
-    const int64_t end = std::min(n, begin + batch_size);
-    engine::Shape batch_shape = {end - begin};
-    batch_shape.insert(batch_shape.end(), shape.begin(), shape.end());
-    engine::Tensor batch = engine::Tensor::empty(batch_shape, engine::DType::F32);
-    for (int64_t i = begin; i < end; ++i) batch.select(0, i - begin).copy_(dataset.image(i, gen));
-    out.slice(0, begin, end).copy_(models::embed_batch(model, batch));
-    progress.update(end);
-  }
-  return out;
+  return embed_split(model, dataset, n, batch_size,
+                     [&progress](int64_t done, int64_t) { progress.update(done); });
 }
 
 engine::Tensor embed_file(models::Model& model, const std::string& path, int64_t batch_size) {

@@ -26,9 +26,9 @@
 #include "engine/random.h"
 #include "kernels/common/check.h"
 #include "metrics/distance.h"
-#include "models/embed.h"
 #include "tools/dml/load_model.h"
 #include "tools/dml/report.h"
+#include "tools/dml/split_stream.h"
 
 namespace dml {
 
@@ -141,17 +141,12 @@ int run_report_grid(Args& args) {
   for (int64_t d : dataset->image_shape()) shape.push_back(d);
   ENGINE_CHECK(shape.size() == 4 && (shape[1] == 1 || shape[1] == 3), dataset_name,
                ": the grid needs grey or RGB images, got ", shape[1], " channels");
-  engine::Tensor images = engine::Tensor::empty(shape, engine::DType::F32);
-  std::vector<int64_t> labels(static_cast<size_t>(m));
-  engine::Generator transform_gen(0);  // test transforms are deterministic
-  for (int64_t i = 0; i < m; ++i) {
-    images.select(0, i).copy_(dataset->image(i, transform_gen));
-    labels[static_cast<size_t>(i)] = dataset->label(i);
-  }
-  models::EmbedOptions embed_options;
-  embed_options.batch_size = batch_size;
+  // Embedded batch by batch (tools/dml/split_stream.h); only the drawn images are decoded again.
+  const std::vector<int64_t> labels = split_labels(*dataset, m);
   const metrics::Points points = metrics::make_points(
-      models::embed(*trained.model, images, embed_options), metric, "embeddings");
+      embed_split(*trained.model, *dataset, m, batch_size), metric, "embeddings");
+  engine::Generator transform_gen(0);  // test transforms are deterministic
+  const auto image = [&](int64_t index) { return dataset->image(index, transform_gen); };
 
   engine::Generator gen(static_cast<uint64_t>(seed));
   std::vector<int64_t> chosen = engine::permutation_vector(m, gen);
@@ -178,7 +173,7 @@ int run_report_grid(Args& args) {
       return row[a] < row[b] || (row[a] == row[b] && a < b);
     });
     const int64_t top = kGap + r * (cell_h + kGap);
-    canvas.cell(top, kGap, images.select(0, q), scale, kQueryFrame);
+    canvas.cell(top, kGap, image(q), scale, kQueryFrame);
     const int64_t label = labels[static_cast<size_t>(q)];
     std::printf("query %lld (label %lld):", static_cast<long long>(q),
                 static_cast<long long>(label));
@@ -186,7 +181,7 @@ int run_report_grid(Args& args) {
       const int64_t j = order[static_cast<size_t>(c)];
       const bool match = labels[static_cast<size_t>(j)] == label;
       matches += match;
-      canvas.cell(top, kGap + (c + 1) * (cell_w + kGap), images.select(0, j), scale,
+      canvas.cell(top, kGap + (c + 1) * (cell_w + kGap), image(j), scale,
                   match ? kMatchFrame : kMismatchFrame);
       std::printf(" %lld%s", static_cast<long long>(j), match ? "" : "x");
     }

@@ -27,9 +27,9 @@
 #include "kernels/common/check.h"
 #include "kernels/common/cuda_runtime.h"
 #include "losses/losses.h"
-#include "models/embed.h"
 #include "models/weights.h"
 #include "tools/dml/args.h"
+#include "tools/dml/split_stream.h"
 #include "tools/dml/training_loss.h"
 #include "tools/dml/version.h"
 
@@ -272,18 +272,8 @@ metrics::Evaluation evaluate_model(models::Model& model, const data::Dataset& te
   int64_t n = test.size();
   if (settings.max_images > 0) n = std::min(n, settings.max_images);
   ENGINE_CHECK(n > 0, "evaluation: the ", test.name(), " ", test.split(), " split is empty");
-  engine::Shape shape = {n};
-  for (int64_t d : test.image_shape()) shape.push_back(d);
-  engine::Tensor images = engine::Tensor::empty(shape, engine::DType::F32);
-  std::vector<int64_t> labels(static_cast<size_t>(n));
-  engine::Generator gen(0);  // test transforms are deterministic
-  for (int64_t i = 0; i < n; ++i) {
-    images.select(0, i).copy_(test.image(i, gen));
-    labels[static_cast<size_t>(i)] = test.label(i);
-  }
-  models::EmbedOptions embed_options;
-  embed_options.batch_size = settings.batch_size;
-  const engine::Tensor embeddings = models::embed(model, images, embed_options);
+  const std::vector<int64_t> labels = split_labels(test, n);
+  const engine::Tensor embeddings = embed_split(model, test, n, settings.batch_size);
   const metrics::Metric metric = metrics::parse_metric(settings.metric);
   const metrics::Points points = metrics::make_points(embeddings, metric, "evaluation embeddings");
   metrics::EvaluationOptions options;

@@ -1,0 +1,41 @@
+// Going over a dataset split batch by batch, for the commands that read a whole split once: `dml
+// eval` and evaluation during training, `dml embed --data`, and `dml attack` / `dml ers` (the
+// gallery, then the attacked images).
+//
+// Why not load the split: a decoded 3x224x224 image is 602,112 bytes of f32, so CUB's test split
+// is 3.6 GB, CARS196's 4.9 GB and SOP's 36 GB. Here at most a few batches are decoded at a time
+// (data::BatchLoader: worker threads decode the next batches while the model runs on this one);
+// what is kept is the embeddings, [N, D] floats (SOP at D = 512: 124 MB).
+//
+// The datasets these commands open do not augment (open_dataset(..., augment = false)), so an
+// image's pixels do not depend on the loader's per-sample generators: every batch equals the
+// images dataset.image(i) would give, and the embeddings equal models::embed of the stacked split
+// with the same batch size (same batch boundaries, same arithmetic).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include "data/dataset.h"
+#include "engine/tensor.h"
+#include "models/model.h"
+
+namespace dml {
+
+// The labels of the first `count` items of the split (0 < count <= dataset.size()).
+std::vector<int64_t> split_labels(const data::Dataset& dataset, int64_t count);
+
+// Calls visit(begin, images) for the first `count` images in order, in batches of `batch_size`:
+// images f32 [end - begin, C, H, W] on the CPU, in [0, 1]. An error from decoding (an unreadable
+// image) or from visit stops the walk and propagates.
+void for_each_split_batch(const data::Dataset& dataset, int64_t count, int64_t batch_size,
+                          const std::function<void(int64_t, const engine::Tensor&)>& visit);
+
+// The model's raw embeddings (eval mode, before any L2 normalization) of the first `count` images:
+// f32 [count, D] on the CPU. progress(done, count) after each batch, if given.
+engine::Tensor embed_split(models::Model& model, const data::Dataset& dataset, int64_t count,
+                           int64_t batch_size,
+                           const std::function<void(int64_t, int64_t)>& progress = {});
+
+}  // namespace dml
