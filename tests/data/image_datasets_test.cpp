@@ -4,6 +4,7 @@
 #include <stb/stb_image_write.h>
 #include <catch2/catch.hpp>
 
+#include <cstdint>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -19,6 +20,20 @@ namespace {
 void write_png(const std::string& path, int w, int h, uint8_t value) {
   std::filesystem::create_directories(std::filesystem::path(path).parent_path());
   std::vector<uint8_t> pixels(static_cast<std::size_t>(w * h * 3), value);
+  REQUIRE(stbi_write_png(path.c_str(), w, h, 3, pixels.data(), w * 3) != 0);
+}
+
+// A w x h RGB image whose pixels all differ from their neighbours, so any crop or flip shows.
+void write_gradient_png(const std::string& path, int w, int h) {
+  std::vector<uint8_t> pixels(static_cast<std::size_t>(w * h * 3));
+  for (int y = 0; y < h; ++y) {
+    for (int x = 0; x < w; ++x) {
+      for (int c = 0; c < 3; ++c) {
+        pixels[static_cast<std::size_t>((y * w + x) * 3 + c)] =
+            static_cast<uint8_t>((x * 11 + y * 5 + c * 60) % 256);
+      }
+    }
+  }
   REQUIRE(stbi_write_png(path.c_str(), w, h, 3, pixels.data(), w * 3) != 0);
 }
 
@@ -105,12 +120,20 @@ TEST_CASE("cub200: images decode to [3, 224, 224], train crops draw from the gen
   (void)train->image(0, gen);
   CHECK(gen.offset == 1);  // random crop + flip: one Philox block
   // The train split opened for evaluation (dml eval/embed/attack --split train) is not augmented:
-  // the center crop, no draw, the same image for any generator.
+  // the center crop, no draw, the same image for any generator. Train image 0 becomes a gradient
+  // here, so that a random crop or flip would show.
+  write_gradient_png(cub + "/images/001.Black_footed_Albatross/a_0001.jpg", 23, 17);
   auto train_eval = data::open_dataset("cub200", "train", cub);
   engine::Generator other(6);
   const engine::Tensor a = train_eval->image(0, gen), b = train_eval->image(0, other);
   CHECK(gen.offset == 1);
   CHECK(a.to_vector() == b.to_vector());
+  bool augmented_differs = false;  // the augmenting split: crops and flips move the pixels
+  for (uint64_t seed = 1; seed <= 8 && !augmented_differs; ++seed) {
+    engine::Generator g(seed);
+    augmented_differs = train->image(0, g).to_vector() != a.to_vector();
+  }
+  CHECK(augmented_differs);
 }
 
 TEST_CASE("cub200 errors: missing split files and bad images name the file", "[data]") {
