@@ -6,7 +6,9 @@
 // L2-normalized for N and C): ||a - p + 1e-6|| for N and E (PyTorch's triplet_margin_loss, which
 // robrank calls), 1 - cos for C. Margins: default_margin(metric) = 0.2 for N and C, 1.0 for E.
 // A composition of engine ops, so autograd provides the backward; the hinge's gradient is 0 for
-// triplets that satisfy the margin (at exactly 0 as well, like PyTorch's relu).
+// triplets that satisfy the margin. At exactly 0 it is 0 too (relu's convention), where PyTorch's
+// triplet_margin_loss, a clamp_min(., 0), passes the gradient (clamp_min's backward keeps
+// x >= min): a float tie that decides nothing in practice.
 #pragma once
 
 #include "engine/random.h"

@@ -170,9 +170,20 @@ void Optimizer::load_state_dict(const OptimizerState& state) {
     copy.copy_(value);
     loaded[index].buffers[name] = copy;
   }
-  for (size_t i = 0; i < loaded.size(); ++i) {
-    if (!loaded[i].buffers.empty() && loaded[i].step == 0) {
-      problems.push_back("'state." + std::to_string(i) + ".step' is missing");
+  size_t index = 0;
+  for (size_t g = 0; g < groups_.size(); ++g) {
+    const std::vector<std::string> required = required_state(g);
+    for (size_t k = 0; k < groups_[g].size(); ++k, ++index) {
+      const ParamState& s = loaded[index];
+      const std::string prefix = "'state." + std::to_string(index) + ".";
+      if (!s.buffers.empty() && s.step == 0) problems.push_back(prefix + "step' is missing");
+      if (s.step == 0) continue;
+      for (const std::string& name : required) {
+        if (s.buffers.count(name) == 0) {
+          problems.push_back(prefix + name + "' is missing (parameter " + std::to_string(index) +
+                             " has a step count of " + std::to_string(s.step) + ")");
+        }
+      }
     }
   }
   if (!problems.empty()) {

@@ -76,6 +76,11 @@ class Optimizer {
   virtual void update_cuda(size_t group, const std::vector<PendingUpdate>& pending);
   // The buffer names this optimizer keeps, for load_state_dict's checks.
   virtual std::vector<std::string> state_names() const = 0;
+  // The buffers every updated parameter of `group` has, which load_state_dict requires beside a
+  // step (Adam's moments; SGD's momentum buffer when the group has momentum). Without this check a
+  // step count without its moments would load, and the next update would run from zero moments
+  // with the bias correction of a late step (about 0.03 lr instead of lr on Adam's first update).
+  virtual std::vector<std::string> required_state(size_t /*group*/) const { return state_names(); }
 
   // A zero-filled state buffer shaped like `param`, created on first use.
   static Tensor& state_buffer(ParamState& state, const std::string& buffer, const Tensor& param);

@@ -52,6 +52,12 @@ double Sgd::lr(size_t group) const {
 
 void Sgd::set_lr(size_t group, double lr) { options(group).lr = lr; }
 
+std::vector<std::string> Sgd::required_state(size_t group) const {
+  ENGINE_CHECK(group < options_.size(), "sgd: group ", group, " out of range");
+  if (options_[group].momentum == 0.0) return {};  // plain SGD keeps no buffer
+  return state_names();
+}
+
 namespace {
 
 kernels::SgdHyper hyper_of(const SgdOptions& o) {

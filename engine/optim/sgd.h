@@ -36,6 +36,7 @@ class Sgd : public Optimizer {
   void update(size_t group, const Tensor& param, const Tensor& grad, ParamState& state) override;
   void update_cuda(size_t group, const std::vector<PendingUpdate>& pending) override;
   std::vector<std::string> state_names() const override { return {"momentum_buffer"}; }
+  std::vector<std::string> required_state(size_t group) const override;
 
  private:
   std::vector<SgdOptions> options_;  // one per group

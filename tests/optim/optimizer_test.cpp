@@ -181,6 +181,38 @@ TEST_CASE("optimizer: load_state_dict lists every bad key", "[optimizer][adam]")
   REQUIRE(adam.state_dict().at("state.0.step").to_indices() == std::vector<int64_t>{1});
 }
 
+TEST_CASE("optimizer: a step count without its buffers is refused", "[optimizer][adam][sgd]") {
+  Tensor a = leaf({1.0, 2.0});
+  Tensor b = leaf({3.0});
+  SECTION("adam: both moments are required beside a step") {
+    Adam adam({a, b});
+    engine::optim::OptimizerState partial;
+    partial["state.0.step"] = Tensor::from_indices({40}, {});
+    partial["state.0.exp_avg"] = Tensor::zeros({2}, DType::F64);  // exp_avg_sq missing
+    partial["state.1.step"] = Tensor::from_indices({40}, {});     // both missing
+    REQUIRE_THROWS_WITH(adam.load_state_dict(partial),
+                        Catch::Contains("'state.0.exp_avg_sq' is missing") &&
+                            Catch::Contains("'state.1.exp_avg' is missing") &&
+                            Catch::Contains("'state.1.exp_avg_sq' is missing") &&
+                            Catch::Contains("step count of 40"));
+  }
+  SECTION("sgd: the momentum buffer only where the group has momentum") {
+    SgdOptions plain;
+    plain.lr = 0.1;
+    SgdOptions heavy = plain;
+    heavy.momentum = 0.9;
+    Sgd sgd({SgdGroup{{a}, plain}, SgdGroup{{b}, heavy}});
+    engine::optim::OptimizerState steps_only;
+    steps_only["state.0.step"] = Tensor::from_indices({5}, {});
+    steps_only["state.1.step"] = Tensor::from_indices({5}, {});
+    REQUIRE_THROWS_WITH(sgd.load_state_dict(steps_only),
+                        Catch::Contains("'state.1.momentum_buffer' is missing") &&
+                            !Catch::Contains("state.0.momentum_buffer"));
+    steps_only["state.1.momentum_buffer"] = Tensor::zeros({1}, DType::F64);
+    sgd.load_state_dict(steps_only);  // plain SGD keeps no buffer: a step alone is whole
+  }
+}
+
 TEST_CASE("optimizer: invalid parameters are rejected", "[optimizer][sgd]") {
   Tensor a = leaf({1.0});
   REQUIRE_THROWS_WITH(Sgd({a, a}, SgdOptions()),
