@@ -40,7 +40,10 @@ namespace metrics {
 struct KMeansOptions {
   int64_t k = 0;  // number of clusters, 1 <= k <= N
   uint64_t seed = 0;
-  int64_t max_iterations = 25;  // assignment steps (faiss' default 25, as robrank runs it)
+  // Assignment steps, so at most max_iterations - 1 center updates. faiss' niter = 25, as robrank
+  // runs it, is 25 assign-and-update rounds and a final assignment (26 assignments); the parity
+  // is nominal anyway, since faiss seeds at random on a subsample.
+  int64_t max_iterations = 25;
 };
 
 struct KMeansResult {

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "kernels/common/check.h"
 #include "kernels/common/cpu_gemm.h"
@@ -80,6 +81,16 @@ Points make_points(const float* values, int64_t n, int64_t d, Metric metric) {
   std::copy(values, values + n * d, p.x.begin());
 #pragma omp parallel for schedule(static)
   for (int64_t i = 0; i < n; ++i) finish_row(p, i);
+  // A key |a|^2 + |b|^2 - 2 a.b is finite when every squared norm is at most FLT_MAX / 4 (then
+  // |a.b| <= |a| |b| is too); past that (metric E, rows of norm above ~9.2e18) it could be
+  // inf - inf = NaN, and a NaN key breaks the sort's ordering.
+  constexpr double kLargestSquaredNorm = std::numeric_limits<float>::max() / 4.0;
+  for (int64_t i = 0; i < n; ++i) {
+    ENGINE_CHECK(static_cast<double>(p.sq_norms[i]) <= kLargestSquaredNorm,
+                 "metrics: embedding row ", i, " has norm ",
+                 std::sqrt(static_cast<double>(p.sq_norms[i])),
+                 ", too large for f32 distances (at most ", std::sqrt(kLargestSquaredNorm), ")");
+  }
   return p;
 }
 

@@ -51,7 +51,12 @@ Evaluation evaluate_embeddings(const Points& points, const std::vector<int64_t>&
   e.spread.intra = e.spread.inter = e.spread.ratio = nan;
   if (options.spread) {
     start = std::chrono::steady_clock::now();
-    e.spread = embedding_spread(points, labels);
+    // pi_ratio is measured on L2-normalized embeddings whatever the ranking metric (issue 5):
+    // metric E's raw rows are normalized for it, which makes its distance N's.
+    e.spread =
+        points.metric == Metric::E
+            ? embedding_spread(make_points(points.x.data(), points.n, points.d, Metric::N), labels)
+            : embedding_spread(points, labels);
     e.seconds_spread = seconds_since(start);
   }
   return e;

@@ -13,6 +13,14 @@
 //
 // Every metric is the mean over queries that have at least one relevant item; queries without one
 // ("lone" labels) are left out and counted, as PML does (robrank has no special case for them).
+// When every query is lone the means are NaN (null in JSON), where PML returns 0.
+// Differences from the reference code, for comparing numbers:
+//   - robrank averages per validation batch (128 queries) and then over batches, so its last,
+//     partial batch weighs as much as a full one (Fashion-MNIST: 16 queries get 1/79); here every
+//     query weighs the same. The difference is small, a fraction of that batch's deviation.
+//   - PML searches at most 1023 neighbours (faiss' limit), so its map_at_r is cut short for
+//     classes with more than 1024 members (e.g. MNIST's digit 1 in the test split); here R is
+//     the exact class size.
 //
 // Whole-set algorithm (evaluate_retrieval): queries in blocks of B rows; for a block, the keys to
 // all N items (B x N floats, tiled GEMMs, distance.h), then per query, without sorting the row:

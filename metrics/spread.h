@@ -7,11 +7,18 @@
 //   pi_ratio = pi_intra / pi_inter
 //
 // d is the metric's distance (distance.h) on the prepared points: Euclidean on L2-normalized rows
-// for N, on raw rows for E, 1 - cos for C. mu_y is the plain mean of class y's prepared rows (not
-// re-normalized for N: the papers measure the centers where they are; for C the cosine distance of
-// the means does not depend on their norms). Classes with a single member have no pair and are
-// left out of pi_intra; pi_ratio is NaN when no class has two members, fewer than two classes
-// exist, or all class means coincide.
+// for N, on raw rows for E, 1 - cos for C. mu_y is the plain mean of class y's prepared rows, not
+// re-normalized (for C the cosine distance of the means does not depend on their norms). Classes
+// with a single member have no pair and are left out of pi_intra; pi_ratio is NaN when no class
+// has two members, fewer than two classes exist, or all class means coincide.
+//
+// What the reported pi_ratio is (metrics/evaluate.h): issue 5 puts it on L2-normalized
+// embeddings, so evaluate_embeddings measures metric E's sets as N (Euclidean on unit rows).
+// MDProp's numbers come from the "Revisiting DML" code (metrics/dists.py, intra_over_inter):
+// cosine distances, class means re-normalized, a singleton class's undefined intra distance
+// replaced by a maximum over the other classes. Metric C here is that up to the singletons (none
+// in CUB, CARS or SOP's test splits); N's Euclidean sqrt(2 (1 - cos)) gives other numbers, so
+// compare N values with N values only.
 //
 // Cost: sum_y n_y^2 d multiply-adds for pi_intra (at most N^2 d) and C^2 d for pi_inter, in
 // GEMM tiles of 256 x 256 gathered rows (memory O(threads * 256 * (256 + 2 d))); the mean is in

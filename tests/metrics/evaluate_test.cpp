@@ -1,5 +1,6 @@
 #include <catch2/catch.hpp>
 
+#include <limits>
 #include <string>
 #include <utility>
 #include <vector>
@@ -14,9 +15,10 @@ using metrics::Metric;
 
 TEST_CASE("evaluate: json keys, order and values of the hand-computed set") {
   // The set of "recall@k: hand-computed set, metric E" (retrieval_test.cpp): recall@1 = 0,
-  // recall@2 = 0.6, map = 0.45, map_at_r10 = 11/150, map_at_r = 0.1. Classes A = {0, 3, 8} and
-  // B = {1, 4}: pi_intra = (mean(3, 8, 5) + 3) / 2 = (16/3 + 3) / 2 = 25/6; means 11/3 and 5/2
-  // are 7/6 apart -> pi_ratio = (25/6) / (7/6) = 25/7.
+  // recall@2 = 0.6, map = 0.45, map_at_r10 = 11/150, map_at_r = 0.1. pi_ratio is on L2-normalized
+  // rows: 0 stays 0, the others become 1, so A = {0, 3, 8} -> {0, 1, 1} and B = {1, 4} -> {1, 1}:
+  // pi_intra = (mean(1, 1, 0) + 0) / 2 = 1/3; means 2/3 and 1 are 1/3 apart -> pi_ratio = 1.
+  // (On the raw rows it would be 25/7: spread_test.cpp has the E function itself.)
   metrics::EvaluationOptions options;
   options.retrieval.ks = {1, 2};
   const metrics::Evaluation e = metrics::evaluate_embeddings(
@@ -31,7 +33,7 @@ TEST_CASE("evaluate: json keys, order and values of the hand-computed set") {
   CHECK(j["map"].get<double>() == Approx(0.45).epsilon(1e-12));
   CHECK(j["map_at_r10"].get<double>() == Approx(11.0 / 150.0).epsilon(1e-12));
   CHECK(j["map_at_r"].get<double>() == Approx(0.1).epsilon(1e-12));
-  CHECK(j["pi_ratio"].get<double>() == Approx(25.0 / 7.0).epsilon(1e-6));
+  CHECK(j["pi_ratio"].get<double>() == Approx(1.0).epsilon(1e-6));
   const double nmi = j["nmi"].get<double>();
   CHECK(nmi >= 0.0);
   CHECK(nmi <= 1.0);
@@ -75,4 +77,20 @@ TEST_CASE("evaluate: labels from i64, i32 and u8 .npy files; errors name the fil
       Catch::Contains("L.npy: labels must be 1-D"));
   CHECK_THROWS_WITH(metrics::make_points(engine::Tensor::zeros({4}), Metric::N, "E.npy"),
                     Catch::Contains("E.npy: embeddings must be 2-D"));
+}
+
+TEST_CASE("evaluate: embeddings too large for f32 distances are refused, not ranked as NaN") {
+  // Metric E keeps raw rows: a row of norm 1e19 has a squared norm past FLT_MAX / 4, where a key
+  // |a|^2 + |b|^2 - 2 a.b could be inf - inf. Normalizing metrics (N, C) take the same row.
+  const engine::Tensor huge = engine::Tensor::from_vector({1e19, 0, 0, 1, 1, 0}, {3, 2});
+  CHECK_THROWS_WITH(metrics::make_points(huge, Metric::E, "E.npy"),
+                    Catch::Contains("E.npy") && Catch::Contains("embedding row 0 has norm 1e+19") &&
+                        Catch::Contains("too large for f32 distances"));
+  CHECK(metrics::make_points(huge, Metric::N, "E.npy").n == 3);
+  const engine::Tensor large = engine::Tensor::from_vector({9e18, 0, 0, 1, 1, 0}, {3, 2});
+  CHECK(metrics::make_points(large, Metric::E, "E.npy").n == 3);  // just inside the limit
+  const engine::Tensor inf =
+      engine::Tensor::from_vector({1, 2, 3, std::numeric_limits<double>::infinity()}, {2, 2});
+  CHECK_THROWS_WITH(metrics::make_points(inf, Metric::N, "E.npy"),
+                    Catch::Contains("row 1 column 1 is not finite"));
 }

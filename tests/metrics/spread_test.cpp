@@ -3,6 +3,7 @@
 #include <cmath>
 #include <vector>
 
+#include "metrics/evaluate.h"
 #include "metrics/spread.h"
 #include "tests/metrics/metrics_test_util.h"
 
@@ -36,6 +37,23 @@ TEST_CASE("pi_ratio: hand-computed, metrics N and C normalize first") {
   CHECK(n.ratio == Approx(1.0).epsilon(1e-6));
   const metrics::Spread c = metrics::embedding_spread(test::points_from(x, 2, Metric::C), labels);
   CHECK(c.ratio == Approx(0.5).epsilon(1e-6));
+}
+
+TEST_CASE("pi_ratio: the evaluation measures metric E on L2-normalized rows, as N") {
+  // The set above: on raw rows (the function with E points) intra A = sqrt 13, intra B = sqrt 26,
+  // the means (3/2, 1) and (-1/2, -5/2) are sqrt(65)/2 apart -> (sqrt 13 + sqrt 26) / sqrt 65;
+  // the evaluation normalizes first (issue 5) and reports N's 1.
+  const std::vector<double> x = {3, 0, 0, 2, -1, 0, 0, -5};
+  const std::vector<int64_t> labels = {0, 0, 1, 1};
+  const metrics::Points raw = test::points_from(x, 2, Metric::E);
+  CHECK(metrics::embedding_spread(raw, labels).ratio ==
+        Approx((std::sqrt(13.0) + std::sqrt(26.0)) / std::sqrt(65.0)).epsilon(1e-6));
+  metrics::EvaluationOptions options;
+  options.retrieval.ks = {1};
+  options.clustering = false;
+  const metrics::Evaluation e = metrics::evaluate_embeddings(raw, labels, options);
+  CHECK(e.spread.ratio == Approx(1.0).epsilon(1e-6));
+  CHECK(e.metric == Metric::E);  // the ranking stays on raw rows
 }
 
 TEST_CASE("pi_ratio: tiled sums equal the f64 definition across tile boundaries") {

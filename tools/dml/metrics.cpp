@@ -34,14 +34,16 @@ const char kUsage[] =
     "  --json              print one JSON object: recall@K..., map, map_at_r10, map_at_r, nmi,\n"
     "                      pi_ratio (fractions in [0, 1]; pi_ratio unbounded; null if undefined)\n"
     "  --seed S            k-means++ seed for NMI (default 0)\n"
-    "  --kmeans-iterations I   at most I Lloyd iterations (default 25)\n"
+    "  --kmeans-iterations I   at most I k-means assignment steps, I - 1 center updates\n"
+    "                      (default 25)\n"
     "  --device DEV        cpu (default), cuda or cuda:N: where the ranking (recall@K, map,\n"
     "                      map_at_r10, map_at_r) runs; NMI and pi_ratio stay on the CPU\n"
     "\n"
     "map: AP over the full ranking; map_at_r10: robrank's mAP@R with R fixed to 10; map_at_r:\n"
     "PML's mAP@R with R = the query's same-class count. Queries with no other item of their class\n"
-    "are left out of the ranking metrics. nmi: k-means++ with k = number of classes, arithmetic\n"
-    "normalization. pi_ratio: mean intra-class distance / mean distance between class means.\n";
+    "are left out of the ranking metrics; an exact distance tie ranks the smaller index first.\n"
+    "nmi: k-means++ with k = number of classes, arithmetic normalization. pi_ratio: mean\n"
+    "intra-class distance / mean distance between class means, on L2-normalized rows (E as N).\n";
 
 void print_table(const metrics::Evaluation& e, const std::string& embeddings_path,
                  const std::string& device) {
