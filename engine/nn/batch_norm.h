@@ -18,6 +18,11 @@
 // are used and never updated, but weight and bias still receive gradients.
 // Aux branches start as copies of branch 0 (all rows are initialized identically);
 // copy_main_to_aux() repeats that after loading a checkpoint that has branch 0 only.
+// One [K, C] parameter, one optimizer state: a branch that gets no rows in a step receives a zero
+// gradient row, not "no gradient", so Adam still moves it (its momentum and weight decay) and
+// every branch shares one step count. MDProp and AdvProp-D route rows to every branch in every
+// step, where this equals separate modules; a recipe that left a branch idle would differ from
+// PyTorch's separate aux modules with zero_grad(set_to_none=True), which skip it.
 #pragma once
 
 #include <string>
