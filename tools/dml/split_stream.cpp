@@ -20,8 +20,8 @@ void check_count(const data::Dataset& dataset, int64_t count, const char* what) 
 
 std::vector<int64_t> split_labels(const data::Dataset& dataset, int64_t count) {
   check_count(dataset, count, "split_labels");
-  std::vector<int64_t> labels(static_cast<size_t>(count));
-  for (int64_t i = 0; i < count; ++i) labels[static_cast<size_t>(i)] = dataset.label(i);
+  std::vector<int64_t> labels = dataset.labels();
+  labels.resize(static_cast<size_t>(count));
   return labels;
 }
 
