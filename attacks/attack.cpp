@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <functional>
 #include <memory>
+#include <set>
 #include <stdexcept>
 
 #include "attacks/measures.h"
@@ -149,12 +150,15 @@ AttackSpec parse_attack_spec(const std::string& text) {
                "' (known: CA QA SPQA TMA ES LTM GTM GTT STAX MTAX)");
   spec.T = spec.kind == AttackKind::MTAX ? 5 : 1;
   bool has_pm = false;
+  std::set<std::string> seen;  // a key given twice is a typo, not a value to overwrite silently
   for (size_t i = 1; i < parts.size(); ++i) {
     const size_t eq = parts[i].find('=');
     ENGINE_CHECK(eq != std::string::npos && eq > 0, "attack spec '", text, "': '", parts[i],
                  "' is not key=value");
     const std::string key = parts[i].substr(0, eq);
     const std::string value = parts[i].substr(eq + 1);
+    ENGINE_CHECK(seen.insert(key).second, "attack spec '", text, "': key '", key,
+                 "' is given twice");
     auto only_for = [&](bool allowed, const char* which) {
       ENGINE_CHECK(allowed, "attack spec '", text, "': key '", key, "' applies to ", which,
                    " only, not ", kind_name(spec.kind));
@@ -190,7 +194,9 @@ AttackSpec parse_attack_spec(const std::string& text) {
     } else if (key == "pgditer") {
       spec.pgd.steps = parse_count(text, key, value, 1);
     } else if (key == "rinit") {
-      spec.pgd.random_start = parse_count(text, key, value, 0) != 0;
+      const int64_t rinit = parse_count(text, key, value, 0);
+      ENGINE_CHECK(rinit <= 1, "attack spec '", text, "': rinit must be 0 or 1");
+      spec.pgd.random_start = rinit == 1;
     } else {
       engine::fail("attack spec '", text, "': unknown key '", key,
                    "' (known: pm W M T G zeta eps alpha pgditer rinit)");
@@ -198,6 +204,10 @@ AttackSpec parse_attack_spec(const std::string& text) {
   }
   ENGINE_CHECK(has_pm || !ranks_candidates(spec.kind), "attack spec '", text,
                "': ", kind_name(spec.kind), " needs pm=+ or pm=-");
+  // With several steps alpha is the step size, so 0 would leave every image as it is and report
+  // clean == adversarial as if the model were robust (pgditer=1 steps by eps and ignores alpha).
+  ENGINE_CHECK(spec.pgd.alpha > 0.0 || spec.pgd.steps == 1 || spec.pgd.eps == 0.0, "attack spec '",
+               text, "': alpha must be > 0 when pgditer > 1 and eps > 0");
   return spec;
 }
 

@@ -2,6 +2,7 @@
 #include "data/loader.h"
 
 #include <cstring>
+#include <system_error>
 
 #include "data/sampler.h"
 #include "kernels/common/check.h"
@@ -70,16 +71,28 @@ BatchLoader::BatchLoader(const Dataset& dataset, std::vector<std::vector<int64_t
                " and ", options_.prefetch);
   ENGINE_CHECK(options_.first_batch >= 0 && options_.epoch >= 0, "loader: negative epoch (",
                options_.epoch, ") or first batch (", options_.first_batch, ")");
-  for (int w = 0; w < options_.num_workers; ++w) workers_.emplace_back([this] { work(); });
+  try {
+    for (int w = 0; w < options_.num_workers; ++w) workers_.emplace_back([this] { work(); });
+  } catch (const std::system_error& e) {
+    // The threads already started must be joined before the members go, or their destructors
+    // terminate the process (the destructor does not run when the constructor throws).
+    const size_t started = workers_.size();
+    stop_workers();
+    engine::fail("loader: could not start worker thread ", started + 1, " of ",
+                 options_.num_workers, " (", e.what(), "); use fewer workers");
+  }
 }
 
-BatchLoader::~BatchLoader() {
+BatchLoader::~BatchLoader() { stop_workers(); }
+
+void BatchLoader::stop_workers() {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     stop_ = true;
   }
   work_ready_.notify_all();
   for (std::thread& worker : workers_) worker.join();
+  workers_.clear();
 }
 
 BatchLoader::Result BatchLoader::load(int64_t position) const {

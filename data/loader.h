@@ -71,6 +71,7 @@ class BatchLoader {
     std::exception_ptr error;
   };
   void work();
+  void stop_workers();  // tells the workers to finish and joins them
   Result load(int64_t position) const;
 
   const Dataset& dataset_;

@@ -134,6 +134,11 @@ std::unordered_map<const void*, Tensor> run_backward(const std::vector<Tensor>& 
                                                                     : ones_like_output(out);
     ENGINE_CHECK(g.shape() == out.shape(), "backward: gradient for output ", k, " has shape ",
                  shape_str(g.shape()), " but the output has shape ", shape_str(out.shape()));
+    // Else an f64 or CUDA gradient would flow into an f32 CPU graph and land in a leaf's .grad.
+    ENGINE_CHECK(g.dtype() == out.dtype() && g.device() == out.device(),
+                 "backward: gradient for output ", k, " is ", dtype_name(g.dtype()), " on ",
+                 g.device().str(), " but the output is ", dtype_name(out.dtype()), " on ",
+                 out.device().str());
     if (!out.requires_grad()) continue;
     if (out.is_leaf()) {
       if (targets.is_target_leaf(out.impl())) accumulate(sums, out.impl(), g);

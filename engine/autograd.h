@@ -10,6 +10,12 @@
 // enforces that (an op that computes an unwanted gradient is a bug and throws), which is how
 // grad(loss, {x}) skips every weight gradient: conv2d gets needs = {true, false, false} and never
 // runs its wgrad kernel.
+//
+// Not detected (PyTorch's version counters would): writing in place (copy_, fill_) into a tensor
+// that a recorded op saved for its backward, between the forward and backward. The backward then
+// reads the new values, so the gradient is silently wrong (or, for index_select's saved index, an
+// out-of-range write). Nothing in the project does this; code that updates a tensor in place
+// (optimizers, PGD steps) does so outside any graph it still differentiates.
 #pragma once
 
 #include <functional>

@@ -27,7 +27,10 @@ Device parse_device(const std::string& text) {
   if (text == "cuda") return Device::cuda(0);
   if (text.rfind("cuda:", 0) == 0) {
     const std::string digits = text.substr(5);
-    ENGINE_CHECK(!digits.empty() && digits.find_first_not_of("0123456789") == std::string::npos,
+    // At most 4 digits: a larger index names no GPU, and stoi would throw out_of_range (not an
+    // engine::Error) past INT_MAX.
+    ENGINE_CHECK(!digits.empty() && digits.size() <= 4 &&
+                     digits.find_first_not_of("0123456789") == std::string::npos,
                  "invalid device '", text, "': expected cpu, cuda or cuda:N");
     return Device::cuda(std::stoi(digits));
   }

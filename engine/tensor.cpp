@@ -2,6 +2,7 @@
 #include "engine/tensor.h"
 
 #include <cstring>
+#include <limits>
 #include <sstream>
 
 #include "engine/autograd.h"
@@ -52,9 +53,17 @@ kernels::StridedLayout layout_of(const Shape& shape, const Shape& strides) {
   return layout;
 }
 
+// Also refuses a shape whose byte count does not fit in int64 (at 8 bytes an element, the widest
+// dtype): numel * dtype_size would wrap, the allocation come out tiny, and the first fill write
+// past it. Each partial product is checked before it is formed, so nothing overflows on the way.
 void check_shape(const Shape& shape) {
+  constexpr int64_t kMaxElements = std::numeric_limits<int64_t>::max() / 8;
+  int64_t n = 1;
   for (int64_t s : shape) {
     ENGINE_CHECK(s >= 0, "negative dimension in shape ", shape_str(shape));
+    ENGINE_CHECK(s == 0 || n <= kMaxElements / s, "shape ", shape_str(shape),
+                 " has more elements than memory can address");
+    n *= s;
   }
 }
 
@@ -298,7 +307,11 @@ void Tensor::copy_(const Tensor& source) {
   Tensor src = source.detach();
   if (src.device() != device()) src = src.to(device());
   if (src.dtype() != dtype()) src = src.to(Device::cpu()).to(dtype()).to(device());
-  src = src.contiguous();
+  // A source in this tensor's own storage (x.transpose(0, 1).copy_(x)) would be read while the
+  // strided copy below overwrites it: copy it out first. The contiguous path's memmove handles
+  // overlap by itself.
+  const bool overlaps = src.impl()->storage == impl_->storage && !is_contiguous();
+  src = overlaps ? src.clone() : src.contiguous();
   if (numel() == 0) return;
   if (is_contiguous()) {
     std::size_t bytes = static_cast<std::size_t>(numel()) * dtype_size(dtype());
@@ -364,6 +377,9 @@ void Tensor::set_grad(const Tensor& grad) {
   if (grad.defined()) {
     ENGINE_CHECK(grad.shape() == shape(), "set_grad: gradient shape ", shape_str(grad.shape()),
                  " differs from tensor shape ", shape_str(shape()));
+    ENGINE_CHECK(grad.dtype() == dtype() && grad.device() == device(), "set_grad: gradient is ",
+                 dtype_name(grad.dtype()), " on ", grad.device().str(), ", the tensor ",
+                 dtype_name(dtype()), " on ", device().str());
   }
   impl_->grad = grad.impl_ptr();
 }

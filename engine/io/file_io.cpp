@@ -58,6 +58,12 @@ void InputFile::read_at(uint64_t offset, void* destination, std::size_t count) c
   }
 }
 
+void write_file_atomically(const std::string& path, const std::string& bytes) {
+  AtomicFileWriter writer(path);
+  writer.write(bytes.data(), bytes.size());
+  writer.commit();
+}
+
 std::string atomic_temp_path(const std::string& path) {
   return path + ".tmp." + std::to_string(static_cast<long long>(::getpid()));
 }

@@ -50,6 +50,9 @@ class AtomicFileWriter {
   bool committed_ = false;
 };
 
+// AtomicFileWriter in one call: `path` holds `bytes` afterwards, or its old content on any error.
+void write_file_atomically(const std::string& path, const std::string& bytes);
+
 // The temporary name AtomicFileWriter uses for `path` in this process.
 std::string atomic_temp_path(const std::string& path);
 

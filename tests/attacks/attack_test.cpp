@@ -104,6 +104,10 @@ TEST_CASE("attack spec strings: parse, defaults, canonical form and errors", "[a
   CHECK(es.pgd.alpha == Approx(1.0 / 255.0));
   CHECK(es.pgd.steps == 24);
   CHECK(attacks::parse_attack_spec("MTAX").T == 5);
+  // alpha = 0 is harmless where it is not used: FGSM steps by eps, and eps = 0 moves nothing.
+  CHECK(attacks::parse_attack_spec("TMA:eps=0.3:alpha=0:pgditer=1").pgd.steps == 1);
+  CHECK(attacks::parse_attack_spec("TMA:eps=0:alpha=0:pgditer=8").pgd.eps == 0.0);
+  CHECK(attacks::parse_attack_spec("TMA:rinit=1").pgd.random_start);
   CHECK(attacks::default_zeta("fashion-mnist") == 4e4);
   CHECK(attacks::default_zeta("mnist") == 2e4);
   CHECK(attacks::default_zeta("sop") == 7e4);
@@ -112,7 +116,10 @@ TEST_CASE("attack spec strings: parse, defaults, canonical form and errors", "[a
   CHECK(attacks::default_zeta("cub") == 4e4);
   for (const char* bad :
        {"XA:pm=+", "CA", "CA:pm=*", "CA:pm=+:M=2", "QA:pm=+:W=1", "ES:pm=+", "TMA:eps=2",
-        "TMA:eps=abc", "TMA:pgditer=0", "TMA:bogus=1", "TMA:eps", "CA:pm=+:W=1.5"}) {
+        "TMA:eps=abc", "TMA:pgditer=0", "TMA:bogus=1", "TMA:eps", "CA:pm=+:W=1.5",
+        // a key given twice; rinit other than 0/1; a multi-step attack that cannot move
+        "CA:pm=+:W=1:pm=-", "TMA:eps=0.3:eps=0.01", "TMA:rinit=7",
+        "TMA:eps=0.3:alpha=0:pgditer=32"}) {
     INFO(bad);
     CHECK_THROWS_AS(attacks::parse_attack_spec(bad), engine::Error);
   }

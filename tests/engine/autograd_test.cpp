@@ -29,6 +29,17 @@ TEST_CASE("autograd: backward accumulates into leaf grads (hand-computed)", "[au
   REQUIRE_FALSE(x.grad().defined());
 }
 
+TEST_CASE("autograd: a gradient of another dtype or device is refused, not stored", "[autograd]") {
+  Tensor x = Tensor::from_vector({1, 2}, {2}).set_requires_grad();  // f32
+  Tensor y = x * x;
+  REQUIRE_THROWS_WITH(backward(y, Tensor::ones({2}, DType::F64)),
+                      Catch::Contains("gradient for output 0 is f64"));
+  REQUIRE_FALSE(x.grad().defined());
+  REQUIRE_THROWS_WITH(x.set_grad(Tensor::ones({2}, DType::F64)), Catch::Contains("set_grad"));
+  backward(y, Tensor::ones({2}));
+  REQUIRE(x.grad().to_vector() == std::vector<double>{2, 4});
+}
+
 TEST_CASE("autograd: backward through a released graph is a clear error", "[autograd]") {
   Tensor x = Tensor::from_vector({1, 2}, {2}, DType::F64).set_requires_grad();
   Tensor loss = sum(exp(x));

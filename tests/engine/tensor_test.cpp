@@ -30,6 +30,13 @@ TEST_CASE("tensor: factories and metadata", "[tensor]") {
   REQUIRE_FALSE(Tensor().defined());
   REQUIRE_THROWS_WITH(Tensor().shape(), Catch::Contains("undefined tensor"));
   REQUIRE_THROWS_WITH(Tensor::zeros({2, -1}), Catch::Contains("negative dimension"));
+  // Byte counts past int64 are refused before anything is allocated or written: 2^62 f64
+  // elements would wrap to 0 bytes, 2^32 x 2^32 overflows the element count itself.
+  REQUIRE_THROWS_WITH(Tensor::zeros({int64_t(1) << 62}, DType::F64),
+                      Catch::Contains("more elements than memory can address"));
+  REQUIRE_THROWS_WITH(Tensor::empty({int64_t(1) << 32, int64_t(1) << 32}),
+                      Catch::Contains("more elements"));
+  REQUIRE(Tensor::empty({0, int64_t(1) << 62}).numel() == 0);
   REQUIRE_THROWS_WITH(Tensor::from_vector({1, 2, 3}, {2, 2}), Catch::Contains("do not fill"));
   REQUIRE_THROWS_WITH(t.data<double>(), Catch::Contains("dtype f32"));
   REQUIRE_THROWS_WITH(t.item(), Catch::Contains("one-element"));
@@ -56,6 +63,11 @@ TEST_CASE("tensor: a strided view is gathered by contiguous() and written by cop
   REQUIRE_THROWS_WITH(row.copy_(Tensor::zeros({3, 3}, DType::F64)), Catch::Contains("expanded"));
   REQUIRE_THROWS_WITH(column.copy_(Tensor::zeros({3}, DType::F64)),
                       Catch::Contains("copy_: source shape [3]"));
+  // A source in the destination's own storage: x^T <- x is the transpose, not a half-overwritten
+  // read ([1, 2, 2, 4] if the strided copy read cells it had already written).
+  Tensor x = Tensor::from_vector({1, 2, 3, 4}, {2, 2}, DType::F64);
+  make_view(x, {2, 2}, {1, 2}, 0).copy_(x);
+  REQUIRE(x.to_vector() == std::vector<double>{1, 3, 2, 4});
 }
 
 TEST_CASE("tensor: clone, detach and dtype conversion", "[tensor]") {
@@ -90,6 +102,8 @@ TEST_CASE("device: parsing and discovery", "[device]") {
   REQUIRE(parse_device("cuda:1") == Device::cuda(1));
   REQUIRE_THROWS_WITH(parse_device("gpu"), Catch::Contains("invalid device 'gpu'"));
   REQUIRE_THROWS_WITH(parse_device("cuda:x"), Catch::Contains("invalid device"));
+  // An index past int: a clear error, not std::out_of_range from stoi.
+  REQUIRE_THROWS_WITH(parse_device("cuda:99999999999"), Catch::Contains("invalid device"));
   REQUIRE(cuda_device_count() >= 0);
   if (cuda_device_count() == 0) {
     REQUIRE(default_device() == Device::cpu());

@@ -129,6 +129,15 @@ TEST_CASE("config: bad loss keys are errors naming the key", "[tools][config]") 
   CHECK(usage_error({{"loss", {{"name", "margin"}, {"miner", "distance"}}}}).empty());
 }
 
+TEST_CASE("config: data.num_workers is bounded above as well as below", "[tools][config]") {
+  // A million threads would fail in the loader mid-start; the config names the key instead.
+  CHECK_THAT(usage_error({{"data", {{"num_workers", 1000000}}}}),
+             Contains("config key 'data.num_workers' must be in 0..256"));
+  CHECK_THAT(usage_error({{"data", {{"num_workers", -1}}}}),
+             Contains("config key 'data.num_workers' must be in 0..256"));
+  CHECK(resolve({{"data", {{"num_workers", 256}}}}).num_workers == 256);
+}
+
 TEST_CASE("config: optimizer.groups are parsed, defaulted from optimizer.* and stored filled",
           "[tools][config]") {
   const dml::TrainConfig none = resolve(json::object());

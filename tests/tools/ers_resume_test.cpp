@@ -90,17 +90,33 @@ TEST_CASE("dml ers --resume refuses a file written for other settings", "[tools]
   REQUIRE(dml::train(tiny_training::tiny_config("triplet", dir.file("run"), 1),
                      dml::TrainOptions()) == 0);
   const std::string checkpoint = dir.file("run/model.safetensors");
-  json partial = {{"checkpoint", checkpoint}, {"profile", "rob28"}, {"dataset", "mnist:test"},
-                  {"robrank_compat", false},  {"seed", 0},          {"complete", false},
-                  {"attacks", json::array()}};
-  partial["seed"] = 3;
-  write_json(dir.file("seed.json"), partial);
-  REQUIRE_THROWS_WITH(ers(checkpoint, dir.file("seed.json"), {"--resume"}),
-                      Catch::Contains("seed 3") && Catch::Contains("seed.json"));
-  partial["seed"] = 0;
-  partial["robrank_compat"] = true;
-  write_json(dir.file("compat.json"), partial);
-  REQUIRE_THROWS_AS(ers(checkpoint, dir.file("compat.json"), {"--resume"}), dml::UsageError);
+  REQUIRE(ers(checkpoint, dir.file("whole.json"), {}) == 0);
+  json partial = read_json(dir.file("whole.json"));
+  partial["complete"] = false;
+  partial["attacks"] = json::array();
+  partial.erase("ers");
+  // The untouched file resumes (nothing to run but the attacks): the refusals below are the
+  // changed key's doing.
+  write_json(dir.file("same.json"), partial);
+  REQUIRE(ers(checkpoint, dir.file("same.json"), {"--resume"}) == 0);
+  // Each key changed in the file, the run's own settings as before (ers() above).
+  const std::vector<std::pair<const char*, json>> changes = {
+      {"seed", 3},
+      {"robrank_compat", true},
+      {"weights_fnv1a64", "0123456789abcdef"},  // another model's results at the same path
+      {"metric", "E"},                          // written by a run with --metric E
+      {"batch_size", 3},                        // the selection draws go batch by batch
+  };
+  for (const auto& [key, stored] : changes) {
+    INFO(key);
+    json changed = partial;
+    changed[key] = stored;
+    const std::string file = dir.file(std::string(key) + ".json");
+    write_json(file, changed);
+    REQUIRE_THROWS_WITH(ers(checkpoint, file, {"--resume"}),
+                        Catch::Contains(std::string("written with ") + key + " " + stored.dump()) &&
+                            Catch::Contains(file));
+  }
   dml::Args no_out({"--checkpoint", checkpoint, "--profile", "rob28", "--root",
                     tiny_training::data_root(), "--resume"});
   REQUIRE_THROWS_WITH(dml::run_ers(no_out), Catch::Contains("--resume needs --out"));

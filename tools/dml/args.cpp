@@ -1,5 +1,6 @@
 #include "tools/dml/args.h"
 
+#include <filesystem>
 #include <sstream>
 
 #include "kernels/common/check.h"
@@ -30,8 +31,15 @@ std::string Args::value_at(size_t index, const std::string& key) {
   if (index + 1 >= tokens_.size() || tokens_[index + 1].used) {
     throw UsageError("option " + key + " needs a value");
   }
+  const std::string& value = tokens_[index + 1].text;
+  // `--out --json` is a forgotten value, not a file named "--json"; a value that really starts
+  // with "--" can still be given as --key=--value.
+  if (value.size() > 2 && value.rfind("--", 0) == 0) {
+    throw UsageError("option " + key + " needs a value, got the option " + value + " (write " +
+                     key + "=VALUE for a value starting with --)");
+  }
   tokens_[index + 1].used = true;
-  return tokens_[index + 1].text;
+  return value;
 }
 
 bool Args::has(const std::string& key) const { return find(key).has_value(); }
@@ -113,6 +121,16 @@ std::vector<int64_t> parse_int_list(const std::string& text, const std::string& 
   while (std::getline(stream, item, ',')) values.push_back(to_int(item, what));
   if (values.empty()) throw UsageError(what + ": expected a comma-separated list of integers");
   return values;
+}
+
+void refuse_output_over_input(const std::string& output, const std::string& output_option,
+                              const std::string& input, const std::string& input_option) {
+  if (output.empty() || input.empty()) return;
+  std::error_code error;  // a file that does not exist yet is no input
+  if (std::filesystem::equivalent(output, input, error)) {
+    throw UsageError(output_option + " " + output + " is the " + input_option +
+                     " file: writing it would destroy the input");
+  }
 }
 
 engine::Device parse_device_option(const std::optional<std::string>& text,

@@ -53,6 +53,11 @@ class Args {
   std::vector<Token> tokens_;
 };
 
+// UsageError when the file an output option names is the existing file an input option names
+// (`dml ers --out` pointing at the checkpoint would replace the weights with the results).
+void refuse_output_over_input(const std::string& output, const std::string& output_option,
+                              const std::string& input, const std::string& input_option);
+
 // A device option: "cpu", "cuda", "cuda:N", or "auto" / none for CUDA when a GPU is present.
 // UsageError naming `what` (e.g. "--device") for a malformed value; engine::Error (exit code 1)
 // for a CUDA device that is not there.

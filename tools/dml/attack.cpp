@@ -50,6 +50,8 @@ int run_attack_command(Args& args) {
   const std::string save_adversarial = args.take_string("--save-adversarial", "");
   AttackCommonOptions options = take_attack_options(args);
   args.finish();
+  refuse_output_over_input(save_adversarial, "--save-adversarial", options.checkpoint,
+                           "--checkpoint");
   attacks::AttackSpec spec;
   try {
     spec = attacks::parse_attack_spec(spec_text);

@@ -68,6 +68,7 @@ AttackSetup setup_attack(const AttackCommonOptions& o) {
   setup.trained = load_trained_model(path, setup.device);
   const std::string metric_name = o.metric.value_or(setup.trained.metric);
   const losses::Metric parsed_metric = losses::parse_metric(metric_name);
+  setup.metric = metric_name;
   const bool large =
       setup.trained.model->input_shape().size() == 3 && setup.trained.model->input_shape()[1] != 28;
   setup.run.batch_size = batch_size > 0 ? batch_size : (large ? 112 : 128);

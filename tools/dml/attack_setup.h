@@ -20,6 +20,7 @@ struct AttackSetup {
   TrainedModel trained;
   std::string dataset;  // name
   std::string split;
+  std::string metric;                   // N, E or C: --metric, or the training loss's
   std::unique_ptr<data::Dataset> data;  // the split's images, read as the attacks go
   SplitImages images;                   // points into `data`
   attacks::Gallery gallery;

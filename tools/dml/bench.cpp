@@ -10,11 +10,11 @@
 // 4096^3 SGEMM vs cuBLAS. Method and byte/FLOP counts: bench_gpu.cpp and bench_table.h.
 // Benchmarks are never tests: nothing here checks results, tests/ does that.
 #include <cstdio>
-#include <fstream>
 #include <string>
 #include <vector>
 
 #include "engine/device.h"
+#include "engine/io/file_io.h"
 #include "kernels/bench/timer.h"
 #include "kernels/common/check.h"
 #include "kernels/common/cuda_runtime.h"
@@ -106,11 +106,7 @@ void write_json(const std::string& path, const bench::Context& ctx, const std::s
   for (const bench::Row& row : rows) out_rows.push_back(bench::row_json(row));
   j["rows"] = out_rows;
 
-  std::ofstream out(path);
-  if (!out) engine::fail("dml bench: cannot open '", path, "' for writing");
-  out << j.dump(2) << "\n";
-  out.close();
-  if (!out) engine::fail("dml bench: writing '", path, "' failed");
+  engine::detail::write_file_atomically(path, j.dump(2) + "\n");  // a kill keeps the old file
 }
 
 }  // namespace

@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "engine/device.h"
+#include "engine/io/file_io.h"
 #include "kernels/common/check.h"
 #include "kernels/common/cuda_runtime.h"
 #include "tools/dml/bench_peers.h"
@@ -183,11 +184,7 @@ int run_bench_train(const std::string& config_path, Args& args) {
     j["step_ms"] = ms;
     j["images_per_s"] = images_per_s;
     j["peers"] = peer_json;
-    std::ofstream out(*o.json_path);
-    if (!out) engine::fail("dml bench: cannot open '", *o.json_path, "' for writing");
-    out << j.dump(2) << "\n";
-    out.close();
-    if (!out) engine::fail("dml bench: writing '", *o.json_path, "' failed");
+    engine::detail::write_file_atomically(*o.json_path, j.dump(2) + "\n");
     std::printf("\nwrote %s\n", o.json_path->c_str());
   }
   return 0;

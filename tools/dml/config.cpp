@@ -103,6 +103,13 @@ class Checker {
     if (value < minimum) fail(key, "must be >= " + std::to_string(minimum), at(key));
     return value;
   }
+  int64_t integer_in(const std::string& key, int64_t minimum, int64_t maximum) const {
+    const int64_t value = at(key).get<int64_t>();
+    if (value < minimum || value > maximum) {
+      fail(key, "must be in " + std::to_string(minimum) + ".." + std::to_string(maximum), at(key));
+    }
+    return value;
+  }
   double number(const std::string& key, double minimum, bool strict) const {
     const double value = at(key).get<double>();
     if (!std::isfinite(value) || value < minimum || (strict && value == minimum)) {
@@ -429,7 +436,8 @@ TrainConfig resolve_config(const json& config, const std::string& source) {
     c.fail("data.name", "names an unknown dataset (known: " + list + ")", c.at("data.name"));
   }
   t.data_root = c.str("data.root");
-  t.num_workers = c.integer("data.num_workers", 0);
+  // A loader thread decodes one batch at a time: more threads than this only waste memory.
+  t.num_workers = c.integer_in("data.num_workers", 0, 256);
   t.data_transform = c.one_of("data.transform", {"robrank", "revisiting"});
 
   t.model.name = c.str("model.name");

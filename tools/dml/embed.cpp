@@ -119,6 +119,7 @@ int run_embed(Args& args) {
   const std::optional<std::string> device_text = args.take_optional("--device");
   const int64_t batch_size = args.take_int("--batch-size", 256);
   args.finish();
+  refuse_output_over_input(out, "--out", weights, "--weights");
 
   if (!models::is_model_name(config.name)) {
     std::string known;
@@ -162,9 +163,8 @@ int run_embed(Args& args) {
       data = data::open_dataset(*dataset, split, root.value_or(""), /*augment=*/false,
                                 transform.value_or("robrank"));
     } catch (const engine::Error& e) {
-      // Unknown names are usage errors (the registry knows the aliases); file problems are not.
-      if (std::string(e.what()).rfind("unknown data set", 0) == 0) throw UsageError(e.what());
-      throw;
+      // Exit code 2 for any dataset that cannot be opened, as in every subcommand.
+      throw UsageError("--data " + *dataset + ": " + e.what());
     }
     embeddings = embed_dataset(*model, *data, batch_size);
   }

@@ -6,6 +6,7 @@
 // Runs every attack of the profile over the split, prints the raw-score row in the papers' column
 // order (CA+ CA- QA+ QA- TMA ES:D ES:R LTM GTM GTT) and the ERS; --out writes the JSON (atomic).
 #include <algorithm>
+#include <cstdint>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -38,12 +39,36 @@ const char kUsage[] =
     "\"complete\"\n"
     "                      is false until the last one has finished)\n"
     "  --resume            keep the attacks an interrupted run already wrote to --out (same\n"
-    "                      checkpoint, profile, seed, --max-images and --robrank-compat) and run\n"
-    "                      only the rest\n";
+    "                      checkpoint file and contents, profile, metric, seed, --batch-size,\n"
+    "                      --max-images and --robrank-compat) and run only the rest\n";
+
+// FNV-1a (64 bit) of a file's bytes, as 16 hex digits: tells a resumed ERS whether the weights
+// at the checkpoint path are still the ones the finished attacks ran on (a retrained model at
+// the same path is not). Not a cryptographic hash; it guards against mistakes, not against forgery.
+std::string file_fnv1a64(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  ENGINE_CHECK(in.good(), path, ": cannot be read");
+  uint64_t hash = 14695981039346656037ull;
+  std::vector<char> buffer(1 << 20);
+  while (in) {
+    in.read(buffer.data(), static_cast<std::streamsize>(buffer.size()));
+    const std::streamsize got = in.gcount();
+    for (std::streamsize i = 0; i < got; ++i) {
+      hash ^= static_cast<unsigned char>(buffer[static_cast<size_t>(i)]);
+      hash *= 1099511628211ull;
+    }
+  }
+  ENGINE_CHECK(in.eof(), path, ": read error");
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(hash));
+  return hex;
+}
 
 // The attacks an interrupted `dml ers --out FILE` run finished, after checking that FILE was
-// written for the same checkpoint, profile and selection settings (its device may differ).
+// written for the same checkpoint (path and contents), profile, metric and selection settings
+// (its device may differ).
 std::vector<AttackSummary> finished_attacks(const std::string& path, const std::string& checkpoint,
+                                            const std::string& weights_hash,
                                             const std::string& profile, const AttackSetup& setup) {
   std::ifstream in(path);
   ENGINE_CHECK(in.good(), path, ": cannot be read");
@@ -58,7 +83,10 @@ std::vector<AttackSummary> finished_attacks(const std::string& path, const std::
     }
   };
   expect("checkpoint", checkpoint);
+  expect("weights_fnv1a64", weights_hash);
   expect("profile", profile);
+  expect("metric", setup.metric);
+  expect("batch_size", setup.run.batch_size);  // the selection draws go batch by batch
   expect("dataset", setup.dataset + ":" + setup.split);
   expect("robrank_compat", setup.run.robrank_compat);
   expect("seed", setup.run.seed);
@@ -91,6 +119,7 @@ int run_ers(Args& args) {
   const bool resume = args.take_flag("--resume");
   AttackCommonOptions options = take_attack_options(args);
   args.finish();
+  refuse_output_over_input(out_path, "--out", options.checkpoint, "--checkpoint");
   std::vector<attacks::AttackSpec> specs;
   try {
     for (const std::string& text : attacks::profile_specs(profile)) {
@@ -99,8 +128,9 @@ int run_ers(Args& args) {
   } catch (const engine::Error& e) {
     throw UsageError(std::string("--profile: ") + e.what());
   }
-  AttackSetup setup = setup_attack(options);
   if (resume && out_path.empty()) throw UsageError("--resume needs --out (the file to resume)");
+  AttackSetup setup = setup_attack(options);
+  const std::string weights_hash = file_fnv1a64(options.checkpoint);
 
   // The JSON of the attacks done so far; with --out it is rewritten (atomically) after every
   // attack, with "complete": false until the last, so an interrupted hour-long run keeps what it
@@ -113,7 +143,10 @@ int run_ers(Args& args) {
   auto results = [&](bool complete) {
     nlohmann::ordered_json out;
     out["checkpoint"] = options.checkpoint;
+    out["weights_fnv1a64"] = weights_hash;
     out["profile"] = profile;
+    out["metric"] = setup.metric;
+    out["batch_size"] = setup.run.batch_size;
     out["dataset"] = setup.dataset + ":" + setup.split;
     out["images"] = summaries.empty() ? 0 : summaries.front().images;
     out["robrank_compat"] = setup.run.robrank_compat;
@@ -138,16 +171,13 @@ int run_ers(Args& args) {
     }
     out["attacks"] = attacks_json;
     if (!out_path.empty()) {
-      const std::string text = out.dump(2) + "\n";
-      engine::detail::AtomicFileWriter writer(out_path);
-      writer.write(text.data(), text.size());
-      writer.commit();
+      engine::detail::write_file_atomically(out_path, out.dump(2) + "\n");
     }
     return out;
   };
   std::vector<AttackSummary> finished;  // --resume: what the previous run wrote
   if (resume && std::filesystem::exists(out_path)) {
-    finished = finished_attacks(out_path, options.checkpoint, profile, setup);
+    finished = finished_attacks(out_path, options.checkpoint, weights_hash, profile, setup);
     for (const AttackSummary& f : finished) seconds += f.seconds;
     std::fprintf(stderr, "ers: resuming %s: %zu of %zu attacks already done\n", out_path.c_str(),
                  finished.size(), specs.size());

@@ -78,10 +78,9 @@ int info_data(const std::string& name, Args& args) {
   try {
     splits = data::describe_dataset(name, root);
   } catch (const engine::Error& e) {
-    // A name the registry does not know (it also takes aliases such as "fashion" or "cub", so
-    // it is the one to ask) is a usage error; missing or broken files stay runtime errors.
-    if (std::string(e.what()).rfind("unknown data set", 0) == 0) throw UsageError(e.what());
-    throw;
+    // A dataset that cannot be opened (unknown name, missing or broken files) is exit code 2 in
+    // every subcommand, as in dml train's config (docs/config.md, data.root).
+    throw UsageError("--data " + name + ": " + e.what());
   }
   const std::string where = root.empty() ? std::string() : " in " + root;
   std::printf("dataset %s%s\n\n", name.c_str(), where.c_str());

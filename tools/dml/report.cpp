@@ -80,12 +80,6 @@ std::vector<std::string> split_commas(const std::string& text) {
   return items;
 }
 
-void write_text_file(const std::string& path, const std::string& text) {
-  engine::detail::AtomicFileWriter writer(path);
-  writer.write(text.data(), text.size());
-  writer.commit();
-}
-
 // ---- --log ---------------------------------------------------------------------------------
 
 // Appends (step, value); a resumed run that logs a step again replaces what followed it.
@@ -163,7 +157,7 @@ int report_log(const std::string& run_dir, const std::string& out_arg) {
     svg::line_chart(doc, svg::Rect{80, 40.0 + 390 * panel + 40, 680, 300}, x, "evaluation", "step",
                     "%", {recall, map});
   }
-  write_text_file(out, doc.str());
+  engine::detail::write_file_atomically(out, doc.str());
   std::printf("wrote %s: %lld train and %lld eval records of %s\n", out.c_str(),
               static_cast<long long>(train_records), static_cast<long long>(eval_records),
               path.c_str());
@@ -214,7 +208,7 @@ int report_ers(const std::vector<std::string>& files, const std::vector<std::str
            true);
   svg::bar_chart(doc, svg::Rect{80, 80, 680, 300}, "higher = more robust", groups, names, values,
                  "normalized score", 100.0);
-  write_text_file(out, doc.str());
+  engine::detail::write_file_atomically(out, doc.str());
 
   std::printf("%-16s", "");
   for (const std::string& g : groups) std::printf("%7s", g.c_str());

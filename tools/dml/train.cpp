@@ -73,11 +73,17 @@ int run_train(Args& args) {
     return 0;
   }
   if (options.resume && overwrite) throw UsageError("--resume and --overwrite exclude each other");
-  if (!options.resume && !overwrite &&
-      std::filesystem::exists(checkpoint_path(resolved.output_dir))) {
-    throw UsageError("output_dir '" + resolved.output_dir +
-                     "' already holds a run (checkpoint.safetensors); pass --resume to continue "
-                     "it, --overwrite to start afresh, or --set output_dir=ANOTHER_DIR");
+  // A finished run whose checkpoint was deleted still has its weights: a fresh run would remove
+  // them (trainer.cpp), so it needs --overwrite as well.
+  for (const std::string& held :
+       {checkpoint_path(resolved.output_dir),
+        (std::filesystem::path(resolved.output_dir) / "model.safetensors").string()}) {
+    if (!options.resume && !overwrite && std::filesystem::exists(held)) {
+      throw UsageError("output_dir '" + resolved.output_dir + "' already holds a run (" +
+                       std::filesystem::path(held).filename().string() +
+                       "); pass --resume to continue it, --overwrite to start afresh, or --set "
+                       "output_dir=ANOTHER_DIR");
+    }
   }
   return train(resolved, options);
 }

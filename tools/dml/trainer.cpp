@@ -190,12 +190,6 @@ class Log {
   std::string path_;
 };
 
-void write_text_atomically(const std::string& path, const std::string& text) {
-  engine::detail::AtomicFileWriter writer(path);
-  writer.write(text.data(), text.size());
-  writer.commit();
-}
-
 // On --resume: the records of log.jsonl written after the checkpoint (steps > `step`) describe
 // work the resumed run redoes and logs again, and a kill can leave a torn last line; both are
 // dropped (the file rewritten atomically) so the log reads like one uninterrupted run. Returns how
@@ -216,7 +210,7 @@ int64_t drop_log_records_after(const std::string& path, int64_t step) {
     }
     kept += line + '\n';
   }
-  if (dropped > 0) write_text_atomically(path, kept);
+  if (dropped > 0) engine::detail::write_file_atomically(path, kept);
   return dropped;
 }
 
@@ -306,10 +300,16 @@ int train(const TrainConfig& config, const TrainOptions& options) {
   ENGINE_CHECK(!fs_error, "output_dir '", config.output_dir, "': ", fs_error.message());
   const std::string ckpt = checkpoint_path(config.output_dir);
   // Temporary files of checkpoints whose writer was killed mid-write (the rename never happened,
-  // so the previous checkpoint is intact): garbage now.
+  // so the previous checkpoint is intact): garbage now. A fresh run (--overwrite included) also
+  // removes the final weights and metrics of the run it replaces, which would otherwise sit beside
+  // the new checkpoint until the new run ends, and be scored by dml eval/ers as if they were its.
   for (const auto& entry : std::filesystem::directory_iterator(config.output_dir)) {
-    if (entry.path().filename().string().rfind("checkpoint.safetensors.tmp.", 0) == 0) {
+    const std::string name = entry.path().filename().string();
+    const bool stale_output =
+        !options.resume && (name == "model.safetensors" || name == "metrics.json");
+    if (name.rfind("checkpoint.safetensors.tmp.", 0) == 0 || stale_output) {
       std::filesystem::remove(entry.path(), fs_error);
+      ENGINE_CHECK(!fs_error, entry.path().string(), ": cannot remove: ", fs_error.message());
     }
   }
 
@@ -330,54 +330,64 @@ int train(const TrainConfig& config, const TrainOptions& options) {
   engine::optim::OptimizerState optimizer_state, loss_optimizer_state;
 
   if (options.resume) {
-    ENGINE_CHECK(std::filesystem::exists(ckpt), "--resume: no checkpoint at ", ckpt);
-    engine::SafetensorsFile file = engine::read_safetensors(ckpt);
-    auto meta_it = file.metadata.find("dml_checkpoint");
-    ENGINE_CHECK(meta_it != file.metadata.end(), ckpt,
-                 ": not a dml train checkpoint (no dml_checkpoint metadata)");
-    const json meta = json::parse(meta_it->second, nullptr, false);
-    ENGINE_CHECK(meta.is_object() && meta.value("format", 0) == kCheckpointFormat, ckpt,
-                 ": unreadable dml_checkpoint metadata (format ", kCheckpointFormat, " expected)");
-    // The stored config is resolved again, so keys added to the schema since the checkpoint was
-    // written take their defaults (which reproduce the old behaviour) instead of differing.
-    const json stored = resolve_config(meta.at("config"), ckpt + " (its stored config)").resolved;
-    const std::string differs =
-        first_difference(without_free_keys(stored), without_free_keys(config.resolved), "");
-    if (!differs.empty()) {
-      throw UsageError("--resume: config key '" + differs + "' differs from the checkpoint's " +
-                       ckpt + " (only epochs, eval.*, log/checkpoint cadence and device may)");
-    }
-    std::map<std::string, engine::Tensor> model_state, loss_state, defense_state;
-    for (const auto& [name, raw] : file.tensors) {
-      engine::Tensor t = engine::tensor_from_raw(raw, ckpt + ": " + name);
-      if (name.rfind("model.", 0) == 0) {
-        model_state[name.substr(6)] = t;
-      } else if (name.rfind("optimizer.", 0) == 0) {
-        optimizer_state[name.substr(10)] = t;
-      } else if (name.rfind("loss.", 0) == 0 && loss.module() != nullptr) {
-        loss_state[name.substr(5)] = t;
-      } else if (name.rfind("loss_optimizer.", 0) == 0 && loss.module() != nullptr) {
-        loss_optimizer_state[name.substr(15)] = t;
-      } else if (name.rfind("defense.", 0) == 0 && defense != nullptr) {
-        defense_state[name.substr(8)] = t;
-      } else {
-        engine::fail(ckpt, ": unexpected tensor '", name, "' for loss ", config.loss_name);
+    // A checkpoint whose metadata has a wrong type or a missing key (edited, or from another
+    // program) is reported with its path, not as a bare nlohmann or stoull message.
+    try {
+      ENGINE_CHECK(std::filesystem::exists(ckpt), "--resume: no checkpoint at ", ckpt);
+      engine::SafetensorsFile file = engine::read_safetensors(ckpt);
+      auto meta_it = file.metadata.find("dml_checkpoint");
+      ENGINE_CHECK(meta_it != file.metadata.end(), ckpt,
+                   ": not a dml train checkpoint (no dml_checkpoint metadata)");
+      const json meta = json::parse(meta_it->second, nullptr, false);
+      ENGINE_CHECK(meta.is_object() && meta.value("format", 0) == kCheckpointFormat, ckpt,
+                   ": unreadable dml_checkpoint metadata (format ", kCheckpointFormat,
+                   " expected)");
+      // The stored config is resolved again, so keys added to the schema since the checkpoint was
+      // written take their defaults (which reproduce the old behaviour) instead of differing.
+      const json stored = resolve_config(meta.at("config"), ckpt + " (its stored config)").resolved;
+      const std::string differs =
+          first_difference(without_free_keys(stored), without_free_keys(config.resolved), "");
+      if (!differs.empty()) {
+        throw UsageError("--resume: config key '" + differs + "' differs from the checkpoint's " +
+                         ckpt + " (only epochs, eval.*, log/checkpoint cadence and device may)");
       }
-    }
-    model->load_state_dict(engine::nn::StateDict(model_state));
-    if (loss.module() != nullptr) loss.module()->load_state_dict(engine::nn::StateDict(loss_state));
-    if (defense != nullptr) defense->load_state(defense_state);
-    sampler->restore(data::sampler_state_from_json(meta.at("sampler")));
-    mining.seed = parse_u64(meta.at("mining_generator").at("seed"), ckpt + " mining seed");
-    mining.offset = parse_u64(meta.at("mining_generator").at("offset"), ckpt + " mining offset");
-    run.step = meta.at("step").get<int64_t>();
-    run.epochs_evaluated = meta.at("epochs_evaluated").get<int64_t>();
-    run.passes = meta.value("passes", run.step);  // checkpoints before defenses: 1 per step
-    if (meta.contains("log_window")) {  // absent in older checkpoints: the window restarts
-      const json& window = meta.at("log_window");
-      run.window_loss_sum = window.at("loss_sum").get<double>();
-      run.window_batches = window.at("batches").get<int64_t>();
-      run.window_passes = window.at("passes").get<int64_t>();
+      std::map<std::string, engine::Tensor> model_state, loss_state, defense_state;
+      for (const auto& [name, raw] : file.tensors) {
+        engine::Tensor t = engine::tensor_from_raw(raw, ckpt + ": " + name);
+        if (name.rfind("model.", 0) == 0) {
+          model_state[name.substr(6)] = t;
+        } else if (name.rfind("optimizer.", 0) == 0) {
+          optimizer_state[name.substr(10)] = t;
+        } else if (name.rfind("loss.", 0) == 0 && loss.module() != nullptr) {
+          loss_state[name.substr(5)] = t;
+        } else if (name.rfind("loss_optimizer.", 0) == 0 && loss.module() != nullptr) {
+          loss_optimizer_state[name.substr(15)] = t;
+        } else if (name.rfind("defense.", 0) == 0 && defense != nullptr) {
+          defense_state[name.substr(8)] = t;
+        } else {
+          engine::fail(ckpt, ": unexpected tensor '", name, "' for loss ", config.loss_name);
+        }
+      }
+      model->load_state_dict(engine::nn::StateDict(model_state));
+      if (loss.module() != nullptr)
+        loss.module()->load_state_dict(engine::nn::StateDict(loss_state));
+      if (defense != nullptr) defense->load_state(defense_state);
+      sampler->restore(data::sampler_state_from_json(meta.at("sampler")));
+      mining.seed = parse_u64(meta.at("mining_generator").at("seed"), ckpt + " mining seed");
+      mining.offset = parse_u64(meta.at("mining_generator").at("offset"), ckpt + " mining offset");
+      run.step = meta.at("step").get<int64_t>();
+      run.epochs_evaluated = meta.at("epochs_evaluated").get<int64_t>();
+      run.passes = meta.value("passes", run.step);  // checkpoints before defenses: 1 per step
+      if (meta.contains("log_window")) {  // absent in older checkpoints: the window restarts
+        const json& window = meta.at("log_window");
+        run.window_loss_sum = window.at("loss_sum").get<double>();
+        run.window_batches = window.at("batches").get<int64_t>();
+        run.window_passes = window.at("passes").get<int64_t>();
+      }
+    } catch (const json::exception& e) {
+      engine::fail(ckpt, ": unreadable dml_checkpoint metadata: ", e.what());
+    } catch (const std::logic_error& e) {  // stoull's invalid_argument and out_of_range
+      engine::fail(ckpt, ": unreadable dml_checkpoint metadata: ", e.what());
     }
   }
   model->to(device);
@@ -601,8 +611,8 @@ int train(const TrainConfig& config, const TrainOptions& options) {
   summary["epochs"] = config.epochs;
   summary["steps"] = run.step;
   summary["passes"] = run.passes;  // forward/backward passes (training cost, SPEC §9)
-  write_text_atomically((std::filesystem::path(config.output_dir) / "metrics.json").string(),
-                        summary.dump(2) + "\n");
+  engine::detail::write_file_atomically(
+      (std::filesystem::path(config.output_dir) / "metrics.json").string(), summary.dump(2) + "\n");
   std::printf(
       "trained %s for %lld epochs (%lld steps, %s forward/backward passes per step); "
       "weights %s\n\n",
