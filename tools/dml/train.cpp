@@ -4,7 +4,8 @@
 //             [--device cpu|cuda] [--stop-after-batches N] [--print-config]
 //
 // Writes <output_dir>/{log.jsonl, checkpoint.safetensors, model.safetensors, metrics.json} and
-// prints the evaluation table at the end. The loop and the checkpoint format: trainer.h.
+// prints the evaluation table at the end. The loop: trainer.h; the checkpoint format:
+// train_checkpoint.h.
 #include <cstdio>
 #include <filesystem>
 #include <optional>

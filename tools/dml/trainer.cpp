@@ -1,4 +1,4 @@
-// The training loop and checkpoints of `dml train` (design: trainer.h).
+// The training loop of `dml train` (design: trainer.h; its checkpoint: train_checkpoint.h).
 #include "tools/dml/trainer.h"
 
 #include <unistd.h>
@@ -9,7 +9,6 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
-#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -22,7 +21,6 @@
 #include "engine/autograd.h"
 #include "engine/device.h"
 #include "engine/io/file_io.h"
-#include "engine/io/safetensors.h"
 #include "engine/nn/batch_norm.h"
 #include "kernels/common/check.h"
 #include "kernels/common/cuda_runtime.h"
@@ -30,6 +28,7 @@
 #include "models/weights.h"
 #include "tools/dml/args.h"
 #include "tools/dml/split_stream.h"
+#include "tools/dml/train_checkpoint.h"
 #include "tools/dml/training_loss.h"
 #include "tools/dml/version.h"
 
@@ -44,11 +43,6 @@ using Clock = std::chrono::steady_clock;
 constexpr uint64_t kMiningSeedMix = 0x9E3779B97F4A7C15ull;
 // The same for the noise of model.aux_bn_noise.
 constexpr uint64_t kAuxNoiseSeedMix = 0xC2B2AE3D27D4EB4Full;
-constexpr int kCheckpointFormat = 1;
-
-// Keys that may change between a run and its resume without changing the computation.
-const char* const kResumeFreeKeys[] = {"epochs", "eval", "log_every_batches",
-                                       "checkpoint_every_batches", "device"};
 
 std::unique_ptr<data::Dataset> open_split(const TrainConfig& config, const std::string& split) {
   try {
@@ -92,83 +86,6 @@ std::string batch_summary(const TrainConfig& config) {
            (config.with_replacement ? " (with replacement)" : "");
   }
   return std::to_string(config.pairs_per_batch) + " pairs";
-}
-
-json without_free_keys(json config) {
-  for (const char* key : kResumeFreeKeys) config.erase(key);
-  return config;
-}
-
-// The first key (dotted) whose value differs between two resolved configs, "" if none.
-std::string first_difference(const json& a, const json& b, const std::string& prefix) {
-  for (const auto& item : a.items()) {
-    const std::string key = prefix.empty() ? item.key() : prefix + "." + item.key();
-    if (!b.contains(item.key())) return key;
-    const json& other = b.at(item.key());
-    if (item.value().is_object() && other.is_object()) {
-      std::string inner = first_difference(item.value(), other, key);
-      if (!inner.empty()) return inner;
-    } else if (item.value() != other) {
-      return key;
-    }
-  }
-  for (const auto& item : b.items()) {
-    if (!a.contains(item.key())) return prefix.empty() ? item.key() : prefix + "." + item.key();
-  }
-  return "";
-}
-
-struct RunState {
-  int64_t step = 0;  // optimizer steps done
-  int64_t epochs_evaluated = 0;
-  int64_t passes = 0;  // forward/backward passes spent (defense.h StepResult::passes), all steps
-  // The batches since the last log record, whose means the next record reports; checkpointed so a
-  // resume between two records logs the same means as an uninterrupted run.
-  double window_loss_sum = 0.0;
-  int64_t window_batches = 0;
-  int64_t window_passes = 0;
-};
-
-void save_checkpoint(const std::string& path, const TrainConfig& config, const models::Model& model,
-                     const engine::optim::Optimizer& optimizer, const TrainingLoss& loss,
-                     const engine::optim::Optimizer* loss_optimizer,
-                     const attacks::defenses::Defense* defense, const data::BatchSampler& sampler,
-                     const engine::Generator& mining, const RunState& run) {
-  std::map<std::string, engine::Tensor> tensors;
-  for (const auto& [name, tensor] : model.state_dict()) tensors["model." + name] = tensor;
-  for (const auto& [name, tensor] : optimizer.state_dict()) tensors["optimizer." + name] = tensor;
-  if (loss.module() != nullptr) {
-    for (const auto& [name, tensor] : loss.module()->state_dict()) tensors["loss." + name] = tensor;
-    for (const auto& [name, tensor] : loss_optimizer->state_dict()) {
-      tensors["loss_optimizer." + name] = tensor;
-    }
-  }
-  if (defense != nullptr) {
-    for (const auto& [name, tensor] : defense->state()) tensors["defense." + name] = tensor;
-  }
-  json meta = {
-      {"format", kCheckpointFormat},
-      {"config", config.resolved},
-      {"step", run.step},
-      {"epochs_evaluated", run.epochs_evaluated},
-      {"passes", run.passes},
-      {"log_window",
-       {{"loss_sum", run.window_loss_sum},
-        {"batches", run.window_batches},
-        {"passes", run.window_passes}}},
-      {"sampler", data::to_json(sampler.state())},
-      // As a string: JSON numbers in other readers may lose 64-bit precision.
-      {"mining_generator",
-       {{"seed", std::to_string(mining.seed)}, {"offset", std::to_string(mining.offset)}}}};
-  engine::save_safetensors(path, tensors, {{"dml_checkpoint", meta.dump()}});
-}
-
-uint64_t parse_u64(const json& value, const std::string& what) {
-  const std::string text = value.get<std::string>();
-  size_t used = 0;
-  const unsigned long long parsed = std::stoull(text, &used);
-  ENGINE_CHECK(used == text.size(), what, ": not an unsigned integer: '", text, "'");
-  return parsed;
 }
 
 class Log {
@@ -327,77 +244,18 @@ int train(const TrainConfig& config, const TrainOptions& options) {
       attacks::defenses::make_defense(config.defense);
   engine::Generator mining(config.seed ^ kMiningSeedMix);
   RunState run;
-  engine::optim::OptimizerState optimizer_state, loss_optimizer_state;
 
-  if (options.resume) {
-    // A checkpoint whose metadata has a wrong type or a missing key (edited, or from another
-    // program) is reported with its path, not as a bare nlohmann or stoull message.
-    try {
-      ENGINE_CHECK(std::filesystem::exists(ckpt), "--resume: no checkpoint at ", ckpt);
-      engine::SafetensorsFile file = engine::read_safetensors(ckpt);
-      auto meta_it = file.metadata.find("dml_checkpoint");
-      ENGINE_CHECK(meta_it != file.metadata.end(), ckpt,
-                   ": not a dml train checkpoint (no dml_checkpoint metadata)");
-      const json meta = json::parse(meta_it->second, nullptr, false);
-      ENGINE_CHECK(meta.is_object() && meta.value("format", 0) == kCheckpointFormat, ckpt,
-                   ": unreadable dml_checkpoint metadata (format ", kCheckpointFormat,
-                   " expected)");
-      // The stored config is resolved again, so keys added to the schema since the checkpoint was
-      // written take their defaults (which reproduce the old behaviour) instead of differing.
-      const json stored = resolve_config(meta.at("config"), ckpt + " (its stored config)").resolved;
-      const std::string differs =
-          first_difference(without_free_keys(stored), without_free_keys(config.resolved), "");
-      if (!differs.empty()) {
-        throw UsageError("--resume: config key '" + differs + "' differs from the checkpoint's " +
-                         ckpt + " (only epochs, eval.*, log/checkpoint cadence and device may)");
-      }
-      std::map<std::string, engine::Tensor> model_state, loss_state, defense_state;
-      for (const auto& [name, raw] : file.tensors) {
-        engine::Tensor t = engine::tensor_from_raw(raw, ckpt + ": " + name);
-        if (name.rfind("model.", 0) == 0) {
-          model_state[name.substr(6)] = t;
-        } else if (name.rfind("optimizer.", 0) == 0) {
-          optimizer_state[name.substr(10)] = t;
-        } else if (name.rfind("loss.", 0) == 0 && loss.module() != nullptr) {
-          loss_state[name.substr(5)] = t;
-        } else if (name.rfind("loss_optimizer.", 0) == 0 && loss.module() != nullptr) {
-          loss_optimizer_state[name.substr(15)] = t;
-        } else if (name.rfind("defense.", 0) == 0 && defense != nullptr) {
-          defense_state[name.substr(8)] = t;
-        } else {
-          engine::fail(ckpt, ": unexpected tensor '", name, "' for loss ", config.loss_name);
-        }
-      }
-      model->load_state_dict(engine::nn::StateDict(model_state));
-      if (loss.module() != nullptr)
-        loss.module()->load_state_dict(engine::nn::StateDict(loss_state));
-      if (defense != nullptr) defense->load_state(defense_state);
-      sampler->restore(data::sampler_state_from_json(meta.at("sampler")));
-      mining.seed = parse_u64(meta.at("mining_generator").at("seed"), ckpt + " mining seed");
-      mining.offset = parse_u64(meta.at("mining_generator").at("offset"), ckpt + " mining offset");
-      run.step = meta.at("step").get<int64_t>();
-      run.epochs_evaluated = meta.at("epochs_evaluated").get<int64_t>();
-      run.passes = meta.value("passes", run.step);  // checkpoints before defenses: 1 per step
-      if (meta.contains("log_window")) {  // absent in older checkpoints: the window restarts
-        const json& window = meta.at("log_window");
-        run.window_loss_sum = window.at("loss_sum").get<double>();
-        run.window_batches = window.at("batches").get<int64_t>();
-        run.window_passes = window.at("passes").get<int64_t>();
-      }
-    } catch (const json::exception& e) {
-      engine::fail(ckpt, ": unreadable dml_checkpoint metadata: ", e.what());
-    } catch (const std::logic_error& e) {  // stoull's invalid_argument and out_of_range
-      engine::fail(ckpt, ": unreadable dml_checkpoint metadata: ", e.what());
-    }
-  }
+  const RunParts parts{*model, loss, defense.get(), *sampler, mining, run};
+  OptimizerStates optimizer_states;
+  if (options.resume) optimizer_states = restore_checkpoint(ckpt, config, parts);
   model->to(device);
   if (loss.module() != nullptr) loss.module()->to(device);
   // Built after loading: the optimizers hold the parameter handles.
   std::unique_ptr<engine::optim::Optimizer> optimizer = make_optimizer(config.optimizer, *model);
   std::unique_ptr<engine::optim::Optimizer> loss_optimizer = make_loss_optimizer(config, loss);
   if (options.resume) {
-    optimizer->load_state_dict(optimizer_state);
-    if (loss_optimizer) loss_optimizer->load_state_dict(loss_optimizer_state);
+    optimizer->load_state_dict(optimizer_states.model);
+    if (loss_optimizer) loss_optimizer->load_state_dict(optimizer_states.loss);
   }
 
   const int64_t full_epoch = sampler->batches_per_epoch();
@@ -561,8 +419,7 @@ int train(const TrainConfig& config, const TrainOptions& options) {
         const bool stop = options.stop_after_batches > 0 && run.step == options.stop_after_batches;
         if (stop || (config.checkpoint_every_batches > 0 &&
                      run.step % config.checkpoint_every_batches == 0)) {
-          save_checkpoint(ckpt, config, *model, *optimizer, loss, loss_optimizer.get(),
-                          defense.get(), *sampler, mining, run);
+          save_checkpoint(ckpt, config, parts, *optimizer, loss_optimizer.get());
         }
         if (stop) {
           std::fprintf(stderr,
@@ -585,8 +442,7 @@ int train(const TrainConfig& config, const TrainOptions& options) {
       final_eval = evaluate_now(epoch, /*write_record=*/true);
       run.epochs_evaluated = epoch + 1;
     }
-    save_checkpoint(ckpt, config, *model, *optimizer, loss, loss_optimizer.get(), defense.get(),
-                    *sampler, mining, run);
+    save_checkpoint(ckpt, config, parts, *optimizer, loss_optimizer.get());
     if (options.stop_after_batches > 0 && run.step == options.stop_after_batches &&
         epoch + 1 < config.epochs) {
       std::fprintf(stderr,

@@ -28,24 +28,9 @@
 //   mining       Generator(seed ^ kMiningSeedMix), saved as (seed, offset) in checkpoints
 //   k-means      seed (NMI)
 //
-// Checkpoint = ONE safetensors file, <output_dir>/checkpoint.safetensors, written atomically by
-// engine::save_safetensors (temp file, fsync, rename, directory fsync): a kill at any moment leaves
-// either the previous checkpoint or the new one, never a mix. It holds
-//   "model.<name>"      every model state_dict entry (parameters and BN buffers)
-//   "optimizer.<key>"   Optimizer::state_dict() (state.<i>.step, exp_avg, exp_avg_sq, ...)
-//   "loss.<name>"       margin and arcface only: the loss's parameters ("loss.beta",
-//                       "loss.centers")
-//   "loss_optimizer.<key>"  margin and arcface only: the loss optimizer's state_dict()
-//   "defense.<key>"     the defense's state (HM: "hm_previous_loss")
-//   __metadata__ "dml_checkpoint": JSON {"format": 1, "config": <resolved config>,
-//       "step": <optimizer steps done>, "sampler": <SamplerState: epoch and next batch>,
-//       "mining_generator": {"seed", "offset"}, "epochs_evaluated": <last evaluated epoch + 1>,
-//       "passes": <forward/backward passes so far>}
-// Resuming restores all of it and continues from the sampler's cursor, so the weights after the
-// last step are bit-identical to an uninterrupted run's (tested: tests/CMakeLists.txt
-// tools.dml_train_*, tests/tools/train_losses_test.cpp). The stored config is resolved again
-// before it is compared with the run's, so checkpoints written before a key was added to the
-// schema still resume (the new key's default reproduces the old behaviour).
+// Checkpoint: <output_dir>/checkpoint.safetensors, written atomically every
+// checkpoint_every_batches steps and at each epoch's end; what it holds and how --resume restores
+// it bit-identically: train_checkpoint.h.
 // At the end, <output_dir>/model.safetensors holds the final weights (models::save_weights, with
 // metadata naming the model), <output_dir>/metrics.json the last evaluation and
 // <output_dir>/log.jsonl one JSON object per logged step and per evaluation (appended on resume).
