@@ -127,6 +127,12 @@ void load_weights(nn::Module& model, const std::map<std::string, Tensor>& tensor
   for (const auto& entry : expected) {
     if (kept(entry.first)) state.set(entry.first, entry.second);
   }
+  // How an entry is named in errors: as the file spells it, or by its model name for what is in
+  // no file (aux_from_main's copies of branch 0).
+  auto shown_name = [&](const std::string& name) {
+    auto it = spelled.find(name);
+    return "'" + (it != spelled.end() ? it->second : name) + "'";
+  };
   size_t matched = 0;  // entries present with the right shape, for the hint below
   for (const auto& entry : expected) {
     const std::string& name = entry.first;
@@ -135,7 +141,7 @@ void load_weights(nn::Module& model, const std::map<std::string, Tensor>& tensor
       continue;
     }
     const Tensor& value = state.at(name);
-    const std::string shown = "'" + spelled[name] + "'";
+    const std::string shown = shown_name(name);
     if (value.shape() != entry.second.shape()) {
       mis_shaped.push_back(shown + " (model " + engine::shape_str(entry.second.shape()) +
                            ", file " + engine::shape_str(value.shape()) + ")");
@@ -151,7 +157,7 @@ void load_weights(nn::Module& model, const std::map<std::string, Tensor>& tensor
     }
   }
   for (const auto& entry : state) {
-    if (!expected.contains(entry.first)) unexpected.push_back("'" + spelled[entry.first] + "'");
+    if (!expected.contains(entry.first)) unexpected.push_back(shown_name(entry.first));
   }
 
   if (!aliased.empty() || !missing.empty() || !unexpected.empty() || !mis_shaped.empty() ||

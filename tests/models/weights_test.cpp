@@ -344,6 +344,13 @@ TEST_CASE("weights: a K = 1 file fills aux branches from branch 0 when asked",
     CHECK(loaded.at(key).to_vector() == std::vector<double>(1024, 2.5));
   }
   CHECK(loaded.at("bn1.aux_bn.1.weight").to_vector() == std::vector<double>(32, 0.5));
+  // A mis-shaped branch-0 entry is copied into the aux branches too: every copy is named by its
+  // model name (they are in no file), none as ''.
+  tensors["bn1.weight"] = Tensor::ones({31});
+  REQUIRE_THROWS_WITH(models::load_weights(*triple, tensors, "k1", options),
+                      Catch::Contains("'bn1.weight' (model [32], file [31])") &&
+                          Catch::Contains("'bn1.aux_bn.1.weight' (model [32], file [31])") &&
+                          !Catch::Contains("''"));
 }
 
 TEST_CASE("weights: an ImageNet resnet18 file (1000-way fc) loads into a D = 512 model, fc kept",
