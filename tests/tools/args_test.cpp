@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/backend.h"
 #include "tools/dml/args.h"
 
 using Catch::Matchers::Contains;
@@ -45,4 +46,17 @@ TEST_CASE("args: an output may not be the input file it would destroy", "[tools]
   CHECK_NOTHROW(dml::refuse_output_over_input(dir + "/ers.json", "--out", weights, "--checkpoint"));
   CHECK_NOTHROW(dml::refuse_output_over_input("", "--out", weights, "--checkpoint"));
   std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("args: --conv and --gemm set the process's CUDA backends", "[tools][args]") {
+  dml::Args args({"--conv", "cudnn", "--gemm=cublas", "--json"});
+  dml::take_backend_options(args);
+  CHECK(engine::conv_backend() == engine::ConvBackend::Cudnn);
+  CHECK(engine::gemm_backend() == engine::GemmBackend::Cublas);
+  CHECK(args.take_flag("--json"));  // the subcommand's own options are left to it
+  CHECK_NOTHROW(args.finish());
+  dml::Args bad({"--conv", "cublas"});
+  CHECK_THROWS_AS(dml::take_backend_options(bad), dml::UsageError);
+  engine::set_conv_backend(engine::ConvBackend::Ours);  // the process-wide defaults again
+  engine::set_gemm_backend(engine::GemmBackend::Ours);
 }

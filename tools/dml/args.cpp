@@ -3,6 +3,7 @@
 #include <filesystem>
 #include <sstream>
 
+#include "engine/backend.h"
 #include "kernels/common/check.h"
 
 namespace dml {
@@ -121,6 +122,26 @@ std::vector<int64_t> parse_int_list(const std::string& text, const std::string& 
   while (std::getline(stream, item, ',')) values.push_back(to_int(item, what));
   if (values.empty()) throw UsageError(what + ": expected a comma-separated list of integers");
   return values;
+}
+
+const char kBackendUsage[] =
+    "options of every subcommand:\n"
+    "  --conv ours|cudnn   convolution on CUDA tensors: our implicit-GEMM kernels (default) or\n"
+    "                      cuDNN's, for validation (also ENGINE_CONV=...)\n"
+    "  --gemm ours|cublas  dense GEMM on CUDA tensors: our tiled SGEMM (default) or cuBLAS's\n"
+    "                      (also ENGINE_GEMM=...); CPU tensors ignore both\n";
+
+void take_backend_options(Args& args) {
+  try {
+    if (const std::optional<std::string> conv = args.take_optional("--conv")) {
+      engine::set_conv_backend(engine::parse_conv_backend(*conv, "--conv"));
+    }
+    if (const std::optional<std::string> gemm = args.take_optional("--gemm")) {
+      engine::set_gemm_backend(engine::parse_gemm_backend(*gemm, "--gemm"));
+    }
+  } catch (const engine::Error& e) {
+    throw UsageError(e.what());
+  }
 }
 
 void refuse_output_over_input(const std::string& output, const std::string& output_option,

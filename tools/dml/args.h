@@ -58,6 +58,12 @@ class Args {
 void refuse_output_over_input(const std::string& output, const std::string& output_option,
                               const std::string& input, const std::string& input_option);
 
+// The options every subcommand takes: --conv ours|cudnn and --gemm ours|cublas choose the
+// implementation of convolution and dense GEMM on CUDA tensors for the whole process
+// (engine/backend.h; they override ENGINE_CONV / ENGINE_GEMM). UsageError for another value.
+void take_backend_options(Args& args);
+extern const char kBackendUsage[];
+
 // A device option: "cpu", "cuda", "cuda:N", or "auto" / none for CUDA when a GPU is present.
 // UsageError naming `what` (e.g. "--device") for a malformed value; engine::Error (exit code 1)
 // for a CUDA device that is not there.

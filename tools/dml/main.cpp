@@ -36,6 +36,7 @@ const dml::Command kCommands[] = {
 void print_usage(FILE* out) {
   std::fprintf(out, "usage: dml <subcommand> [options]\n\nsubcommands:\n");
   for (const dml::Command& c : kCommands) std::fprintf(out, "  %-10s %s\n", c.name, c.summary);
+  std::fprintf(out, "\n%s", dml::kBackendUsage);
   std::fprintf(out, "\n'dml --version' names the source revision and what was compiled in.\n");
   std::fprintf(out, "exit codes: 0 success, 2 usage/config error, 1 runtime error\n");
 }
@@ -57,6 +58,7 @@ int main(int argc, char** argv) {
     if (name != command.name) continue;
     try {
       dml::Args args(argc, argv, 2);
+      dml::take_backend_options(args);
       return command.run(args);
     } catch (const dml::UsageError& e) {
       std::fprintf(stderr, "dml %s: %s\n(run 'dml %s --help' for usage)\n", command.name, e.what(),
