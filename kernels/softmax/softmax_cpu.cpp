@@ -20,16 +20,22 @@ struct LineStats {
   T shifted_sum;
 };
 
+// The max propagates NaN, as torch.amax does (std::max would skip it): otherwise a line such as
+// [NaN, -inf] or [+inf, NaN] had max -inf or +inf and logsumexp returned that infinity.
 template <typename T>
 LineStats<T> line_stats(const T* x, int64_t n, int64_t inner) {
   T m = -std::numeric_limits<T>::infinity();
-  for (int64_t r = 0; r < n; ++r) m = std::max(m, x[r * inner]);
+  for (int64_t r = 0; r < n; ++r) {
+    const T v = x[r * inner];
+    if (std::isnan(v) || v > m) m = v;  // once NaN, m stays NaN (v > NaN is false)
+  }
   T s = 0;
   for (int64_t r = 0; r < n; ++r) s += std::exp(x[r * inner] - m);
   return {m, s};
 }
 
-// log sum_r exp(x_r) of one line, stably. A line of all -inf gives -inf (not NaN), like PyTorch.
+// log sum_r exp(x_r) of one line, stably. A line of all -inf gives -inf (not NaN), like PyTorch;
+// a line holding a NaN gives NaN.
 template <typename T>
 T line_logsumexp(const T* x, int64_t n, int64_t inner) {
   const LineStats<T> stats = line_stats(x, n, inner);

@@ -42,9 +42,15 @@ __device__ inline float warp_sum(float v) {
   return v;
 }
 
+// max that propagates NaN, as torch.amax and the CPU reference do (fmaxf would skip it and leave
+// a line such as [NaN, -inf] with max -inf, and logsumexp -inf instead of NaN).
+__device__ inline float nan_max(float a, float b) {
+  return (isnan(a) || isnan(b)) ? NAN : fmaxf(a, b);
+}
+
 __device__ inline float warp_max(float v) {
   for (int offset = kWarp / 2; offset > 0; offset >>= 1) {
-    v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, offset));
+    v = nan_max(v, __shfl_xor_sync(0xffffffffu, v, offset));
   }
   return v;
 }
@@ -71,8 +77,8 @@ __device__ inline float block_max(float v, float* scratch) {
 }
 
 // log sum exp from the line's max m and shifted sum s. A line of all -inf has m = -inf: the
-// answer is -inf (not -inf + log 0 = NaN), like the CPU reference and PyTorch. (fmaxf ignores
-// NaN, as std::max in the reference does; a NaN in the line still makes s, and the result, NaN.)
+// answer is -inf (not -inf + log 0 = NaN), like the CPU reference and PyTorch. A line holding a
+// NaN has m = NaN (nan_max), so the answer is NaN.
 __device__ inline float lse_from(float m, float s) { return isinf(m) ? m : m + logf(s); }
 
 // ---- forward: softmax, log_softmax, logsumexp -----------------------------------------------
@@ -84,7 +90,7 @@ __global__ void line_forward_rows_kernel(LineOp op, const float* x, int64_t line
   for (int64_t line = blockIdx.x; line < lines; line += gridDim.x) {
     const float* row = x + line * n;
     float m = -INFINITY;
-    for (int64_t r = threadIdx.x; r < n; r += blockDim.x) m = fmaxf(m, row[r]);
+    for (int64_t r = threadIdx.x; r < n; r += blockDim.x) m = nan_max(m, row[r]);
     m = block_max(m, scratch);
     float s = 0.0f;
     for (int64_t r = threadIdx.x; r < n; r += blockDim.x) s += expf(row[r] - m);
@@ -111,7 +117,7 @@ __global__ void line_forward_columns_kernel(LineOp op, const float* x, int64_t o
     const int64_t o = line / inner, i = line % inner;
     const int64_t base = o * n * inner + i;
     float m = -INFINITY;
-    for (int64_t r = 0; r < n; ++r) m = fmaxf(m, x[base + r * inner]);
+    for (int64_t r = 0; r < n; ++r) m = nan_max(m, x[base + r * inner]);
     float s = 0.0f;
     for (int64_t r = 0; r < n; ++r) s += expf(x[base + r * inner] - m);
     if (op == LineOp::LogSumExp) {

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -129,6 +130,37 @@ TEST_CASE("reduce cuda grad: sum and mean broadcast the gradient back", "[reduce
       Tensor actual = gradient(x.to(Device::cuda()), w.to(Device::cuda()));
       REQUIRE(actual.device().is_cuda());
       test::require_close(actual, expected, tol.atol, tol.rtol, what);
+    }
+  }
+}
+
+TEST_CASE("logsumexp cuda: infinities and NaN as the cpu reference", "[logsumexp][cuda]") {
+  REQUIRE_CUDA_OR_SKIP();
+  // Lines of 2 (both kernels: along dim 1 a block per row, along dim 0 a thread per column) and
+  // of 300 (several warps reduce the max): all -inf, a +inf, and a NaN beside -inf, +inf or
+  // finite values.
+  const float inf = std::numeric_limits<float>::infinity();
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const std::vector<std::vector<float>> lines = {
+      {-inf, -inf}, {1, inf}, {nan, -inf}, {inf, nan}, {0, nan}};
+  for (int64_t n : {2, 300}) {
+    std::vector<double> values;
+    for (const std::vector<float>& line : lines) {
+      for (int64_t r = 0; r < n; ++r) values.push_back(r < n - 2 ? -inf : line[r - (n - 2)]);
+    }
+    const int64_t rows = static_cast<int64_t>(lines.size());
+    Tensor x = Tensor::from_vector(values, {rows, n});
+    for (int64_t dim : {1, 0}) {
+      Tensor input = dim == 1 ? x : x.transpose(0, 1).contiguous();
+      const std::vector<double> expected = engine::logsumexp(input, dim).to_vector();
+      const std::vector<double> actual =
+          engine::logsumexp(input.to(Device::cuda()), dim).to(Device::cpu()).to_vector();
+      for (int64_t row = 0; row < rows; ++row) {
+        INFO("n " << n << " dim " << dim << " row " << row);
+        const double e = expected[static_cast<size_t>(row)];
+        const double a = actual[static_cast<size_t>(row)];
+        CHECK((std::isnan(e) ? std::isnan(a) : a == e));
+      }
     }
   }
 }

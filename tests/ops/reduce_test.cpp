@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <limits>
 #include <vector>
 
 #include "engine/autograd.h"
@@ -112,6 +113,24 @@ TEST_CASE("logsumexp: hand-computed and stable for large inputs", "[logsumexp]")
   // f32 with values whose exp overflows float: log(e^100 + e^100) = 100 + log 2.
   Tensor big = Tensor::from_vector({100, 100}, {2}, DType::F32);
   REQUIRE(std::fabs(engine::logsumexp(big, 0).item() - (100 + std::log(2.0))) < 1e-4);
+}
+
+TEST_CASE("logsumexp: infinities and NaN as PyTorch", "[logsumexp]") {
+  // Rows: all -inf -> -inf; a +inf -> +inf; a NaN beside -inf, beside +inf, alone, or beside
+  // finite values -> NaN (a NaN-skipping max made the first two of those -inf and +inf).
+  const double inf = std::numeric_limits<double>::infinity();
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  for (DType dtype : {DType::F64, DType::F32}) {
+    Tensor x = Tensor::from_vector({-inf, -inf, 1, inf, nan, -inf, inf, nan, nan, nan, 0, nan},
+                                   {6, 2}, dtype);
+    const std::vector<double> out = engine::logsumexp(x, 1).to_vector();
+    CHECK(out[0] == -inf);
+    CHECK(out[1] == inf);
+    for (size_t row = 2; row < 6; ++row) {
+      INFO(row);
+      CHECK(std::isnan(out[row]));
+    }
+  }
 }
 
 TEST_CASE("sum grad: all elements, one dim, non-adjacent dims, keepdim or not", "[sum][grad]") {
