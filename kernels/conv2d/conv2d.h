@@ -24,6 +24,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 namespace engine::kernels {
 
@@ -77,5 +78,17 @@ void conv2d_fprop_cudnn(const Conv2dShape& shape, const float* x, const float* w
 void conv2d_dgrad_cudnn(const Conv2dShape& shape, const float* dy, const float* w, float* dx);
 void conv2d_wgrad_cudnn(const Conv2dShape& shape, const float* dy, const float* x, float* dw,
                         float* db);
+// How conv2d_*_cudnn pick each pass's algorithm the first time a thread meets a shape (the choice
+// is then kept): process-wide, strict FP32 either way.
+//   Heuristic  cuDNN's ranking (cudnnGet*Algorithm_v7), deterministic algorithms first; times
+//              nothing, so `--conv cudnn` runs are reproducible                       [default]
+//   Fastest    every algorithm timed once on the call's own buffers (cudnnFind*AlgorithmEx) and
+//              the fastest kept, deterministic or not: PyTorch's cudnn.benchmark = True, the
+//              peer `dml bench` compares our kernels with
+enum class CudnnAlgorithmChoice { Heuristic, Fastest };
+void set_cudnn_algorithm_choice(CudnnAlgorithmChoice choice);
+// The algorithms this thread chose for `shape`, e.g. "fprop 1, dgrad 0, wgrad 3" (cuDNN's enum
+// values; "-" for a pass not run yet), for the benchmark table's notes.
+std::string conv2d_cudnn_algorithms(const Conv2dShape& shape);
 
 }  // namespace engine::kernels

@@ -10,9 +10,13 @@
 //   with a non-tensor-core math type are taken, so this is strict FP32 like our kernels (cuDNN's
 //   default would use TF32 tensor cores on Ampere and later). Among those, deterministic
 //   algorithms are preferred (cuDNN's own heuristic order otherwise).
-// Algorithms: chosen by cuDNN's heuristics (cudnnGetConvolution*Algorithm_v7, which does not run
-//   or time anything, so no host synchronization), once per shape and thread, then cached with
-//   the descriptors. Workspaces above 1 GiB are not considered. If no listed algorithm
+// Algorithms: chosen once per shape and thread, then cached with the descriptors
+//   (CudnnAlgorithmChoice in conv2d.h). Heuristic (default): cuDNN's ranking
+//   (cudnnGetConvolution*Algorithm_v7, which runs and times nothing, so no host
+//   synchronization), deterministic first. Fastest (`dml bench`): cudnnFind*AlgorithmEx times
+//   every algorithm once on the call's own buffers (the output is overwritten by the real call
+//   right after) with a 1 GiB workspace, and the fastest strict-FP32 one is kept, as PyTorch's
+//   cudnn.benchmark does. Workspaces above 1 GiB are not considered. If no listed algorithm
 //   qualifies, ALGO_0 of that pass (implicit GEMM, FMA) is used.
 // Workspace: one device buffer per thread, grown (never shrunk) with cudaMalloc when a shape
 //   needs more; a steady-state loop therefore allocates nothing. Growing frees the old buffer
@@ -30,6 +34,7 @@
 #include <cudnn.h>
 
 #include <array>
+#include <atomic>
 #include <climits>
 #include <cstdint>
 #include <map>
@@ -56,6 +61,13 @@ namespace engine::kernels {
 namespace {
 
 constexpr size_t kMaxWorkspaceBytes = size_t(1) << 30;
+
+std::atomic<int> algorithm_choice{static_cast<int>(CudnnAlgorithmChoice::Heuristic)};
+
+bool choose_fastest() {
+  return algorithm_choice.load(std::memory_order_relaxed) ==
+         static_cast<int>(CudnnAlgorithmChoice::Fastest);
+}
 
 // Descriptors and chosen algorithms for one convolution geometry.
 struct Plan {
@@ -149,11 +161,12 @@ bool is_tensor_core(cudnnMathType_t math) {
   return math == CUDNN_TENSOR_OP_MATH || math == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION;
 }
 
-// Index of the algorithm to use among cuDNN's ranked results: the first usable strict-FP32
-// deterministic one, else the first usable strict-FP32 one, else -1.
+// Index of the algorithm to use among cuDNN's ranked results (by heuristic, or by measured time
+// for Fastest): the first usable strict-FP32 deterministic one (Heuristic only), else the first
+// usable strict-FP32 one, else -1.
 template <typename Perf>
 int choose(const Perf* results, int count) {
-  for (int pass = 0; pass < 2; ++pass) {
+  for (int pass = choose_fastest() ? 1 : 0; pass < 2; ++pass) {
     for (int i = 0; i < count; ++i) {
       const Perf& r = results[i];
       if (r.status != CUDNN_STATUS_SUCCESS || is_tensor_core(r.mathType) ||
@@ -188,10 +201,19 @@ void conv2d_fprop_cudnn(const Conv2dShape& shape, const float* x, const float* w
   if (!plan.have_fwd) {
     cudnnConvolutionFwdAlgoPerf_t results[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
     int count = 0;
-    CUDNN_CHECK(
-        cudnnGetConvolutionForwardAlgorithm_v7(state.handle, plan.x, plan.w, plan.conv, plan.y,
-                                               CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &count, results),
-        where, ": algorithm heuristics");
+    if (choose_fastest()) {
+      void* search = workspace(state, kMaxWorkspaceBytes);
+      CUDNN_CHECK(
+          cudnnFindConvolutionForwardAlgorithmEx(state.handle, plan.x, x, plan.w, w, plan.conv,
+                                                 plan.y, y, CUDNN_CONVOLUTION_FWD_ALGO_COUNT,
+                                                 &count, results, search, kMaxWorkspaceBytes),
+          where, ": timing the algorithms");
+    } else {
+      CUDNN_CHECK(
+          cudnnGetConvolutionForwardAlgorithm_v7(state.handle, plan.x, plan.w, plan.conv, plan.y,
+                                                 CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &count, results),
+          where, ": algorithm heuristics");
+    }
     const int best = choose(results, count);
     plan.fwd = best >= 0 ? results[best].algo : CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM;
     CUDNN_CHECK(cudnnGetConvolutionForwardWorkspaceSize(state.handle, plan.x, plan.w, plan.conv,
@@ -218,10 +240,19 @@ void conv2d_dgrad_cudnn(const Conv2dShape& shape, const float* dy, const float* 
   if (!plan.have_bwd_data) {
     cudnnConvolutionBwdDataAlgoPerf_t results[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
     int count = 0;
-    CUDNN_CHECK(cudnnGetConvolutionBackwardDataAlgorithm_v7(
-                    state.handle, plan.w, plan.y, plan.conv, plan.x,
-                    CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &count, results),
-                where, ": algorithm heuristics");
+    if (choose_fastest()) {
+      void* search = workspace(state, kMaxWorkspaceBytes);
+      CUDNN_CHECK(
+          cudnnFindConvolutionBackwardDataAlgorithmEx(
+              state.handle, plan.w, w, plan.y, dy, plan.conv, plan.x, dx,
+              CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &count, results, search, kMaxWorkspaceBytes),
+          where, ": timing the algorithms");
+    } else {
+      CUDNN_CHECK(cudnnGetConvolutionBackwardDataAlgorithm_v7(
+                      state.handle, plan.w, plan.y, plan.conv, plan.x,
+                      CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &count, results),
+                  where, ": algorithm heuristics");
+    }
     const int best = choose(results, count);
     plan.bwd_data = best >= 0 ? results[best].algo : CUDNN_CONVOLUTION_BWD_DATA_ALGO_0;
     CUDNN_CHECK(
@@ -255,10 +286,19 @@ void conv2d_wgrad_cudnn(const Conv2dShape& shape, const float* dy, const float* 
     if (!plan.have_bwd_filter) {
       cudnnConvolutionBwdFilterAlgoPerf_t results[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
       int count = 0;
-      CUDNN_CHECK(cudnnGetConvolutionBackwardFilterAlgorithm_v7(
-                      state.handle, plan.x, plan.y, plan.conv, plan.w,
-                      CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &count, results),
-                  where, ": algorithm heuristics");
+      if (choose_fastest()) {
+        void* search = workspace(state, kMaxWorkspaceBytes);
+        CUDNN_CHECK(cudnnFindConvolutionBackwardFilterAlgorithmEx(
+                        state.handle, plan.x, x, plan.y, dy, plan.conv, plan.w, dw,
+                        CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &count, results, search,
+                        kMaxWorkspaceBytes),
+                    where, ": timing the algorithms");
+      } else {
+        CUDNN_CHECK(cudnnGetConvolutionBackwardFilterAlgorithm_v7(
+                        state.handle, plan.x, plan.y, plan.conv, plan.w,
+                        CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &count, results),
+                    where, ": algorithm heuristics");
+      }
       const int best = choose(results, count);
       plan.bwd_filter = best >= 0 ? results[best].algo : CUDNN_CONVOLUTION_BWD_FILTER_ALGO_0;
       CUDNN_CHECK(cudnnGetConvolutionBackwardFilterWorkspaceSize(state.handle, plan.x, plan.y,
@@ -277,6 +317,19 @@ void conv2d_wgrad_cudnn(const Conv2dShape& shape, const float* dy, const float* 
     CUDNN_CHECK(cudnnConvolutionBackwardBias(state.handle, &one, plan.y, dy, &zero, plan.bias, db),
                 where, ": bias gradient");
   }
+}
+
+void set_cudnn_algorithm_choice(CudnnAlgorithmChoice choice) {
+  algorithm_choice.store(static_cast<int>(choice), std::memory_order_relaxed);
+}
+
+std::string conv2d_cudnn_algorithms(const Conv2dShape& s) {
+  ThreadState& state = thread_state();
+  const Plan& plan = plan_for(state, s, "conv2d_cudnn_algorithms");
+  auto algo = [](bool have, int value) { return have ? std::to_string(value) : std::string("-"); };
+  return "fprop " + algo(plan.have_fwd, int(plan.fwd)) + ", dgrad " +
+         algo(plan.have_bwd_data, int(plan.bwd_data)) + ", wgrad " +
+         algo(plan.have_bwd_filter, int(plan.bwd_filter));
 }
 
 }  // namespace engine::kernels

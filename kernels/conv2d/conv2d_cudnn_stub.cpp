@@ -26,5 +26,7 @@ void conv2d_dgrad_cudnn(const Conv2dShape&, const float*, const float*, float*) 
 void conv2d_wgrad_cudnn(const Conv2dShape&, const float*, const float*, float*, float*) {
   no_cudnn("conv2d_wgrad_cudnn");
 }
+void set_cudnn_algorithm_choice(CudnnAlgorithmChoice) {}  // nothing to choose from
+std::string conv2d_cudnn_algorithms(const Conv2dShape&) { no_cudnn("conv2d_cudnn_algorithms"); }
 
 }  // namespace engine::kernels

@@ -121,7 +121,7 @@ TEST_CASE("bench options: defaults pass and bad values are usage errors") {
   bad.repeats = 0;
   CHECK_THROWS_AS(validate_options(bad), dml::UsageError);
   bad = o;
-  bad.warmup = -1;
+  bad.warmup = 0;  // the first launch chooses cuDNN's algorithms: never timed
   CHECK_THROWS_AS(validate_options(bad), dml::UsageError);
   bad = o;
   bad.batch = 111;  // odd: no two equal BN routes
@@ -219,7 +219,7 @@ namespace {
 nlohmann::json peer_document() {
   return nlohmann::json::parse(R"({
     "peer": "PyTorch", "version": "2.5.1", "device": "cuda", "device_name": "NVIDIA H100",
-    "threads": 16,
+    "threads": 16, "overrides": ["defense.pgd.steps=32", "seed=1"],
     "rows": [{"config": "est.json", "variant": "P0 robrank as-is", "images": 256, "passes": 33,
               "steps": 10, "warmup": 2, "ms": {"median": 812.5, "min": 801.0, "max": 830.0}},
              {"config": "act.json", "variant": "P1 best eager", "images": 256, "passes": 33,
@@ -246,6 +246,7 @@ TEST_CASE("bench peers: a peer file's rows are read with their timings") {
   CHECK(rows[0].device == "cuda");
   CHECK(rows[0].device_name == "NVIDIA H100");
   CHECK(rows[0].threads == 16);
+  CHECK(rows[0].overrides == std::vector<std::string>{"defense.pgd.steps=32", "seed=1"});
   CHECK(rows[0].config == "est.json");
   CHECK(rows[0].images == 256);
   CHECK(rows[0].passes == 33);
@@ -273,18 +274,48 @@ TEST_CASE("bench peers: a malformed peer file is a usage error naming the file a
   doc["rows"][0]["ms"]["median"] = 0;
   CHECK(peer_error(doc) == "peer.json: rows[0]: \"ms.median\" must be > 0");
   doc = peer_document();
+  doc.erase("overrides");
+  CHECK(peer_error(doc) == "peer.json: missing key \"overrides\"");
+  doc = peer_document();
+  doc["overrides"] = {1};
+  CHECK(peer_error(doc) == "peer.json: \"overrides\" must hold strings");
+  doc = peer_document();
   doc["rows"] = "none";
   CHECK(peer_error(doc) == "peer.json: \"rows\" must be an array");
   CHECK(peer_error(nlohmann::json::array()) == "peer.json: missing key \"peer\"");
 }
 
-TEST_CASE("bench peers: a row matches our run by config file, device, batch and passes") {
+TEST_CASE(
+    "bench peers: a row matches our run by config, overrides, device, batch, passes and threads") {
   const PeerRow row = parse_peer_rows(peer_document(), "peer.json")[0];
   CHECK(config_file_name("configs/fashion/est.json") == "est.json");
   CHECK(config_file_name("est.json") == "est.json");
-  CHECK(peer_matches(row, "configs/fashion/est.json", "cuda", 256, 33));
-  CHECK_FALSE(peer_matches(row, "configs/fashion/act.json", "cuda", 256, 33));  // config
-  CHECK_FALSE(peer_matches(row, "configs/fashion/est.json", "cpu", 256, 33));   // device
-  CHECK_FALSE(peer_matches(row, "configs/fashion/est.json", "cuda", 128, 33));  // batch
-  CHECK_FALSE(peer_matches(row, "configs/fashion/est.json", "cuda", 256, 2));   // --set steps=1
+  OurRun ours;
+  ours.config_path = "configs/fashion/est.json";
+  ours.device = "cuda";
+  ours.images = 256;
+  ours.passes = 33;
+  ours.threads = 2;                                     // not compared on CUDA
+  ours.overrides = {"seed=1", "defense.pgd.steps=32"};  // the same set in another order
+  CHECK(peer_matches(row, ours));
+  auto differs = [&](auto change) {
+    OurRun other = ours;
+    change(other);
+    return !peer_matches(row, other);
+  };
+  CHECK(differs([](OurRun& o) { o.config_path = "configs/fashion/act.json"; }));
+  CHECK(differs([](OurRun& o) { o.device = "cpu"; }));
+  CHECK(differs([](OurRun& o) { o.images = 128; }));
+  CHECK(differs([](OurRun& o) { o.passes = 2; }));            // --set defense.pgd.steps=1
+  CHECK(differs([](OurRun& o) { o.overrides.pop_back(); }));  // one override fewer
+  CHECK(differs([](OurRun& o) { o.overrides[0] = "seed=2"; }));
+  // On the CPU the peer must have used as many threads as we did.
+  PeerRow cpu_row = row;
+  cpu_row.device = "cpu";
+  OurRun cpu = ours;
+  cpu.device = "cpu";
+  cpu.threads = 16;
+  CHECK(peer_matches(cpu_row, cpu));
+  cpu.threads = 2;
+  CHECK_FALSE(peer_matches(cpu_row, cpu));
 }

@@ -14,14 +14,18 @@ set -- --train "$config" --device cpu --set model.embedding_dim=16 --set sampler
 # A peer file written by hand: one row for this run, one timed with another number of passes.
 cat > "$dir/peer.json" <<JSON
 {"peer": "Hand", "version": "0", "device": "cpu", "device_name": "test", "threads": 1,
+ "overrides": ["defense.pgd.alpha=0.15", "defense.pgd.eps=0.3", "defense.pgd.steps=2",
+               "defense.name=act", "sampler.pairs_per_batch=8", "model.embedding_dim=16"],
  "rows": [{"config": "quick.json", "variant": "slow", "images": 16, "passes": 3, "steps": 1,
            "warmup": 0, "ms": {"median": 1000000, "min": 1000000, "max": 1000000}},
           {"config": "quick.json", "variant": "eta-32", "images": 16, "passes": 33, "steps": 1,
            "warmup": 0, "ms": {"median": 5, "min": 5, "max": 5}}]}
 JSON
 
-"$dml" bench "$@" --steps 2 --warmup 1 --peer "$dir/peer.json" --json "$dir/out.json" \
-  > "$dir/stdout" 2> "$dir/stderr" || { cat "$dir/stdout" "$dir/stderr"; fail "exit $?"; }
+# One thread, as the peer file says it used (CPU rows with another thread count are skipped).
+OMP_NUM_THREADS=1 "$dml" bench "$@" --steps 2 --warmup 1 --peer "$dir/peer.json" \
+  --json "$dir/out.json" > "$dir/stdout" 2> "$dir/stderr" ||
+  { cat "$dir/stdout" "$dir/stderr"; fail "exit $?"; }
 cat "$dir/stdout"
 grep -q "^16 images and 3 forward/backward passes per step; median of 2 steps after 1 warm-up" \
   "$dir/stdout" || fail "batch and passes line"

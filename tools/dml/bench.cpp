@@ -38,7 +38,7 @@ const char* kUsage =
     "\n"
     "  --json FILE      also write the rows, ceilings, GPU name, date and commit as JSON\n"
     "  --repeats N      timed runs per measurement; the median is reported (default 20)\n"
-    "  --warmup N       untimed runs before them (default 5)\n"
+    "  --warmup N       untimed runs before them, at least 1 (default 5)\n"
     "  --filter TEXT    only workloads whose name contains TEXT, e.g. 'conv layer1', 'wgrad',\n"
     "                   'bn', 'pgd', 'adam', 'gemm' (the ceilings are always measured)\n"
     "  --batch N        batch of the conv, batch-norm and PGD workloads (default 112, even)\n"

@@ -187,6 +187,7 @@ Row bench_conv_pass(Context& ctx, const k::Conv2dShape& s, Pass pass, const std:
         break;
     }
   });
+  row.note = "cuDNN algorithms " + k::conv2d_cudnn_algorithms(s);
   return row;
 }
 
@@ -195,6 +196,9 @@ Row bench_conv_pass(Context& ctx, const k::Conv2dShape& s, Pass pass, const std:
 void bench_convs(Context& ctx, std::vector<Row>& rows) {
   const std::vector<ConvLayer> convs = resnet18_convs(ctx.options.batch);
   const bool cudnn = k::cudnn_available();
+  // The peer at its best, as PyTorch with cudnn.benchmark = True: each pass's algorithm is the
+  // fastest strict-FP32 one cuDNN measures (in the warm-up launches), deterministic or not.
+  if (cudnn) k::set_cudnn_algorithm_choice(k::CudnnAlgorithmChoice::Fastest);
   for (Pass pass : {Pass::Fprop, Pass::Dgrad, Pass::Wgrad}) {
     Row total;
     total.workload = std::string("conv total ") + pass_name(pass) + " (20 layers)";

@@ -5,13 +5,14 @@
 //
 // The file a peer writes (every key required; one row per variant it timed):
 //   {"peer": "PyTorch", "version": "2.5.1", "device": "cuda", "device_name": "NVIDIA H100 ...",
-//    "threads": 16,
+//    "threads": 16, "overrides": ["defense.pgd.steps=1"],
 //    "rows": [{"config": "est.json", "variant": "P0 robrank as-is", "images": 256, "passes": 33,
 //              "steps": 10, "warmup": 2, "ms": {"median": 812.0, "min": 801.5, "max": 830.2}}]}
 // "device" is "cpu" or "cuda"; "ms" is the wall time of one whole training step (batch copy to
 // the device, the defense's PGD steps, the training forward/backward and the optimizer step).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -29,7 +30,8 @@ struct PeerRow {
   std::string device;   // "cpu" or "cuda"
   std::string device_name;
   int64_t threads = 0;
-  std::string config;  // file name of the config it mirrored, e.g. "est.json"
+  std::vector<std::string> overrides;  // the --set assignments it applied to the config
+  std::string config;                  // file name of the config it mirrored, e.g. "est.json"
   int64_t images = 0, passes = 0, steps = 0;
   Stats ms;
 };
@@ -77,6 +79,11 @@ inline std::vector<PeerRow> parse_peer_rows(const nlohmann::json& doc, const std
   }
   const std::string device_name = text(doc, "device_name", file);
   const int64_t threads = count(doc, "threads", file);
+  const nlohmann::json& overrides = member(doc, "overrides", file);
+  if (!overrides.is_array()) throw UsageError(file + ": \"overrides\" must be an array");
+  for (const nlohmann::json& o : overrides) {
+    if (!o.is_string()) throw UsageError(file + ": \"overrides\" must hold strings");
+  }
   const nlohmann::json& rows = member(doc, "rows", file);
   if (!rows.is_array()) throw UsageError(file + ": \"rows\" must be an array");
   std::vector<PeerRow> out;
@@ -87,6 +94,7 @@ inline std::vector<PeerRow> parse_peer_rows(const nlohmann::json& doc, const std
     r.device = device;
     r.device_name = device_name;
     r.threads = threads;
+    r.overrides = overrides.get<std::vector<std::string>>();
     r.variant = text(rows[i], "variant", where);
     r.config = text(rows[i], "config", where);
     r.images = count(rows[i], "images", where);
@@ -108,13 +116,27 @@ inline std::string config_file_name(const std::string& path) {
   return slash == std::string::npos ? path : path.substr(slash + 1);
 }
 
-// A peer row compares with our run when it mirrored the same config file on the same kind of
-// device and timed batches of the same size with the same number of passes (a peer that ignored
-// an override such as defense.pgd.steps would otherwise be compared with a different workload).
-inline bool peer_matches(const PeerRow& r, const std::string& config_path,
-                         const std::string& device, int64_t images, int64_t passes) {
-  return r.config == config_file_name(config_path) && r.device == device && r.images == images &&
-         r.passes == passes;
+// What a peer row must agree with: our run of `dml bench --train`.
+struct OurRun {
+  std::string config_path;
+  std::string device;  // "cpu" or "cuda"
+  int64_t images = 0, passes = 0;
+  int64_t threads = 0;                 // CPU threads (OpenMP's); not compared on CUDA
+  std::vector<std::string> overrides;  // our --set assignments
+};
+
+// A peer row compares with our run when it mirrored the same config file with the same --set
+// overrides (in any order) on the same kind of device, timed batches of the same size with the
+// same number of passes (a peer that ignored an override such as defense.pgd.steps would otherwise
+// be compared with a different workload) and, on the CPU, used as many threads as we did (one
+// thread against sixteen is no comparison of implementations).
+inline bool peer_matches(const PeerRow& r, const OurRun& ours) {
+  std::vector<std::string> theirs = r.overrides, mine = ours.overrides;
+  std::sort(theirs.begin(), theirs.end());
+  std::sort(mine.begin(), mine.end());
+  return r.config == config_file_name(ours.config_path) && r.device == ours.device &&
+         r.images == ours.images && r.passes == ours.passes && theirs == mine &&
+         (ours.device != "cpu" || r.threads == ours.threads);
 }
 
 }  // namespace dml::bench

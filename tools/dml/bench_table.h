@@ -244,8 +244,9 @@ inline void validate_options(const Options& o) {
   if (o.repeats < 1 || o.repeats > 100000) {
     throw UsageError("--repeats must be in [1, 100000], got " + std::to_string(o.repeats));
   }
-  if (o.warmup < 0 || o.warmup > 100000) {
-    throw UsageError("--warmup must be in [0, 100000], got " + std::to_string(o.warmup));
+  // At least one untimed launch: the first one picks (and for cuDNN, times) the algorithms.
+  if (o.warmup < 1 || o.warmup > 100000) {
+    throw UsageError("--warmup must be in [1, 100000], got " + std::to_string(o.warmup));
   }
   // 4096 keeps every buffer's element count far from int32 limits of the kernels' grids.
   if (o.batch < 2 || o.batch > 4096 || o.batch % 2 != 0) {

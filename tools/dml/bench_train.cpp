@@ -9,7 +9,8 @@
 // What is timed is the product's own loop (trainer.cpp, through TrainOptions::timing): one step =
 // the batch copied to the device, the defense's PGD steps (if any), the training forward and
 // backward, the optimizer step, the device synchronized. Data loading runs ahead in the loader's
-// threads and is not part of a step unless the loader falls behind. The first --warmup steps
+// threads; the step's clock starts after the batch is loaded, so loading is never counted (the
+// peer leaves it out too). The first --warmup steps
 // (allocator and cuDNN warm-up, first-touch page faults) are dropped; the median of the next
 // --steps is reported. The run writes into a temporary output_dir that is removed afterwards.
 //
@@ -142,8 +143,15 @@ int run_bench_train(const std::string& config_path, Args& args) {
               ours.max, images_per_s, "");
   nlohmann::json peer_json = nlohmann::json::array();
   int64_t unmatched = 0;
+  bench::OurRun our_run;
+  our_run.config_path = o.config_path;
+  our_run.device = device_type;
+  our_run.images = timing.images;
+  our_run.passes = timing.passes;
+  our_run.threads = omp_get_max_threads();
+  our_run.overrides = o.sets;
   for (const bench::PeerRow& p : peers) {
-    if (!bench::peer_matches(p, o.config_path, device_type, timing.images, timing.passes)) {
+    if (!bench::peer_matches(p, our_run)) {
       ++unmatched;
       continue;
     }
@@ -161,8 +169,8 @@ int run_bench_train(const std::string& config_path, Args& args) {
   }
   if (unmatched > 0) {
     std::printf(
-        "(%lld peer rows skipped: another config, device, batch size or passes per "
-        "step)\n",
+        "(%lld peer rows skipped: another config, --set overrides, device, batch size, passes "
+        "per step or CPU thread count)\n",
         static_cast<long long>(unmatched));
   }
   if (o.json_path) {

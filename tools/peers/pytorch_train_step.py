@@ -256,10 +256,20 @@ class Step:
         low = (x0 - self.eps).clamp_(min=0.0)
         high = (x0 + self.eps).clamp_(max=1.0)
         x = x0.clone()
-        for _ in range(self.steps):
-            x.requires_grad_(True)
-            (grad,) = torch.autograd.grad(objective(x), [x])
-            x = torch.minimum(torch.maximum(x.detach() - step * grad.sign(), low), high)
+        # Only the input gradient, as dml's grad(): with the weights not requiring grad, neither
+        # eager autograd nor a torch.compile'd backward (which would otherwise return every
+        # input's gradient, the weights' included) computes weight gradients.
+        params = [p for p in self.model.parameters() if p.requires_grad]
+        for p in params:
+            p.requires_grad_(False)
+        try:
+            for _ in range(self.steps):
+                x.requires_grad_(True)
+                (grad,) = torch.autograd.grad(objective(x), [x])
+                x = torch.minimum(torch.maximum(x.detach() - step * grad.sign(), low), high)
+        finally:
+            for p in params:
+                p.requires_grad_(True)
         return x
 
     def __call__(self, images, labels):
@@ -312,6 +322,17 @@ class Step:
 
 # ---- timing --------------------------------------------------------------------------------------------
 
+def default_threads():
+    """The thread count dml's OpenMP would use: OMP_NUM_THREADS, else the cores this process may
+    run on (its affinity mask, as in a container), which `dml bench --train` compares with."""
+    text = os.environ.get("OMP_NUM_THREADS", "").split(",")[0].strip()
+    if text.isdigit() and int(text) > 0:
+        return int(text)
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count()
+
+
 def synchronize(device):
     if device.type == "cuda":
         torch.cuda.synchronize(device)
@@ -349,8 +370,9 @@ def main():
     parser.add_argument("--steps", type=int, default=10)
     parser.add_argument("--warmup", type=int, default=2)
     parser.add_argument("--variants", default="p0,p1", help="comma list of p0, p1, p2")
-    parser.add_argument("--threads", type=int, default=os.cpu_count(),
-                        help="CPU threads (default: all cores, as dml's OpenMP uses)")
+    parser.add_argument("--threads", type=int, default=default_threads(),
+                        help="CPU threads (default: as dml's OpenMP: OMP_NUM_THREADS, else the "
+                             "cores this process may run on)")
     parser.add_argument("--data-root", default=None)
     parser.add_argument("--out", required=True)
     args = parser.parse_args()
