@@ -231,9 +231,9 @@ TEST_CASE("optimizer: a gradient of another dtype is an error", "[optimizer][sgd
   // parameter never holds an f32 gradient for step() to misread.
   Tensor a = leaf({1.0, 2.0});
   Sgd sgd({a}, SgdOptions());
-  REQUIRE_THROWS_WITH(a.set_grad(Tensor::zeros({2}, DType::F32)),
-                      Catch::Contains("set_grad: gradient is f32") &&
-                          Catch::Contains("the tensor f64"));
+  REQUIRE_THROWS_WITH(
+      a.set_grad(Tensor::zeros({2}, DType::F32)),
+      Catch::Contains("set_grad: gradient is f32") && Catch::Contains("the tensor f64"));
   REQUIRE_FALSE(a.grad().defined());
   REQUIRE_NOTHROW(sgd.step());  // no gradient: nothing to do
 }
