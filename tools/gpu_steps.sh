@@ -21,6 +21,10 @@
 # ran (it had the whole call to itself): then it cannot fit in one call, and is recorded as failed
 # instead of retried forever. (Decided by order, not by clock readings, so it is deterministic.)
 # Markers: $STATE/done.NAME holds the step's exit status (124: did not fit in one call).
+# A finished step is not run again, failed or not, unless GPU_CHECK_RETRY_FAILED=1 (after a fix:
+# the failed steps run again, the passed ones stay done). `steps_require NAME REASON` after a step
+# stops every later step of the call (no marker, so they run once NAME passes) when NAME failed:
+# nothing after a failed build, or a GPU the program cannot see, can pass.
 
 STEP_MIN_SECONDS=30  # do not start a step with less time left than this
 
@@ -42,7 +46,15 @@ steps_begin() {
   STEPS_PENDING=0
   STEPS_RUN=0
   STEPS_SEEN=()
+  STEPS_BLOCKED=""
+  STEPS_BLOCKED_COUNT=0
   copy_log_out
+}
+
+steps_require() {  # steps_require NAME REASON: later steps do not run when NAME has failed
+  local status
+  status="$(cat "$STATE/done.$1" 2>/dev/null || echo 0)"
+  if [ "$status" != 0 ] && [ -z "$STEPS_BLOCKED" ]; then STEPS_BLOCKED="$2 ($1: exit $status)"; fi
 }
 
 copy_log_out() {
@@ -67,8 +79,17 @@ run_step() {  # run_step NAME TITLE COMMAND...
   shift 2
   step_wanted "$name" || return 0
   STEPS_SEEN+=("$name")
+  if [ -f "$STATE/done.$name" ] && [ "${GPU_CHECK_RETRY_FAILED:-0}" = 1 ] &&
+    [ "$(cat "$STATE/done.$name")" != 0 ]; then
+    rm -f "$STATE/done.$name"
+  fi
   if [ -f "$STATE/done.$name" ]; then
     echo "$title: done in an earlier call (exit $(cat "$STATE/done.$name"))"
+    return 0
+  fi
+  if [ -n "$STEPS_BLOCKED" ]; then
+    STEPS_BLOCKED_COUNT=$((STEPS_BLOCKED_COUNT + 1))
+    echo "$title: not run: $STEPS_BLOCKED"
     return 0
   fi
   local left
@@ -128,14 +149,19 @@ steps_end() {  # writes the summary; returns 0 all passed, 1 some failed, 3 some
   {
     printf '\n## Summary of call %s\n\n' "$CALL"
     printf '%s step(s) finished, %s failed, %s not run yet.\n' \
-      "$(( ${#STEPS_SEEN[@]} - STEPS_PENDING ))" "${#failed[@]}" "$STEPS_PENDING"
+      "$(( ${#STEPS_SEEN[@]} - STEPS_PENDING - STEPS_BLOCKED_COUNT ))" "${#failed[@]}" \
+      "$((STEPS_PENDING + STEPS_BLOCKED_COUNT))"
     if [ ${#failed[@]} -gt 0 ]; then printf 'Failed: %s\n' "${failed[*]}"; fi
-    if [ "$STEPS_PENDING" -gt 0 ]; then
+    if [ "$STEPS_BLOCKED_COUNT" -gt 0 ]; then
+      printf '%s step(s) not run: %s. After a fix, call again with GPU_CHECK_RETRY_FAILED=1.\n' \
+        "$STEPS_BLOCKED_COUNT" "$STEPS_BLOCKED"
+    elif [ "$STEPS_PENDING" -gt 0 ]; then
       printf 'Run the same command again on this machine to go on.\n'
     fi
   } >> "$LOG"
   copy_log_out
-  echo "log: $LOG (${#failed[@]} failed, $STEPS_PENDING not run yet)"
+  echo "log: $LOG (${#failed[@]} failed, $((STEPS_PENDING + STEPS_BLOCKED_COUNT)) not run yet)"
+  if [ "$STEPS_BLOCKED_COUNT" -gt 0 ]; then return 1; fi  # going on needs a fix first
   if [ "$STEPS_PENDING" -gt 0 ]; then return 3; fi
   if [ ${#failed[@]} -gt 0 ]; then return 1; fi
   return 0

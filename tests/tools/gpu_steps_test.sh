@@ -3,7 +3,8 @@
 # sleep): a failing step is recorded, a step killed at a call's time limit runs again in the next
 # call, one that had the whole call and still did not finish is recorded as failed (not retried),
 # finished steps are skipped, step names select by prefix, a step's own exit status 124 is not
-# taken for the time limit, and the log reaches $OUT.
+# taken for the time limit, the log reaches $OUT, a failed build stops the steps after it, and
+# GPU_CHECK_RETRY_FAILED=1 runs failed steps again.
 #   gpu_steps_test.sh REPO_ROOT WORK_DIR            (prints "gpu steps ok" on success)
 set -u
 ROOT="$1"
@@ -13,7 +14,8 @@ mkdir -p "$WORK/out"
 fail() { echo "FAIL: $*"; exit 1; }
 
 # call BUDGET STEP... : one gpu_check-like call in a fresh shell, as the device tool would make.
-# Each STEP is NAME=COMMAND; prints the call's exit status last.
+# Each STEP is NAME=COMMAND, or "require NAME" (steps_require NAME "NAME failed"); prints the
+# call's exit status last.
 call() {
   local budget="$1"
   shift
@@ -24,7 +26,12 @@ call() {
     STATE="$WORK/state"; OUT="$WORK/out"; LOG_NAME="check.md"; WANTED=(${WANTED_TEST:-})
     SECONDS=0
     steps_begin "# test log"
-    for step in "$@"; do run_step "${step%%=*}" "title of ${step%%=*}" bash -c "${step#*=}"; done
+    for step in "$@"; do
+      case "$step" in
+        "require "*) steps_require "${step#require }" "${step#require } failed" ;;
+        *) run_step "${step%%=*}" "title of ${step%%=*}" bash -c "${step#*=}" ;;
+      esac
+    done
     steps_end
     echo "status=$?"' call "$ROOT" "$WORK" "$budget" "$@"
 }
@@ -77,5 +84,23 @@ grep -q "exit status 124, 0 s" "$WORK/state/check.md" || fail "own 124 not logge
 # 7. A step name that matches nothing is a usage error, not an empty success.
 out="$(WANTED_TEST="nosuch" call 0 "build=true" 2>&1)"
 echo "$out" | grep -q "status=2" || fail "call 7 status: $out"
+
+# 8. After a failed build nothing runs (no markers, so the steps run once the build passes), and
+#    the call says how to go on; with GPU_CHECK_RETRY_FAILED=1 the failed step runs again, the
+#    passed ones stay done.
+rm -rf "$WORK/state"
+out="$(call 0 "configure=true" "build=exit 2" "require build" "tests=true")"
+echo "$out" | grep -q "status=1" || fail "call 8 status: $out"
+echo "$out" | grep -q "title of tests: not run: build failed (build: exit 2)" || fail "8: $out"
+[ ! -f "$WORK/state/done.tests" ] || fail "tests marked although not run"
+grep -q "GPU_CHECK_RETRY_FAILED=1" "$WORK/state/check.md" || fail "no hint to retry"
+out="$(call 0 "configure=true" "build=exit 2" "require build" "tests=true")"
+echo "$out" | grep -q "title of build: done in an earlier call (exit 2)" || fail "8: build rerun"
+out="$(GPU_CHECK_RETRY_FAILED=1 call 0 "configure=exit 9" "build=true" "require build" \
+  "tests=true")"
+echo "$out" | grep -q "status=0" || fail "retry status: $out"
+echo "$out" | grep -q "title of configure: done in an earlier call (exit 0)" || fail "8: $out"
+[ "$(cat "$WORK/state/done.build")" = 0 ] || fail "build not retried"
+[ "$(cat "$WORK/state/done.tests")" = 0 ] || fail "tests not run after the fixed build"
 
 echo "gpu steps ok"
