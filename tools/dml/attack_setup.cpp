@@ -74,13 +74,9 @@ AttackSetup setup_attack(const AttackCommonOptions& o) {
   setup.run.batch_size = batch_size > 0 ? batch_size : (large ? 112 : 128);
 
   setup.dataset = data_name.value_or(setup.trained.data);
-  try {
-    setup.data = data::open_dataset(setup.dataset, setup.split,
-                                    root.value_or(data_name ? "" : setup.trained.root),
-                                    /*augment=*/false, setup.trained.transform);
-  } catch (const engine::Error& e) {
-    throw UsageError("--data " + setup.dataset + ": " + e.what());
-  }
+  setup.data =
+      open_data_option(setup.dataset, setup.split,
+                       root.value_or(data_name ? "" : setup.trained.root), setup.trained.transform);
   const auto start = std::chrono::steady_clock::now();
   setup.images = split_images(*setup.data);
   const int64_t n = static_cast<int64_t>(setup.images.labels.size());

@@ -158,14 +158,8 @@ int run_embed(Args& args) {
   if (input) {
     embeddings = embed_file(*model, *input, batch_size);
   } else {
-    std::unique_ptr<data::Dataset> data;
-    try {
-      data = data::open_dataset(*dataset, split, root.value_or(""), /*augment=*/false,
-                                transform.value_or("robrank"));
-    } catch (const engine::Error& e) {
-      // Exit code 2 for any dataset that cannot be opened, as in every subcommand.
-      throw UsageError("--data " + *dataset + ": " + e.what());
-    }
+    const std::unique_ptr<data::Dataset> data =
+        open_data_option(*dataset, split, root.value_or(""), transform.value_or("robrank"));
     embeddings = embed_dataset(*model, *data, batch_size);
   }
   engine::save_npy(out, embeddings);

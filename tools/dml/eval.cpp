@@ -19,6 +19,7 @@
 #include "models/registry.h"
 #include "tools/dml/commands.h"
 #include "tools/dml/load_model.h"
+#include "tools/dml/split_stream.h"
 #include "tools/dml/trainer.h"
 
 namespace dml {
@@ -77,13 +78,8 @@ int run_eval(Args& args) {
   models::Model& model = *trained.model;
 
   const std::string dataset_name = data_name.value_or(trained.data);
-  std::unique_ptr<data::Dataset> dataset;
-  try {
-    dataset = data::open_dataset(dataset_name, split, root.value_or(data_name ? "" : trained.root),
-                                 /*augment=*/false, trained.transform);
-  } catch (const engine::Error& e) {
-    throw UsageError("--data " + dataset_name + ": " + e.what());
-  }
+  const std::unique_ptr<data::Dataset> dataset = open_data_option(
+      dataset_name, split, root.value_or(data_name ? "" : trained.root), trained.transform);
   const metrics::Evaluation e = evaluate_model(model, *dataset, settings);
   if (json) {
     std::printf("%s\n", metrics::metrics_json(e).dump().c_str());

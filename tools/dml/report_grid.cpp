@@ -119,13 +119,8 @@ int run_report_grid(Args& args) {
   if (!metric_text) metric = metrics::parse_metric(trained.metric);
 
   const std::string dataset_name = data_name.value_or(trained.data);
-  std::unique_ptr<data::Dataset> dataset;
-  try {
-    dataset = data::open_dataset(dataset_name, split, root.value_or(data_name ? "" : trained.root),
-                                 /*augment=*/false, trained.transform);
-  } catch (const engine::Error& e) {
-    throw UsageError("--data " + dataset_name + ": " + e.what());
-  }
+  const std::unique_ptr<data::Dataset> dataset = open_data_option(
+      dataset_name, split, root.value_or(data_name ? "" : trained.root), trained.transform);
   const int64_t m = max_images > 0 ? std::min(max_images, dataset->size()) : dataset->size();
   if (k > m - 1) {
     throw UsageError("--k " + std::to_string(k) + " needs at least " + std::to_string(k + 1) +

@@ -6,6 +6,7 @@
 #include "data/loader.h"
 #include "kernels/common/check.h"
 #include "models/embed.h"
+#include "tools/dml/args.h"
 
 namespace dml {
 
@@ -17,6 +18,16 @@ void check_count(const data::Dataset& dataset, int64_t count, const char* what) 
 }
 
 }  // namespace
+
+std::unique_ptr<data::Dataset> open_data_option(const std::string& name, const std::string& split,
+                                                const std::string& root,
+                                                const std::string& transform) {
+  try {
+    return data::open_dataset(name, split, root, /*augment=*/false, transform);
+  } catch (const engine::Error& e) {
+    throw UsageError("--data " + name + ": " + e.what());
+  }
+}
 
 std::vector<int64_t> split_labels(const data::Dataset& dataset, int64_t count) {
   check_count(dataset, count, "split_labels");

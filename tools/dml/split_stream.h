@@ -15,6 +15,8 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
+#include <string>
 #include <vector>
 
 #include "data/dataset.h"
@@ -22,6 +24,14 @@
 #include "models/model.h"
 
 namespace dml {
+
+// data::open_dataset(name, split, root, augment = false, transform) for a command's --data option:
+// a dataset that cannot be opened (unknown name, missing or broken files) is a UsageError (exit
+// code 2) that starts with "--data NAME: ", in every subcommand, as in dml train's config
+// (docs/config.md, data.root).
+std::unique_ptr<data::Dataset> open_data_option(const std::string& name, const std::string& split,
+                                                const std::string& root,
+                                                const std::string& transform);
 
 // The labels of the first `count` items of the split (0 < count <= dataset.size()).
 std::vector<int64_t> split_labels(const data::Dataset& dataset, int64_t count);

@@ -1,0 +1,26 @@
+#!/bin/sh
+# usage: data_option_errors.sh DML DIR ARGS...
+# Every subcommand that opens a dataset for --data gives exit code 2 and a message starting with
+# "--data NAME:" when the dataset cannot be opened (tools/dml/split_stream.h, open_data_option),
+# after a tiny training run (ARGS) has made a checkpoint to point them at.
+set -e
+dml=$1; d=$2; shift 2
+rm -rf "$d"; mkdir -p "$d"
+"$dml" train "$@" --set output_dir="$d/run" >/dev/null 2>&1
+ck="$d/run/model.safetensors"
+bad="--data mnist --root $d/no-such-dir"
+check() {
+  status=0; out=$("$dml" "$@" $bad 2>&1) || status=$?
+  if [ "$status" -ne 2 ] || ! echo "$out" | grep -q "^dml $1: --data mnist: "; then
+    echo "dml $1: exit $status, output:"; echo "$out"; exit 1
+  fi
+  echo "dml $1: exit 2, $(echo "$out" | head -1)"
+}
+check eval --checkpoint "$ck"
+check attack --checkpoint "$ck" --attack "CA:pm=+:W=1:eps=0.3:alpha=0.1:pgditer=2"
+check ers --checkpoint "$ck" --profile rob28
+check report --grid --checkpoint "$ck" --out "$d/grid.png"
+check info
+check embed --model c2f2 --embedding-dim 16 --weights "$ck" --out "$d/e.npy"
+test ! -e "$d/grid.png" && test ! -e "$d/e.npy"
+echo "data option errors ok"
