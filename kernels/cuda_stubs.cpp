@@ -178,6 +178,7 @@ void adaptive_avg_pool2d_backward_cuda(int64_t, int64_t, const float*, float*) {
 void matmul_cuda(int64_t, int64_t, int64_t, const float*, const float*, bool, bool, float*, bool) {
   no_cuda("matmul_cuda");
 }
+GemmSplit matmul_cuda_splits(int64_t, int64_t, int64_t) { no_cuda("matmul_cuda_splits"); }
 void matmul_cublas(int64_t, int64_t, int64_t, const float*, const float*, bool, bool, float*,
                    bool) {
   no_cuda("matmul_cublas");

@@ -377,7 +377,8 @@ __global__ void __launch_bounds__(kThreads, 2)
 // dw[i] = sum over splits s = 0, 1, ... of partial[s][i], always in that order.
 __global__ void sum_splits_kernel(const float* __restrict__ partial, int splits, int total,
                                   float* __restrict__ dw) {
-  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < total; i += gridDim.x * blockDim.x) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < total;
+       i += int64_t(gridDim.x) * blockDim.x) {
     float sum = 0.0f;
     for (int s = 0; s < splits; ++s) sum += partial[static_cast<size_t>(s) * total + i];
     dw[i] = sum;

@@ -17,18 +17,29 @@
 //          one is multiplied from shared memory; one __syncthreads per p step.
 // Output:  lanes run along the columns of C (contiguous), 4 consecutive floats per thread.
 // Cost:    2 m n k FLOPs; minimal bytes 4 (m k + k n + m n) (+ 4 m n more read when
-//          accumulating). Indexing is 32-bit (each matrix < 2^31 elements, checked).
+//          accumulating). Indexing is 32-bit (each matrix < 2^31 elements, checked); a
+//          workspace offset is 64-bit.
 //
-// Known limit: one tile shape for all sizes, so a small C (e.g. 112 x 512 from a linear layer)
-// gets only a few blocks on a 132-SM GPU; a split-K or smaller-tile variant is future work.
+// Split-K: a small C with a long p (an attack's backward through its gallery distances,
+//          dQ = dD X with m = 128 queries, n = 512, k = 10,000 gallery images) has only
+//          ceil(m/128) ceil(n/128) = 4 tiles, so 4 blocks on a 132-SM GPU, each walking all of
+//          p. matmul_cuda_splits picks `splits` contiguous chunks of p (blockIdx.z), aiming at
+//          two blocks per SM while giving every chunk at least 64 steps of 8, at most 64 chunks
+//          (that example: 19 chunks, 76 blocks). Each chunk writes its partial C to a workspace
+//          [splits, m, n] and sum_gemm_splits_kernel adds the partials in chunk order (then C
+//          when accumulating), so the result does not depend on scheduling: no atomics. Extra
+//          traffic: 8 splits m n bytes, small next to the 4 (m k + k n) the chunks read whenever
+//          k / splits >= 512.
 //
 // add_row_bias: c[i, j] += bias[j], one thread per element: m n FLOPs, 4 (2 m n + n) bytes.
 // column_sums:  db[j] = sum_i dy[i, j], one thread per column summing down the rows in order
 //               (consecutive threads read consecutive columns, so every row read is coalesced):
 //               m n FLOPs, 4 (m n + n) bytes; deterministic and in the CPU reference's order.
+#include <algorithm>
 #include <climits>
 
 #include "kernels/common/cuda_check.cuh"
+#include "kernels/common/cuda_workspace.cuh"
 #include "kernels/common/launch.cuh"
 #include "kernels/matmul/matmul.h"
 
@@ -70,18 +81,19 @@ __device__ __forceinline__ void multiply_stage(const Stage& stage, int mg, int n
 
 // Loads this thread's 4 values of the tile rows [row0, row0 + 128) x p [k0, k0 + 8) of an
 // operand with `rows` rows and `kdim` p-values, stored p-contiguous (element (row, p) at
-// src[row kdim + p]) or row-contiguous (at src[p rows + row]). Mapping (tid = threadIdx.x):
+// src[row kdim + p]) or row-contiguous (at src[p rows + row]); p at or past `k_end` (the end of
+// this block's chunk of p) reads zero. Mapping (tid = threadIdx.x):
 //   p-contiguous:   p = k0 + tid % 8,   row = row0 + tid / 8 + 32 i
 //   row-contiguous: row = row0 + tid % 128, p = k0 + tid / 128 + 2 i
 __device__ __forceinline__ void load_operand(const float* __restrict__ src, bool p_contiguous,
-                                             int rows, int kdim, int row0, int k0,
+                                             int rows, int kdim, int k_end, int row0, int k0,
                                              float (&v)[kStaged]) {
   const int tid = threadIdx.x;
 #pragma unroll
   for (int i = 0; i < kStaged; ++i) {
     const int row = p_contiguous ? row0 + tid / kTileK + 32 * i : row0 + tid % kTileM;
     const int p = p_contiguous ? k0 + tid % kTileK : k0 + tid / kTileM + 2 * i;
-    const bool inside = row < rows && p < kdim;
+    const bool inside = row < rows && p < k_end;
     v[i] = inside ? src[p_contiguous ? row * kdim + p : p * rows + row] : 0.0f;
   }
 }
@@ -100,25 +112,30 @@ __device__ __forceinline__ void store_operand(float (&tile)[kTileK][kLd], bool p
   }
 }
 
+// Block (x, y, z) computes the 128 x 128 tile (y, x) of C over p in [z chunk, (z + 1) chunk) and
+// writes it to c + z m n (with one chunk, z = 0 and that is C itself).
 __global__ void __launch_bounds__(kThreads, 2)
-    sgemm_kernel(int m, int n, int k, const float* __restrict__ a, const float* __restrict__ b,
-                 bool trans_a, bool trans_b, float* __restrict__ c, bool accumulate) {
+    sgemm_kernel(int m, int n, int k, int chunk, const float* __restrict__ a,
+                 const float* __restrict__ b, bool trans_a, bool trans_b, float* __restrict__ c,
+                 bool accumulate) {
   __shared__ Stage stages[2];
   const int m0 = blockIdx.y * kTileM, n0 = blockIdx.x * kTileN;
+  const int k_begin = blockIdx.z * chunk, k_end = min(k, k_begin + chunk);
+  c += static_cast<size_t>(blockIdx.z) * m * n;
   const int ng = threadIdx.x % 16, mg = threadIdx.x / 16;  // lanes along C's columns
   // op(A) is p-contiguous when A is stored [m, k]; op(B) when B is stored transposed [n, k].
   const bool a_p_contiguous = !trans_a, b_p_contiguous = trans_b;
 
   float acc[8][8] = {};
   float va[kStaged], vb[kStaged];
-  const int tiles = (k + kTileK - 1) / kTileK;
+  const int tiles = (k_end - k_begin + kTileK - 1) / kTileK;  // chunk is a multiple of 8
   for (int t = -1; t < tiles; ++t) {
     // t == -1 only fills stage 0; step t multiplies stage t & 1 while tile t + 1 is loaded.
     const bool more = t + 1 < tiles;
     if (more) {
-      const int k0 = (t + 1) * kTileK;
-      load_operand(a, a_p_contiguous, m, k, m0, k0, va);
-      load_operand(b, b_p_contiguous, n, k, n0, k0, vb);
+      const int k0 = k_begin + (t + 1) * kTileK;
+      load_operand(a, a_p_contiguous, m, k, k_end, m0, k0, va);
+      load_operand(b, b_p_contiguous, n, k, k_end, n0, k0, vb);
     }
     if (t >= 0) multiply_stage(stages[t & 1], mg, ng, acc);
     if (more) {
@@ -142,6 +159,17 @@ __global__ void __launch_bounds__(kThreads, 2)
   }
 }
 
+// c[i] (+)= sum over chunks s = 0, 1, ... of partial[s][i], always in that order.
+__global__ void sum_gemm_splits_kernel(const float* __restrict__ partial, int splits, int64_t total,
+                                       float* __restrict__ c, bool accumulate) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < total;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    float sum = 0.0f;
+    for (int s = 0; s < splits; ++s) sum += partial[s * total + i];
+    c[i] = accumulate ? c[i] + sum : sum;
+  }
+}
+
 __global__ void add_row_bias_kernel(int64_t m, int64_t n, const float* __restrict__ bias,
                                     float* __restrict__ c) {
   for (int64_t e = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; e < m * n;
@@ -162,6 +190,23 @@ __global__ void column_sums_kernel(int64_t m, int64_t n, const float* __restrict
 
 }  // namespace
 
+GemmSplit matmul_cuda_splits(int64_t m, int64_t n, int64_t k) {
+  GemmSplit split;
+  split.chunk = std::max<int64_t>(k, 1);
+  const int64_t tiles = ceil_div(m, kTileM) * ceil_div(n, kTileN);
+  if (tiles == 0 || k < 2 * 64 * kTileK) return split;  // two chunks of 64 steps at the least
+  int device = 0, sms = 0;
+  CUDA_CHECK(cudaGetDevice(&device), "matmul_cuda: cudaGetDevice");
+  CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device),
+             "matmul_cuda: multiprocessor count");
+  int64_t splits = ceil_div(2 * int64_t(sms), tiles);
+  splits = std::max<int64_t>(1, std::min<int64_t>({splits, k / (64 * kTileK), 64}));
+  if (splits == 1) return split;
+  split.chunk = ceil_div(ceil_div(k, splits), kTileK) * kTileK;
+  split.splits = static_cast<int>(ceil_div(k, split.chunk));  // the last chunk may be shorter
+  return split;
+}
+
 void matmul_cuda(int64_t m, int64_t n, int64_t k, const float* a, const float* b, bool trans_a,
                  bool trans_b, float* c, bool accumulate) {
   ENGINE_CHECK(m >= 0 && n >= 0 && k >= 0 && m * k < INT_MAX && k * n < INT_MAX && m * n < INT_MAX,
@@ -172,13 +217,29 @@ void matmul_cuda(int64_t m, int64_t n, int64_t k, const float* a, const float* b
     if (!accumulate) cuda_memset_zero(c, static_cast<size_t>(m * n) * sizeof(float));
     return;
   }
+  const GemmSplit split = matmul_cuda_splits(m, n, k);
   const dim3 grid(static_cast<unsigned>(ceil_div(n, kTileN)),
-                  static_cast<unsigned>(ceil_div(m, kTileM)));
+                  static_cast<unsigned>(ceil_div(m, kTileM)), static_cast<unsigned>(split.splits));
   ENGINE_CHECK(grid.y <= 65535, "matmul_cuda: m=", m, " has too many row tiles for the grid");
-  sgemm_kernel<<<grid, kThreads, 0, current_stream()>>>(int(m), int(n), int(k), a, b, trans_a,
-                                                        trans_b, c, accumulate);
+  if (split.splits == 1) {
+    sgemm_kernel<<<grid, kThreads, 0, current_stream()>>>(int(m), int(n), int(k), int(split.chunk),
+                                                          a, b, trans_a, trans_b, c, accumulate);
+    CUDA_CHECK_LAUNCH("matmul_cuda m=", m, " n=", n, " k=", k, " trans_a=", trans_a,
+                      " trans_b=", trans_b);
+    return;
+  }
+  const int64_t total = m * n;
+  StreamWorkspace partial(static_cast<size_t>(split.splits * total) * sizeof(float),
+                          current_stream(), "matmul_cuda split-K m=", m, " n=", n, " k=", k);
+  float* partials = reinterpret_cast<float*>(partial.bytes());
+  sgemm_kernel<<<grid, kThreads, 0, current_stream()>>>(int(m), int(n), int(k), int(split.chunk), a,
+                                                        b, trans_a, trans_b, partials, false);
   CUDA_CHECK_LAUNCH("matmul_cuda m=", m, " n=", n, " k=", k, " trans_a=", trans_a,
-                    " trans_b=", trans_b);
+                    " trans_b=", trans_b, " splits=", split.splits);
+  sum_gemm_splits_kernel<<<grid_for(total, 256), 256, 0, current_stream()>>>(partials, split.splits,
+                                                                             total, c, accumulate);
+  CUDA_CHECK_LAUNCH("matmul_cuda: sum of ", split.splits, " split-K partials m=", m, " n=", n);
+  partial.release("matmul_cuda split-K workspace");
 }
 
 void add_row_bias_cuda(int64_t m, int64_t n, const float* bias, float* c) {

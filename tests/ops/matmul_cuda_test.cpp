@@ -115,6 +115,34 @@ TEST_CASE("matmul cuda: our sgemm matches cpu for odd shapes and all transposes"
   }
 }
 
+// Small C, long p: split-K (matmul_cuda.cu). The shapes are chosen so the split path is taken
+// (checked), with k not a multiple of the chunk or of 8, so the last chunk is short and ragged.
+TEST_CASE("matmul cuda: split-K for a small C and a long p matches cpu", "[matmul][cuda]") {
+  REQUIRE_CUDA_OR_SKIP();
+  uint64_t seed = 101;
+  for (const GemmShape& s : std::vector<GemmShape>{{40, 70, 6001}, {129, 3, 2053}}) {
+    const engine::kernels::GemmSplit split = engine::kernels::matmul_cuda_splits(s.m, s.n, s.k);
+    INFO("m=" << s.m << " n=" << s.n << " k=" << s.k << ": " << split.splits << " chunks of "
+              << split.chunk);
+    REQUIRE(split.splits > 1);
+    REQUIRE(split.chunk % 8 == 0);
+    REQUIRE((split.splits - 1) * split.chunk < s.k);
+    REQUIRE(split.splits * split.chunk >= s.k);
+    for (bool trans_a : {false, true}) {
+      for (bool trans_b : {false, true}) {
+        for (bool accumulate : {false, true}) {
+          require_gemm_matches_cpu(engine::kernels::matmul_cuda, "ours", s.m, s.n, s.k, trans_a,
+                                   trans_b, accumulate, seed);
+          seed += 3;
+        }
+      }
+    }
+  }
+  // A C with tiles enough for the GPU, or a short p, stays in one chunk.
+  REQUIRE(engine::kernels::matmul_cuda_splits(4096, 4096, 4096).splits == 1);
+  REQUIRE(engine::kernels::matmul_cuda_splits(40, 70, 1023).splits == 1);
+}
+
 TEST_CASE("matmul cuda: cublas matches cpu for odd shapes and all transposes", "[matmul][cuda]") {
   REQUIRE_CUDA_OR_SKIP();
   uint64_t seed = 1;

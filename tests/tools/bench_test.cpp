@@ -143,7 +143,7 @@ TEST_CASE("bench options: defaults pass and bad values are usage errors") {
   for (const std::string& name : workload_names(112)) wgrads += matches_filter(name, "wgrad");
   CHECK(wgrads == 20);
   // 60 conv passes + 4 BN + PGD + Adam + GEMM.
-  CHECK(workload_names(112).size() == 67);
+  CHECK(workload_names(112).size() == 68);
 }
 
 TEST_CASE("bench rows: rates, ratio and JSON") {

@@ -391,36 +391,47 @@ void bench_adam(Context& ctx, std::vector<Row>& rows) {
   rows.push_back(row);
 }
 
-// ---- (5) SGEMM 4096^3, ours vs cuBLAS ----------------------------------------------------------
+// ---- (5) SGEMM, ours vs cuBLAS: 4096^3, and an attack's skinny backward -----------------------
+// "gemm 128x512x10000" is dQ = dD X in an attack step's backward through its gallery distances
+// (128 queries, D = 512, the 10,000-image Fashion-MNIST gallery): 4 output tiles, the shape
+// matmul_cuda's split-K is for.
 
 void bench_gemm(Context& ctx, std::vector<Row>& rows) {
-  const std::string name = "gemm 4096";
-  if (!matches_filter(name, ctx.options.filter)) return;
-  const int64_t s = 4096;
-  struct Set {
-    Tensor a, b, c;
+  struct Shape {
+    const char* name;
+    int64_t m, n, k;
   };
-  std::vector<Set> sets;
-  const int count = rotation_sets(3.0 * 4.0 * double(s * s), double(ctx.l2_bytes));
-  for (int i = 0; i < count; ++i) {
-    sets.push_back({device_uniform(ctx, s * s, -1.0, 1.0), device_uniform(ctx, s * s, -1.0, 1.0),
-                    device_empty(s * s)});
+  for (const Shape& s :
+       {Shape{"gemm 4096", 4096, 4096, 4096}, Shape{"gemm 128x512x10000", 128, 512, 10000}}) {
+    if (!matches_filter(s.name, ctx.options.filter)) continue;
+    struct Set {
+      Tensor a, b, c;
+    };
+    std::vector<Set> sets;
+    const double bytes = 4.0 * double(s.m * s.k + s.k * s.n + s.m * s.n);
+    const int count = rotation_sets(bytes, double(ctx.l2_bytes));
+    for (int i = 0; i < count; ++i) {
+      sets.push_back({device_uniform(ctx, s.m * s.k, -1.0, 1.0),
+                      device_uniform(ctx, s.k * s.n, -1.0, 1.0), device_empty(s.m * s.n)});
+    }
+    Row row;
+    row.workload = s.name;
+    row.ours = time_launches(ctx.options, [&](int64_t i) {
+      const Set& t = sets[size_t(i % count)];
+      k::matmul_cuda(s.m, s.n, s.k, ptr(t.a), ptr(t.b), false, false, ptr(t.c), false);
+    });
+    row.peer = "cuBLAS";
+    row.peer_ms = time_launches(ctx.options, [&](int64_t i) {
+      const Set& t = sets[size_t(i % count)];
+      k::matmul_cublas(s.m, s.n, s.k, ptr(t.a), ptr(t.b), false, false, ptr(t.c), false);
+    });
+    row.measure = Measure::Flops;
+    row.work = 2.0 * double(s.m) * double(s.n) * double(s.k);
+    row.ceiling = ctx.ceilings.sgemm_tflops;
+    const k::GemmSplit split = k::matmul_cuda_splits(s.m, s.n, s.k);
+    if (split.splits > 1) row.note = "ours: split-K, " + std::to_string(split.splits) + " chunks";
+    rows.push_back(row);
   }
-  Row row;
-  row.workload = name;
-  row.ours = time_launches(ctx.options, [&](int64_t i) {
-    const Set& t = sets[size_t(i % count)];
-    k::matmul_cuda(s, s, s, ptr(t.a), ptr(t.b), false, false, ptr(t.c), false);
-  });
-  row.peer = "cuBLAS";
-  row.peer_ms = time_launches(ctx.options, [&](int64_t i) {
-    const Set& t = sets[size_t(i % count)];
-    k::matmul_cublas(s, s, s, ptr(t.a), ptr(t.b), false, false, ptr(t.c), false);
-  });
-  row.measure = Measure::Flops;
-  row.work = 2.0 * double(s) * double(s) * double(s);
-  row.ceiling = ctx.ceilings.sgemm_tflops;
-  rows.push_back(row);
 }
 
 }  // namespace dml::bench

@@ -232,6 +232,7 @@ inline std::vector<std::string> workload_names(int64_t batch) {
   names.push_back("pgd step");
   names.push_back("adam resnet18");
   names.push_back("gemm 4096");
+  names.push_back("gemm 128x512x10000");
   return names;
 }
 
