@@ -242,6 +242,18 @@ std::string attack_label(const AttackSpec& spec) {
   return label;
 }
 
+uint64_t attack_stream_seed(uint64_t seed, const AttackSpec& spec) {
+  uint64_t hash = 0xcbf29ce484222325ull;  // FNV-1a, 64 bits
+  for (const char c : attack_label(spec)) {
+    hash = (hash ^ static_cast<unsigned char>(c)) * 0x100000001b3ull;
+  }
+  // splitmix64's finalizer over the sum, so nearby seeds give unrelated streams.
+  uint64_t z = seed + 0x9E3779B97F4A7C15ull * (hash | 1);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
 double default_zeta(const std::string& dataset) {
   // Seed 004 §6.1.2: 2e4 for MNIST, 4e4 for Fashion and CUB, 7e4 for CARS and SOP. The names are
   // those the data layer accepts, robrank's short "cars" included.
@@ -365,17 +377,17 @@ BatchResult attack_batch(models::Model& model, const Tensor& images,
       }
       ENGINE_CHECK(spec.kind == AttackKind::QA || spec.zeta > 0.0, label,
                    ": zeta is not set (the caller fills in default_zeta)");
+      const bool batch_xi = options.robrank_compat;
       objective = [=](const Tensor& e, int64_t) {
         // One query-vs-gallery distance matrix per step serves both QA terms.
         const Tensor to_gallery = gallery_distance(e, gallery.embeddings, metric);
-        Tensor loss =
-            query_attack_loss_from_distances(e, candidates, to_gallery, metric, spec.raise);
-        if (spec.kind == AttackKind::SPQA) {
-          const Tensor sp =
-              query_attack_loss_from_distances(e, reference_rows, to_gallery, metric, true);
-          loss = loss + semantic_preserving_weight(sp.detach(), spec.zeta) * sp;
+        if (spec.kind == AttackKind::QA) {
+          return query_attack_loss_from_distances(e, candidates, to_gallery, metric, spec.raise);
         }
-        return loss;
+        return semantic_preserving_query_loss(
+            query_attack_rows_from_distances(e, candidates, to_gallery, metric, spec.raise),
+            query_attack_rows_from_distances(e, reference_rows, to_gallery, metric, true),
+            spec.zeta, batch_xi);
       };
       measure = [=](const Tensor& e) {
         const DistanceTable table = distance_table(e, gallery, self_index);
@@ -479,9 +491,10 @@ BatchResult attack_batch(models::Model& model, const Tensor& images,
   BatchResult result;
   result.clean = measure(clean);
   PgdTrace trace;
+  // rinit=1: this batch's random start comes from `gen`, so batches (and --seed values) differ.
   result.adversarial_images = pgd_attack(
       x, [&](const Tensor& input, int64_t step) { return objective(forward(input), step); },
-      spec.pgd, &trace);
+      seeded(spec.pgd, gen), &trace);
   Tensor adversarial;
   {
     engine::NoGradGuard no_grad;

@@ -65,8 +65,17 @@ Gallery make_gallery(models::Model& model, const engine::Tensor& images,
 Gallery gallery_from_embeddings(const engine::Tensor& raw, const std::vector<int64_t>& labels,
                                 losses::Metric metric, const engine::Device& device);
 
+// The seed of one attack's random stream (its query/candidate/target draws and random starts, for
+// the generator attack_batch is given): `seed` mixed with the FNV-1a hash of attack_label(spec).
+// So the attacks of one profile run from one --seed draw independently of each other (CA+'s
+// queries are not QA+'s candidates nor TMA's targets), an attack's draws do not depend on which
+// attacks ran before it, and one attack at several budgets (the qccurve28 curve) attacks the
+// same draws at every eps.
+uint64_t attack_stream_seed(uint64_t seed, const AttackSpec& spec);
+
 struct AttackOptions {
-  bool robrank_compat = false;  // GTM target index and LTM self mask as robrank (§6.2)
+  // GTM target index, LTM self mask and SP-QA's batch-wide xi as robrank (§6.2; objectives.h)
+  bool robrank_compat = false;
 };
 
 // Named per-image measures, e.g. {"CA+:prank", {...}} (percent for ranks and recalls, the raw

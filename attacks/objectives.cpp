@@ -128,9 +128,11 @@ Tensor query_attack_loss(const Tensor& queries, const Tensor& candidates, const 
       queries, candidates, gallery_distance(queries, gallery, metric), metric, raise);
 }
 
-Tensor query_attack_loss_from_distances(const Tensor& queries, const Tensor& candidates,
-                                        const Tensor& to_gallery, Metric metric, bool raise) {
-  const char* op = "query_attack_loss_from_distances";
+namespace {
+
+// QA's hinge [B, M, NX] (see objectives.h).
+Tensor query_attack_hinge(const Tensor& queries, const Tensor& candidates, const Tensor& to_gallery,
+                          Metric metric, bool raise, const char* op) {
   check_grouped(queries, candidates, op, "candidates");
   ENGINE_CHECK(to_gallery.defined() && to_gallery.dim() == 2 &&
                    to_gallery.size(0) == queries.size(0) && to_gallery.size(1) >= 1,
@@ -140,17 +142,45 @@ Tensor query_attack_loss_from_distances(const Tensor& queries, const Tensor& can
   // [B, M, NX]: QA+ pulls each candidate ahead of every x, QA- pushes it behind.
   const Tensor gap =
       raise ? to_candidates - to_gallery.unsqueeze(1) : to_gallery.unsqueeze(1) - to_candidates;
-  return engine::mean(engine::relu(gap));
+  return engine::relu(gap);
+}
+
+}  // namespace
+
+Tensor query_attack_loss_from_distances(const Tensor& queries, const Tensor& candidates,
+                                        const Tensor& to_gallery, Metric metric, bool raise) {
+  return engine::mean(query_attack_hinge(queries, candidates, to_gallery, metric, raise,
+                                         "query_attack_loss_from_distances"));
+}
+
+Tensor query_attack_rows_from_distances(const Tensor& queries, const Tensor& candidates,
+                                        const Tensor& to_gallery, Metric metric, bool raise) {
+  return engine::mean(query_attack_hinge(queries, candidates, to_gallery, metric, raise,
+                                         "query_attack_rows_from_distances"),
+                      {1, 2});
 }
 
 Tensor semantic_preserving_weight(const Tensor& sp_loss, double zeta) {
-  ENGINE_CHECK(sp_loss.defined() && sp_loss.numel() == 1 && engine::is_floating(sp_loss.dtype()),
-               "semantic_preserving_weight: expected a one-element floating-point loss, got ",
+  ENGINE_CHECK(sp_loss.defined() && sp_loss.numel() >= 1 && engine::is_floating(sp_loss.dtype()),
+               "semantic_preserving_weight: expected a floating-point loss, got ",
                describe(sp_loss));
   engine::NoGradGuard no_grad;
   // exp overflows to +inf for a large zeta * L (f32 beyond ~88.7); the clamp maps it to 1e9.
   // A NaN loss stays NaN: the objective it weighs is NaN then anyway.
   return engine::clamp(engine::exp(sp_loss.detach() * zeta), 0.0, 1e9);
+}
+
+Tensor semantic_preserving_query_loss(const Tensor& qa_rows, const Tensor& sp_rows, double zeta,
+                                      bool batch_xi) {
+  ENGINE_CHECK(qa_rows.defined() && sp_rows.defined() && qa_rows.dim() == 1 &&
+                   qa_rows.shape() == sp_rows.shape(),
+               "semantic_preserving_query_loss: expected two [B] rows, got ", describe(qa_rows),
+               " and ", describe(sp_rows));
+  if (batch_xi) {
+    const Tensor sp_mean = engine::mean(sp_rows);
+    return engine::mean(qa_rows) + semantic_preserving_weight(sp_mean, zeta) * sp_mean;
+  }
+  return engine::mean(qa_rows + semantic_preserving_weight(sp_rows, zeta) * sp_rows);
 }
 
 Tensor targeted_mismatch_loss(const Tensor& queries, const Tensor& targets) {

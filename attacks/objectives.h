@@ -12,15 +12,18 @@
 //
 // Reductions follow robrank: a mean over everything (per query, then over the batch), so values
 // are comparable between batch sizes; sign-gradient PGD is invariant to a positive scale of a
-// query's term, except where two terms are mixed (SP-QA's xi).
+// query's term, except where two terms are mixed (SP-QA's xi, which is therefore per query).
 //
 //   CA+  (candidate c~, its W queries q_w):   mean_b mean_{w,x} [d(c~_b, q_bw) - d(x, q_bw)]_+
 //   CA-                                        mean_b mean_{w,x} [d(x, q_bw) - d(c~_b, q_bw)]_+
 //   QA+  (query q~, its M candidates c_m):     mean_b mean_{m,x} [d(q~_b, c_bm) - d(q~_b, x)]_+
 //   QA-                                        mean_b mean_{m,x} [d(q~_b, x) - d(q~_b, c_bm)]_+
-//   SP-QA±  = QA± (candidates) + xi * QA+ (the G = 5 semantic-preserving references), with
-//            xi = min(1e9, exp(zeta * L_SP)) recomputed at every step and not differentiated
-//            (seed 004 eq. 12-13).
+//   SP-QA±  mean_b (QA±_b (candidates) + xi_b * QA+_b (the G = 5 semantic-preserving
+//            references)), xi_b = min(1e9, exp(zeta * L_SP,b)) for query b's own references,
+//            recomputed at every step and not differentiated (seed 004 eq. 12-13, written for
+//            one query). robrank weighs the batch means with one xi from the batch mean of L_SP,
+//            so one query whose references slip raises every other query's xi; that is the
+//            --robrank-compat form (attack.cpp).
 //   TMA  mean_b (1 - cos(q~_b, t_b))                          (seed 004 eq. 22)
 //   ES   -mean_b d(q~_b, q_b)  (maximizes the embedding shift; q_b = clean embedding)
 //   LTM  mean_b [max_{x: y_x != y_b} d(q~_b, x) - min_{x: y_x = y_b, x != self_b} d(q~_b, x)]_+
@@ -70,10 +73,25 @@ engine::Tensor query_attack_loss_from_distances(const engine::Tensor& queries,
                                                 const engine::Tensor& to_gallery, Metric metric,
                                                 bool raise);
 
-// SP-QA's weight xi = min(1e9, exp(zeta * sp_loss)) as a detached scalar tensor on sp_loss's
-// device (no host synchronization); an overflowing exp (+inf) saturates at 1e9 (a NaN loss stays
-// NaN: the objective it weighs is NaN then anyway).
+// Per query: [B], row b = QA±'s mean over (m, x) for query b alone; the mean of these rows is
+// query_attack_loss_from_distances (up to the order of the float sums). SP-QA's two terms.
+engine::Tensor query_attack_rows_from_distances(const engine::Tensor& queries,
+                                                const engine::Tensor& candidates,
+                                                const engine::Tensor& to_gallery, Metric metric,
+                                                bool raise);
+
+// SP-QA's weight xi = min(1e9, exp(zeta * sp_loss)), elementwise (one per query, or one for a
+// batch mean), as a detached tensor on sp_loss's device (no host synchronization); an
+// overflowing exp (+inf) saturates at 1e9 (a NaN loss stays NaN: the objective it weighs is NaN
+// then anyway).
 engine::Tensor semantic_preserving_weight(const engine::Tensor& sp_loss, double zeta);
+
+// SP-QA's objective from its two per-query terms, qa_rows and sp_rows [B] (from
+// query_attack_rows_from_distances): mean_b (qa_b + xi(sp_b) sp_b), the paper's per-query xi;
+// or, with batch_xi (robrank's, --robrank-compat), mean(qa) + xi(mean sp) mean(sp).
+engine::Tensor semantic_preserving_query_loss(const engine::Tensor& qa_rows,
+                                              const engine::Tensor& sp_rows, double zeta,
+                                              bool batch_xi);
 
 // TMA: queries [B, D] (differentiable), targets [B, D]. Cosine on the rows whatever the metric.
 engine::Tensor targeted_mismatch_loss(const engine::Tensor& queries, const engine::Tensor& targets);

@@ -40,6 +40,12 @@ struct PgdOptions {
   double stop_tolerance = 0.0;
 };
 
+// `options` with its random-start seed drawn from `gen` (one Philox block), so each call's random
+// start differs and follows the caller's stream: a training recipe's (part of the checkpointed
+// mining stream) or an evaluation attack's (one draw per batch). Unchanged, and nothing drawn,
+// when random_start is off.
+PgdOptions seeded(PgdOptions options, engine::Generator& gen);
+
 // The step size actually used: alpha, or eps for a single step (FGSM).
 double pgd_step_size(const PgdOptions& options);
 

@@ -1,6 +1,8 @@
 // Attack profiles (header: attacks/profiles.h).
 #include "attacks/profiles.h"
 
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
 
 #include "kernels/common/check.h"
@@ -23,10 +25,15 @@ std::vector<std::string> profile_specs(const std::string& profile) {
   if (profile == "rob28") return ers_specs("eps=0.30196:alpha=0.011764:pgditer=32");
   if (profile == "rob224") return ers_specs("eps=0.03137:alpha=0.011764:pgditer=32");
   if (profile == "qccurve28") {
+    // The step follows the budget, as seed 004 §6.1.3 gives it for every attack and robrank's
+    // profile_qccurve28 writes it: alpha = max(1, round(7 i / 25)) / 255, so 1/255 up to
+    // eps = 35/255, 2/255 up to 56/255, 3/255 above; both printed with 5 decimals as robrank.
     std::vector<std::string> specs;
     for (int i = 0; i <= 11; ++i) {
+      const double steps_of_255 = std::max(1.0, std::nearbyint(7.0 * i / 25.0));
       char budget[96];
-      std::snprintf(budget, sizeof(budget), "eps=%.8g:alpha=0.011764:pgditer=32", 7.0 * i / 255.0);
+      std::snprintf(budget, sizeof(budget), "eps=%.5f:alpha=%.5f:pgditer=32", 7.0 * i / 255.0,
+                    steps_of_255 / 255.0);
       for (const char* attack :
            {"CA:pm=+:W=1:", "CA:pm=-:W=1:", "SPQA:pm=+:M=1:", "SPQA:pm=-:M=1:"}) {
         specs.push_back(std::string(attack) + budget);

@@ -27,10 +27,6 @@ engine::Tensor gather_rows(const engine::Tensor& x, const engine::Tensor& index)
 // (robrank-spec §5.4, pitfall 5). HM passes the loss margin instead.
 double adversary_mining_margin(losses::Metric metric);
 
-// `options` with its random-start seed drawn from `gen` (one Philox block), so a recipe's random
-// start is part of the checkpointed mining stream; unchanged when random_start is off.
-PgdOptions seeded(PgdOptions options, engine::Generator& gen);
-
 // robrank's embedding-shift adversary (AdvRank.embShift), the adversary of EST, REST and SES:
 // PGD descending -mean_i d(f^(x~_i), r_i) from x~ = images, where r = embed_for_metric(reference)
 // is the clean embedding of each image, offset by 1e-7 * {-1, 0, 1} (uniform, from `gen`) at the

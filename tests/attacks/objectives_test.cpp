@@ -319,6 +319,62 @@ TEST_CASE("SP-QA objective grad: the weight xi is not differentiated", "[attacks
   test::require_close(got, expected, 1e-12, 1e-12, "SP-QA gradient");
 }
 
+TEST_CASE("SP-QA's xi is per query (the paper) or from the batch means (robrank): hand-computed",
+          "[attacks]") {
+  // qa = (0.1, 0.2), sp = (0.001, 0.0001), zeta = 1000: xi = exp(1) and exp(0.1).
+  //   per query: ((0.1 + e 0.001) + (0.2 + e^0.1 0.0001)) / 2
+  //   batch:     0.15 + exp(1000 0.00055) 0.00055 = 0.15 + e^0.55 0.00055
+  const Tensor qa = f64({0.1, 0.2}, {2}), sp = f64({0.001, 0.0001}, {2});
+  const double per_query = (0.1 + std::exp(1.0) * 0.001 + 0.2 + std::exp(0.1) * 0.0001) / 2;
+  CHECK(attacks::semantic_preserving_query_loss(qa, sp, 1000.0, false).item() ==
+        Approx(per_query).epsilon(1e-14));
+  CHECK(attacks::semantic_preserving_query_loss(qa, sp, 1000.0, true).item() ==
+        Approx(0.15 + std::exp(0.55) * 0.00055).epsilon(1e-14));
+}
+
+TEST_CASE("SP-QA per query: one query's gradient does not depend on another query's references",
+          "[attacks][grad]") {
+  // Query 1's references sit far from it (large L_SP, xi saturating) in one batch and next to it
+  // in the other; query 0's gradient must be the same in both batches with the per-query xi,
+  // and it changes with robrank's batch xi (which is why that is only the --robrank-compat form).
+  const Tensor gallery = random_constant({9, 3}, 31);
+  const Tensor candidates = random_constant({2, 1, 3}, 32);
+  const Tensor q_values = random_constant({2, 3}, 33);
+  const std::vector<double> qv = q_values.to_vector();
+  auto query0_gradient = [&](const Tensor& references, bool batch_xi) {
+    Tensor q = f64(qv, {2, 3}).set_requires_grad(true);
+    const Tensor to_gallery = attacks::gallery_distance(q, gallery, Metric::E);
+    const Tensor loss = attacks::semantic_preserving_query_loss(
+        attacks::query_attack_rows_from_distances(q, candidates, to_gallery, Metric::E, false),
+        attacks::query_attack_rows_from_distances(q, references, to_gallery, Metric::E, true), 4.0,
+        batch_xi);
+    std::vector<double> g = engine::grad({loss}, {q})[0].to_vector();
+    g.resize(3);  // query 0's row
+    return g;
+  };
+  // Query 0's references are the same in both, about 2 away so gallery rows are nearer (its
+  // L_SP and its gradient are not 0); query 1's sit on it (near) or 5 further out (far).
+  std::vector<double> near = {qv[0] + 1.5, qv[1] + 1.5, qv[2], qv[0] - 1.5, qv[1], qv[2] + 1.5,
+                              qv[3],       qv[4],       qv[5], qv[3],       qv[4], qv[5]};
+  std::vector<double> far = near;
+  for (size_t i = 6; i < 12; ++i) far[i] += 5.0;
+  const Tensor refs_near = f64(near, {2, 2, 3}), refs_far = f64(far, {2, 2, 3});
+  const Tensor to_gallery = attacks::gallery_distance(f64(qv, {2, 3}), gallery, Metric::E);
+  const std::vector<double> sp = attacks::query_attack_rows_from_distances(
+                                     f64(qv, {2, 3}), refs_near, to_gallery, Metric::E, true)
+                                     .to_vector();
+  REQUIRE(sp[0] > 0.01);  // query 0's SP term is active, so a batch-wide xi would show
+  test::require_close(query0_gradient(refs_far, false), query0_gradient(refs_near, false), 1e-15,
+                      1e-13, "per-query xi: query 0's gradient");
+  const std::vector<double> batch_near = query0_gradient(refs_near, true);
+  const std::vector<double> batch_far = query0_gradient(refs_far, true);
+  double largest_change = 0.0;
+  for (size_t i = 0; i < 3; ++i) {
+    largest_change = std::max(largest_change, std::abs(batch_far[i] - batch_near[i]));
+  }
+  CHECK(largest_change > 1e-3);
+}
+
 TEST_CASE("TMA, ES, GTM, STAX and MTAX objective: hand-computed 2-D cases", "[attacks]") {
   Tensor q = f64({3, 4, 1, 0}, {2, 2});
   // TMA: cos((3,4), (4,-3)) = 0 -> 1; cos((1,0), (1,1)) = 0.7071068 -> 0.2928932; mean 0.6464466.
@@ -496,6 +552,8 @@ TEST_CASE("objectives: bad shapes are named errors", "[attacks]") {
       Catch::Contains("self index 2"));
   REQUIRE_THROWS_WITH(attacks::feature_targeted_loss(q, q),
                       Catch::Contains("feature_targeted_loss"));
-  REQUIRE_THROWS_WITH(attacks::semantic_preserving_weight(q, 1.0),
+  REQUIRE_THROWS_WITH(attacks::semantic_preserving_weight(Tensor(), 1.0),
                       Catch::Contains("semantic_preserving_weight"));
+  REQUIRE_THROWS_WITH(attacks::semantic_preserving_query_loss(q, q, 1.0, false),
+                      Catch::Contains("semantic_preserving_query_loss"));
 }

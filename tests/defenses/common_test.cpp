@@ -148,7 +148,7 @@ TEST_CASE(
   const PgdOptions off{0.1, 0.01, 3, false, 42, 0.5};
   engine::Generator gen(17);
   gen.offset = 5;
-  const PgdOptions same = attacks::defenses::seeded(off, gen);
+  const PgdOptions same = attacks::seeded(off, gen);
   CHECK(same.eps == off.eps);
   CHECK(same.alpha == off.alpha);
   CHECK(same.steps == off.steps);
@@ -161,7 +161,7 @@ TEST_CASE(
   PgdOptions on = off;
   on.random_start = true;
   engine::Generator copy = gen;
-  const PgdOptions first = attacks::defenses::seeded(on, gen);
+  const PgdOptions first = attacks::seeded(on, gen);
   CHECK(gen.offset == 6);  // exactly one Philox block
   CHECK(gen.seed == 17);
   CHECK(first.seed != 42);
@@ -171,8 +171,8 @@ TEST_CASE(
   CHECK(first.steps == on.steps);
   CHECK(first.stop_tolerance == on.stop_tolerance);
   // Reproducible from the generator state, and a new seed for the next block.
-  CHECK(attacks::defenses::seeded(on, copy).seed == first.seed);
-  CHECK(attacks::defenses::seeded(on, gen).seed != first.seed);
+  CHECK(attacks::seeded(on, copy).seed == first.seed);
+  CHECK(attacks::seeded(on, gen).seed != first.seed);
   CHECK(gen.offset == 7);
 }
 

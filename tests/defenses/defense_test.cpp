@@ -120,7 +120,7 @@ TEST_CASE("stateless recipes have no state and reject any key on load", "[defens
 
 TEST_CASE("every recipe draws its PGD random start from the mining stream, one block per attack",
           "[defenses]") {
-  // common.h seeded(): with random_start the seed comes from one Philox block of the trainer's
+  // attacks/pgd.h seeded(): with random_start the seed comes from one Philox block of the trainer's
   // mining stream, so a checkpoint of that stream makes the random start resumable. The same
   // stream state gives the same loss; random_start costs exactly one more block per PGD attack
   // (MDProp: one per adversarial branch) and changes the adversarial examples.

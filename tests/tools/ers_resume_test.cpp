@@ -117,6 +117,12 @@ TEST_CASE("dml ers --resume refuses a file written for other settings", "[tools]
                         Catch::Contains(std::string("written with ") + key + " " + stored.dump()) &&
                             Catch::Contains(file));
   }
+  // A file from before each attack had its own random stream (attacks/attack.h).
+  json old_streams = partial;
+  old_streams.erase("random_streams");
+  write_json(dir.file("old_streams.json"), old_streams);
+  REQUIRE_THROWS_WITH(ers(checkpoint, dir.file("old_streams.json"), {"--resume"}),
+                      Catch::Contains("written with random_streams (none)"));
   dml::Args no_out({"--checkpoint", checkpoint, "--profile", "rob28", "--root",
                     tiny_training::data_root(), "--resume"});
   REQUIRE_THROWS_WITH(dml::run_ers(no_out), Catch::Contains("--resume needs --out"));

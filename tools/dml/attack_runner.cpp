@@ -61,7 +61,7 @@ AttackSummary run_attack(models::Model& model, const SplitImages& split,
   summary.perturbation.max_pixel = -std::numeric_limits<double>::infinity();
   attacks::AttackOptions options;
   options.robrank_compat = settings.robrank_compat;
-  engine::Generator gen(settings.seed);
+  engine::Generator gen(attacks::attack_stream_seed(settings.seed, spec));
   const int64_t batches = (n + settings.batch_size - 1) / settings.batch_size;
   const bool tty = isatty(fileno(stderr)) != 0;
   // Opened before the first batch, so a path that cannot be written fails before any work.

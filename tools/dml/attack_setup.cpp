@@ -25,7 +25,8 @@ const char kAttackCommonUsage[] =
     "  --batch-size B      images attacked at once (default 128 for 28x28 models, 112 for 224)\n"
     "  --max-images N      attack only the first N images (default 0 = all; gallery stays whole)\n"
     "  --seed S            seed of the random query/candidate/target choices (default 0)\n"
-    "  --robrank-compat    GTM target index and LTM self mask as robrank (to compare numbers)\n"
+    "  --robrank-compat    GTM target index, LTM self mask and SP-QA's batch-wide xi as\n"
+    "                      robrank (to compare numbers; docs/attacks.md)\n"
     "  --device DEV        cpu, cuda or cuda:N (default: cuda when a GPU is present)\n"
     "  --json              print one JSON object\n";
 

@@ -90,6 +90,8 @@ std::vector<AttackSummary> finished_attacks(const std::string& path, const std::
   expect("dataset", setup.dataset + ":" + setup.split);
   expect("robrank_compat", setup.run.robrank_compat);
   expect("seed", setup.run.seed);
+  // Before 2026-11-25 every attack restarted --seed's one stream (attacks/attack.h).
+  expect("random_streams", "one per attack");
   std::vector<AttackSummary> finished;
   for (const nlohmann::json& attack : previous.at("attacks")) {
     finished.push_back(attack_summary_from_json(attack, path));
@@ -151,6 +153,7 @@ int run_ers(Args& args) {
     out["images"] = summaries.empty() ? 0 : summaries.front().images;
     out["robrank_compat"] = setup.run.robrank_compat;
     out["seed"] = setup.run.seed;
+    out["random_streams"] = "one per attack";
     out["device"] = setup.device.str();
     out["seconds"] = seconds;
     out["complete"] = complete;
