@@ -96,6 +96,20 @@ const std::vector<GemmShape>& odd_shapes() {
   return shapes;
 }
 
+// require_gemm_matches_cpu for every transpose of A and B, overwriting and accumulating; a fresh
+// seed for each of the eight.
+void require_all_layouts_match_cpu(GemmFn gemm, const char* name, const GemmShape& s,
+                                   uint64_t& seed) {
+  for (bool trans_a : {false, true}) {
+    for (bool trans_b : {false, true}) {
+      for (bool accumulate : {false, true}) {
+        require_gemm_matches_cpu(gemm, name, s.m, s.n, s.k, trans_a, trans_b, accumulate, seed);
+        seed += 3;
+      }
+    }
+  }
+}
+
 }  // namespace
 
 TEST_CASE("matmul cuda: our sgemm matches cpu for odd shapes and all transposes",
@@ -103,15 +117,7 @@ TEST_CASE("matmul cuda: our sgemm matches cpu for odd shapes and all transposes"
   REQUIRE_CUDA_OR_SKIP();
   uint64_t seed = 1;
   for (const GemmShape& s : odd_shapes()) {
-    for (bool trans_a : {false, true}) {
-      for (bool trans_b : {false, true}) {
-        for (bool accumulate : {false, true}) {
-          require_gemm_matches_cpu(engine::kernels::matmul_cuda, "ours", s.m, s.n, s.k, trans_a,
-                                   trans_b, accumulate, seed);
-          seed += 3;
-        }
-      }
-    }
+    require_all_layouts_match_cpu(engine::kernels::matmul_cuda, "ours", s, seed);
   }
 }
 
@@ -128,15 +134,7 @@ TEST_CASE("matmul cuda: split-K for a small C and a long p matches cpu", "[matmu
     REQUIRE(split.chunk % 8 == 0);
     REQUIRE((split.splits - 1) * split.chunk < s.k);
     REQUIRE(split.splits * split.chunk >= s.k);
-    for (bool trans_a : {false, true}) {
-      for (bool trans_b : {false, true}) {
-        for (bool accumulate : {false, true}) {
-          require_gemm_matches_cpu(engine::kernels::matmul_cuda, "ours", s.m, s.n, s.k, trans_a,
-                                   trans_b, accumulate, seed);
-          seed += 3;
-        }
-      }
-    }
+    require_all_layouts_match_cpu(engine::kernels::matmul_cuda, "ours", s, seed);
   }
   // A C with tiles enough for the GPU, or a short p, stays in one chunk.
   REQUIRE(engine::kernels::matmul_cuda_splits(4096, 4096, 4096).splits == 1);
@@ -147,15 +145,7 @@ TEST_CASE("matmul cuda: cublas matches cpu for odd shapes and all transposes", "
   REQUIRE_CUDA_OR_SKIP();
   uint64_t seed = 1;
   for (const GemmShape& s : odd_shapes()) {
-    for (bool trans_a : {false, true}) {
-      for (bool trans_b : {false, true}) {
-        for (bool accumulate : {false, true}) {
-          require_gemm_matches_cpu(engine::kernels::matmul_cublas, "cublas", s.m, s.n, s.k, trans_a,
-                                   trans_b, accumulate, seed);
-          seed += 3;
-        }
-      }
-    }
+    require_all_layouts_match_cpu(engine::kernels::matmul_cublas, "cublas", s, seed);
   }
 }
 
