@@ -13,6 +13,7 @@
 #include "attacks/selection.h"
 #include "engine/autograd.h"
 #include "engine/ops.h"
+#include "engine/random.h"
 #include "kernels/common/check.h"
 #include "models/embed.h"
 
@@ -247,11 +248,8 @@ uint64_t attack_stream_seed(uint64_t seed, const AttackSpec& spec) {
   for (const char c : attack_label(spec)) {
     hash = (hash ^ static_cast<unsigned char>(c)) * 0x100000001b3ull;
   }
-  // splitmix64's finalizer over the sum, so nearby seeds give unrelated streams.
-  uint64_t z = seed + 0x9E3779B97F4A7C15ull * (hash | 1);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
+  // SplitMix64's finalizer over the sum, so nearby seeds give unrelated streams.
+  return engine::splitmix64_finalize(seed + engine::kGoldenGamma * (hash | 1));
 }
 
 double default_zeta(const std::string& dataset) {

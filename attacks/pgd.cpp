@@ -15,10 +15,7 @@ PgdOptions seeded(PgdOptions options, engine::Generator& gen) {
   if (options.random_start) {
     // A distinct, reproducible seed per call: the generator's seed mixed with the block it hands
     // out (splitmix64's finalizer, so neighbouring blocks give unrelated seeds).
-    uint64_t z = gen.seed + 0x9E3779B97F4A7C15ull * (gen.take(1) + 1);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    options.seed = z ^ (z >> 31);
+    options.seed = engine::splitmix64_finalize(gen.seed + engine::kGoldenGamma * (gen.take(1) + 1));
   }
   return options;
 }

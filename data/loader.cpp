@@ -5,18 +5,12 @@
 #include <system_error>
 
 #include "data/sampler.h"
+#include "engine/random.h"
 #include "kernels/common/check.h"
 
 namespace data {
 
 namespace {
-
-uint64_t mix(uint64_t x) {  // SplitMix64's finalizer
-  x += 0x9E3779B97F4A7C15ull;
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-  return x ^ (x >> 31);
-}
 
 // Keeps the loader's streams apart from the samplers' (which use epoch_seed(seed, epoch)).
 constexpr uint64_t kLoaderSalt = 0x6C6F61646572ull;  // "loader"
@@ -25,9 +19,9 @@ constexpr uint64_t kLoaderSalt = 0x6C6F61646572ull;  // "loader"
 
 engine::Generator sample_generator(uint64_t seed, int64_t epoch, int64_t batch_number,
                                    int64_t slot) {
-  const uint64_t key =
-      mix(mix(epoch_seed(seed ^ kLoaderSalt, epoch) ^ static_cast<uint64_t>(batch_number)) ^
-          static_cast<uint64_t>(slot));
+  const uint64_t key = engine::splitmix64(engine::splitmix64(epoch_seed(seed ^ kLoaderSalt, epoch) ^
+                                                             static_cast<uint64_t>(batch_number)) ^
+                                          static_cast<uint64_t>(slot));
   return engine::Generator(key);
 }
 

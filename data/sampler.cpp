@@ -13,13 +13,6 @@ using engine::fail;
 
 namespace {
 
-uint64_t splitmix64(uint64_t x) {
-  x += 0x9E3779B97F4A7C15ull;
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-  return x ^ (x >> 31);
-}
-
 // Word i of the Philox stream with key `key` starting at block `first_block` (the layout of
 // engine::randint: block first_block + i/4, word i%4).
 uint32_t stream_word(uint64_t key, uint64_t first_block, uint64_t i) {
@@ -58,7 +51,7 @@ int64_t json_int(const nlohmann::json& json, const char* key) {
 }  // namespace
 
 uint64_t epoch_seed(uint64_t seed, int64_t epoch) {
-  return splitmix64(splitmix64(seed) ^ static_cast<uint64_t>(epoch));
+  return engine::splitmix64(engine::splitmix64(seed) ^ static_cast<uint64_t>(epoch));
 }
 
 nlohmann::json to_json(const SamplerState& state) {

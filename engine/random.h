@@ -23,6 +23,17 @@ struct Generator {
   }
 };
 
+// SplitMix64 (Steele, Lea & Flood 2014), used to derive independent seeds: splitmix64_finalize is
+// its output function, a bijection of 64-bit words that sends neighbouring inputs to unrelated
+// outputs; splitmix64 is one whole step (add the golden-ratio increment, then finalize).
+constexpr uint64_t kGoldenGamma = 0x9E3779B97F4A7C15ull;
+inline uint64_t splitmix64_finalize(uint64_t z) {
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+inline uint64_t splitmix64(uint64_t x) { return splitmix64_finalize(x + kGoldenGamma); }
+
 // The process-wide generator used when none is given; `manual_seed` resets it.
 Generator& default_generator();
 void manual_seed(uint64_t seed);

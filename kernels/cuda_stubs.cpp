@@ -39,6 +39,7 @@ namespace {
 // ---- runtime ----
 int cuda_device_count() { return 0; }
 const char* cuda_device_name(int) { no_cuda("cuda_device_name"); }
+int cuda_multiprocessor_count() { no_cuda("cuda_multiprocessor_count"); }
 void* cuda_malloc(std::size_t) { no_cuda("cuda_malloc"); }
 void cuda_free(void*) { no_cuda("cuda_free"); }
 void cuda_memcpy_host_to_device(void*, const void*, std::size_t) {
@@ -178,7 +179,7 @@ void adaptive_avg_pool2d_backward_cuda(int64_t, int64_t, const float*, float*) {
 void matmul_cuda(int64_t, int64_t, int64_t, const float*, const float*, bool, bool, float*, bool) {
   no_cuda("matmul_cuda");
 }
-GemmSplit matmul_cuda_splits(int64_t, int64_t, int64_t) { no_cuda("matmul_cuda_splits"); }
+SplitK matmul_cuda_splits(int64_t, int64_t, int64_t) { no_cuda("matmul_cuda_splits"); }
 void matmul_cublas(int64_t, int64_t, int64_t, const float*, const float*, bool, bool, float*,
                    bool) {
   no_cuda("matmul_cublas");

@@ -27,6 +27,14 @@ const char* cuda_device_name(int device) {
   return prop.name;
 }
 
+int cuda_multiprocessor_count() {
+  int device = 0, sms = 0;
+  CUDA_CHECK(cudaGetDevice(&device), "cuda_multiprocessor_count: cudaGetDevice");
+  CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device),
+             "cuda_multiprocessor_count(", device, ")");
+  return sms;
+}
+
 void* cuda_malloc(std::size_t bytes) {
   void* ptr = nullptr;
   cudaError_t status = cudaMalloc(&ptr, bytes);

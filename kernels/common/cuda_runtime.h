@@ -13,6 +13,7 @@ namespace engine::kernels {
 
 int cuda_device_count();
 const char* cuda_device_name(int device);  // e.g. "NVIDIA H100 80GB HBM3"
+int cuda_multiprocessor_count();           // SMs of the current device (132 on an H100 SXM)
 
 void* cuda_malloc(std::size_t bytes);  // throws engine::Error naming the size on failure (OOM)
 void cuda_free(void* ptr);

@@ -52,6 +52,7 @@
 
 #include "kernels/common/cuda_check.cuh"
 #include "kernels/common/launch.cuh"
+#include "kernels/common/split_k.h"
 #include "kernels/conv2d/conv2d.h"
 
 namespace engine::kernels {
@@ -445,29 +446,10 @@ Geometry geometry(const Conv2dShape& s, const char* op) {
 
 unsigned blocks_for(int64_t n, int64_t tile) { return static_cast<unsigned>(ceil_div(n, tile)); }
 
-// How wgrad cuts its reduction: `splits` chunks of `chunk` (a multiple of kTileK) indices.
-struct WgradSplit {
-  int splits = 1;
-  int chunk = 0;
-};
-
-WgradSplit wgrad_split(const Geometry& g) {
-  const int64_t kdim = int64_t(g.N) * g.P * g.Q;
+// How wgrad cuts its reduction over (n, p, q) (kernels/common/split_k.h).
+SplitK wgrad_split(const Geometry& g) {
   const int64_t tiles = ceil_div(g.K, kTileM) * ceil_div(int64_t(g.C) * g.R * g.S, kTileN);
-  int device = 0, sms = 0;
-  CUDA_CHECK(cudaGetDevice(&device), "conv2d_wgrad_cuda: cudaGetDevice");
-  CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device),
-             "conv2d_wgrad_cuda: multiprocessor count");
-  // Aim for two blocks per SM, but give every split at least 64 k steps (512 reduction indices)
-  // so the partial-sum traffic stays small next to the split's own reads; at most 64 splits.
-  int64_t splits = ceil_div(2 * int64_t(sms), tiles);
-  splits = std::min<int64_t>({splits, std::max<int64_t>(1, kdim / (64 * kTileK)), 64});
-  splits = std::max<int64_t>(splits, 1);
-  const int64_t chunk = ceil_div(ceil_div(kdim, splits), kTileK) * kTileK;
-  WgradSplit split;
-  split.chunk = static_cast<int>(std::max<int64_t>(chunk, kTileK));
-  split.splits = static_cast<int>(std::max<int64_t>(1, ceil_div(kdim, split.chunk)));
-  return split;
+  return choose_split_k(int64_t(g.N) * g.P * g.Q, tiles, kTileK);
 }
 
 }  // namespace
@@ -497,7 +479,7 @@ void conv2d_dgrad_cuda(const Conv2dShape& shape, const float* dy, const float* w
 
 int64_t conv2d_wgrad_cuda_workspace_size(const Conv2dShape& shape) {
   const Geometry g = geometry(shape, "conv2d_wgrad_cuda");
-  const WgradSplit split = wgrad_split(g);
+  const SplitK split = wgrad_split(g);
   return split.splits > 1 ? int64_t(split.splits) * g.K * g.C * g.R * g.S : 0;
 }
 
@@ -511,12 +493,12 @@ void conv2d_wgrad_cuda(const Conv2dShape& shape, const float* dy, const float* x
     return;
   }
   if (dw != nullptr) {
-    const WgradSplit split = wgrad_split(g);
+    const SplitK split = wgrad_split(g);
     ENGINE_CHECK(split.splits == 1 || workspace != nullptr, "conv2d_wgrad_cuda: ", split.splits,
                  "-way split-K needs a workspace of conv2d_wgrad_cuda_workspace_size() floats");
     float* out = split.splits > 1 ? workspace : dw;
     const dim3 grid(blocks_for(g.K, kTileM), blocks_for(dw_size / g.K, kTileN), split.splits);
-    conv2d_wgrad_kernel<<<grid, kThreads, 0, current_stream()>>>(g, dy, x, split.chunk, out);
+    conv2d_wgrad_kernel<<<grid, kThreads, 0, current_stream()>>>(g, dy, x, int(split.chunk), out);
     CUDA_CHECK_LAUNCH("conv2d_wgrad_cuda N=", g.N, " C=", g.C, " H=", g.H, " W=", g.W, " K=", g.K,
                       " R=", g.R, " S=", g.S, " splits=", split.splits);
     if (split.splits > 1) {

@@ -23,6 +23,8 @@
 
 #include <cstdint>
 
+#include "kernels/common/split_k.h"
+
 namespace engine::kernels {
 
 template <typename T>
@@ -45,14 +47,10 @@ void column_sums_cpu(int64_t m, int64_t n, const T* dy, T* db);
 // Our tiled SGEMM (matmul_cuda.cu).
 void matmul_cuda(int64_t m, int64_t n, int64_t k, const float* a, const float* b, bool trans_a,
                  bool trans_b, float* c, bool accumulate);
-// How matmul_cuda cuts p on the current device: `splits` chunks of `chunk` p-values (the last
-// may be shorter); one chunk of k when C has tiles enough for the GPU or k is short (split-K in
-// matmul_cuda.cu). Exposed so tests can pick shapes that take the split path.
-struct GemmSplit {
-  int splits = 1;
-  int64_t chunk = 0;
-};
-GemmSplit matmul_cuda_splits(int64_t m, int64_t n, int64_t k);
+// How matmul_cuda cuts p on the current device (kernels/common/split_k.h): one chunk of k when C
+// has tiles enough for the GPU or k is short. Exposed so tests can pick shapes that take the
+// split path.
+SplitK matmul_cuda_splits(int64_t m, int64_t n, int64_t k);
 // cublasSgemm on the same row-major buffers (matmul_cublas.cu), strict FP32.
 void matmul_cublas(int64_t m, int64_t n, int64_t k, const float* a, const float* b, bool trans_a,
                    bool trans_b, float* c, bool accumulate);

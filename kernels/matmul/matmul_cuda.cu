@@ -190,21 +190,8 @@ __global__ void column_sums_kernel(int64_t m, int64_t n, const float* __restrict
 
 }  // namespace
 
-GemmSplit matmul_cuda_splits(int64_t m, int64_t n, int64_t k) {
-  GemmSplit split;
-  split.chunk = std::max<int64_t>(k, 1);
-  const int64_t tiles = ceil_div(m, kTileM) * ceil_div(n, kTileN);
-  if (tiles == 0 || k < 2 * 64 * kTileK) return split;  // two chunks of 64 steps at the least
-  int device = 0, sms = 0;
-  CUDA_CHECK(cudaGetDevice(&device), "matmul_cuda: cudaGetDevice");
-  CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device),
-             "matmul_cuda: multiprocessor count");
-  int64_t splits = ceil_div(2 * int64_t(sms), tiles);
-  splits = std::max<int64_t>(1, std::min<int64_t>({splits, k / (64 * kTileK), 64}));
-  if (splits == 1) return split;
-  split.chunk = ceil_div(ceil_div(k, splits), kTileK) * kTileK;
-  split.splits = static_cast<int>(ceil_div(k, split.chunk));  // the last chunk may be shorter
-  return split;
+SplitK matmul_cuda_splits(int64_t m, int64_t n, int64_t k) {
+  return choose_split_k(k, ceil_div(m, kTileM) * ceil_div(n, kTileN), kTileK);
 }
 
 void matmul_cuda(int64_t m, int64_t n, int64_t k, const float* a, const float* b, bool trans_a,
@@ -217,7 +204,7 @@ void matmul_cuda(int64_t m, int64_t n, int64_t k, const float* a, const float* b
     if (!accumulate) cuda_memset_zero(c, static_cast<size_t>(m * n) * sizeof(float));
     return;
   }
-  const GemmSplit split = matmul_cuda_splits(m, n, k);
+  const SplitK split = matmul_cuda_splits(m, n, k);
   const dim3 grid(static_cast<unsigned>(ceil_div(n, kTileN)),
                   static_cast<unsigned>(ceil_div(m, kTileM)), static_cast<unsigned>(split.splits));
   ENGINE_CHECK(grid.y <= 65535, "matmul_cuda: m=", m, " has too many row tiles for the grid");

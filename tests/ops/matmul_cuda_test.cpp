@@ -127,7 +127,7 @@ TEST_CASE("matmul cuda: split-K for a small C and a long p matches cpu", "[matmu
   REQUIRE_CUDA_OR_SKIP();
   uint64_t seed = 101;
   for (const GemmShape& s : std::vector<GemmShape>{{40, 70, 6001}, {129, 3, 2053}}) {
-    const engine::kernels::GemmSplit split = engine::kernels::matmul_cuda_splits(s.m, s.n, s.k);
+    const engine::kernels::SplitK split = engine::kernels::matmul_cuda_splits(s.m, s.n, s.k);
     INFO("m=" << s.m << " n=" << s.n << " k=" << s.k << ": " << split.splits << " chunks of "
               << split.chunk);
     REQUIRE(split.splits > 1);

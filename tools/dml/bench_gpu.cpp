@@ -428,7 +428,7 @@ void bench_gemm(Context& ctx, std::vector<Row>& rows) {
     row.measure = Measure::Flops;
     row.work = 2.0 * double(s.m) * double(s.n) * double(s.k);
     row.ceiling = ctx.ceilings.sgemm_tflops;
-    const k::GemmSplit split = k::matmul_cuda_splits(s.m, s.n, s.k);
+    const k::SplitK split = k::matmul_cuda_splits(s.m, s.n, s.k);
     if (split.splits > 1) row.note = "ours: split-K, " + std::to_string(split.splits) + " chunks";
     rows.push_back(row);
   }

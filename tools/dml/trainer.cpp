@@ -22,6 +22,7 @@
 #include "engine/device.h"
 #include "engine/io/file_io.h"
 #include "engine/nn/batch_norm.h"
+#include "engine/random.h"
 #include "kernels/common/check.h"
 #include "kernels/common/cuda_runtime.h"
 #include "losses/losses.h"
@@ -40,7 +41,7 @@ using nlohmann::json;
 using Clock = std::chrono::steady_clock;
 
 // Mixed into the seed for the mining generator, so mining and model init draw different streams.
-constexpr uint64_t kMiningSeedMix = 0x9E3779B97F4A7C15ull;
+constexpr uint64_t kMiningSeedMix = engine::kGoldenGamma;
 // The same for the noise of model.aux_bn_noise.
 constexpr uint64_t kAuxNoiseSeedMix = 0xC2B2AE3D27D4EB4Full;
 
