@@ -44,10 +44,15 @@ bool needs_tape(const std::vector<Tensor>& inputs) {
 }
 
 Tensor record(const std::string& op, const std::vector<Tensor>& inputs, Tensor output,
-              BackwardFn backward_fn) {
+              BackwardFn backward_fn, const std::vector<Saved>& saved) {
   auto node = std::make_shared<Node>();
   node->op = op;
   node->backward = std::move(backward_fn);
+  for (const Saved& s : saved) {
+    if (!s.tensor.defined()) continue;
+    const std::shared_ptr<Storage>& storage = s.tensor.impl()->storage;
+    node->saved.push_back(SavedVersion{s.what, storage, storage->version()});
+  }
   node->output_shape = output.shape();
   node->output_dtype = output.dtype();
   node->output_device = output.device();
@@ -170,6 +175,14 @@ std::unordered_map<const void*, Tensor> run_backward(const std::vector<Tensor>& 
                  node->op,
                  "'); pass retain_graph = true to the first backward/grad call if you need to "
                  "differentiate twice");
+    for (const SavedVersion& s : node->saved) {
+      ENGINE_CHECK(s.storage->version() == s.version, "backward of '", node->op, "': its ", s.what,
+                   ", saved for the backward, was written in place after the forward (version ",
+                   s.version, " then, ", s.storage->version(),
+                   " now: copy_, fill_ or an optimizer step into it or into a view of the same "
+                   "memory), so the gradient would be wrong; write into a clone() instead, or "
+                   "after the backward");
+    }
     std::vector<bool> needs(node->next.size(), false);
     for (size_t i = 0; i < node->next.size(); ++i) {
       const Edge& e = node->next[i];

@@ -11,11 +11,14 @@
 // grad(loss, {x}) skips every weight gradient: conv2d gets needs = {true, false, false} and never
 // runs its wgrad kernel.
 //
-// Not detected (PyTorch's version counters would): writing in place (copy_, fill_) into a tensor
-// that a recorded op saved for its backward, between the forward and backward. The backward then
-// reads the new values, so the gradient is silently wrong (or, for index_select's saved index, an
-// out-of-range write). Nothing in the project does this; code that updates a tensor in place
-// (optimizers, PGD steps) does so outside any graph it still differentiates.
+// Writes in place into what a backward reads are errors, as with PyTorch's version counters. An op
+// that keeps tensors for its backward lists them in record(); the node remembers each one's
+// storage version (storage.h), and the tape walk refuses to run the backward if a version moved:
+// copy_/fill_ into the tensor (or another view of its storage), or an optimizer step on a weight,
+// between the forward and the backward. The backward would read the new values and return a wrong
+// gradient without a word (or, for index_select's saved index, write out of range). Writing into
+// a tensor an op did not save (add's inputs, say) is allowed, as in PyTorch; writes through raw
+// data<T>() pointers are invisible unless the writer calls Tensor::mark_written_in_place().
 #pragma once
 
 #include <functional>
@@ -36,10 +39,19 @@ struct Edge {
 using BackwardFn =
     std::function<std::vector<Tensor>(const Tensor& grad_output, const std::vector<bool>& needs)>;
 
+// A tensor a backward function reads, as record() saw it: which one (for the error), its storage
+// and that storage's version then.
+struct SavedVersion {
+  std::string what;  // "input", "weight", "output", ...
+  std::shared_ptr<Storage> storage;
+  uint64_t version = 0;
+};
+
 struct Node {
   std::string op;          // "conv2d", "add", ...: used in errors and traces
   std::vector<Edge> next;  // one per input of the op, in the op's argument order
   BackwardFn backward;     // cleared after use unless retain_graph
+  std::vector<SavedVersion> saved;
   Shape output_shape;
   DType output_dtype = DType::F32;
   Device output_device;
@@ -66,10 +78,20 @@ class NoGradGuard {
 // True when grad mode is on and any of the defined inputs requires grad.
 bool needs_tape(const std::vector<Tensor>& inputs);
 
+// A tensor the backward function keeps (captured in it), named for the error message. Tensors
+// the op made for itself alone (a contiguous copy of a strided input, batch statistics) need not
+// be listed: nothing else can write into them.
+struct Saved {
+  std::string what;
+  Tensor tensor;  // undefined: nothing saved under this name (e.g. no bias)
+};
+
 // Records `output` as the result of `op` applied to `inputs` (undefined inputs allowed, e.g. a
-// missing bias) and returns it with requires_grad and grad_fn set. Call only when needs_tape().
+// missing bias) and returns it with requires_grad and grad_fn set. `saved` lists what `backward`
+// reads besides its gradient (inputs, or `output` itself), to be checked for writes in place.
+// Call only when needs_tape().
 Tensor record(const std::string& op, const std::vector<Tensor>& inputs, Tensor output,
-              BackwardFn backward);
+              BackwardFn backward, const std::vector<Saved>& saved = {});
 
 // ---- running backward ----------------------------------------------------------------------
 // Accumulates dL/d(leaf) into `.grad` of every leaf that requires grad and that `loss` depends

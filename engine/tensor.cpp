@@ -304,6 +304,7 @@ Tensor Tensor::to(DType target) const {
 void Tensor::copy_(const Tensor& source) {
   ENGINE_CHECK(source.shape() == shape(), "copy_: source shape ", shape_str(source.shape()),
                " differs from destination shape ", shape_str(shape()));
+  mark_written_in_place();
   Tensor src = source.detach();
   if (src.device() != device()) src = src.to(device());
   if (src.dtype() != dtype()) src = src.to(Device::cpu()).to(dtype()).to(device());
@@ -341,6 +342,7 @@ void Tensor::copy_(const Tensor& source) {
 }
 
 void Tensor::fill_(double value) {
+  mark_written_in_place();
   if (!is_contiguous()) {
     copy_(full(shape(), value, dtype(), device()));
     return;

@@ -93,10 +93,14 @@ class Tensor {
   Tensor clone() const;            // differentiable deep copy
   Tensor detach() const;           // same storage, no autograd history, requires_grad false
   // Copies `source` (same shape; any device/dtype) into this tensor's memory, in place. Not
-  // recorded by autograd: used by optimizers and load_state_dict under NoGradGuard.
+  // recorded by autograd: used by optimizers and load_state_dict under NoGradGuard. These three
+  // count as writes in place (Storage::version): a backward that saved this memory refuses to run.
   void copy_(const Tensor& source);
   void fill_(double value);
   void zero_() { fill_(0.0); }
+  // For code that writes into this tensor's existing memory through data<T>() (optimizers).
+  void mark_written_in_place() const { checked().storage->bump_version(); }
+  uint64_t version() const { return checked().storage->version(); }
 
   // ---- views (differentiable; defined in engine/ops/view.cpp) ----
   Tensor reshape(const Shape& shape) const;  // view when possible, else copy; one -1 allowed

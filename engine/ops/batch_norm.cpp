@@ -180,7 +180,8 @@ Tensor batch_norm(const Tensor& x, const Tensor& weight, const Tensor& bias,
     }
     return std::vector<Tensor>{dx, dweight, dbias};
   };
-  return record("batch_norm", {x, weight, bias}, y, std::move(backward));
+  return record("batch_norm", {x, weight, bias}, y, std::move(backward),
+                {{"input", xc}, {"weight", wc}});
 }
 
 }  // namespace engine

@@ -116,7 +116,8 @@ Tensor mul(const Tensor& a, const Tensor& b) {
                   return std::vector<Tensor>{
                       needs[0] ? sum_to_shape(mul(grad, b_saved), a_saved.shape()) : Tensor(),
                       needs[1] ? sum_to_shape(mul(grad, a_saved), b_saved.shape()) : Tensor()};
-                });
+                },
+                {{"a", a}, {"b", b}});
 }
 
 Tensor div(const Tensor& a, const Tensor& b) {
@@ -131,7 +132,8 @@ Tensor div(const Tensor& a, const Tensor& b) {
         return std::vector<Tensor>{
             needs[0] ? sum_to_shape(grad_over_b, a_shape) : Tensor(),
             needs[1] ? neg(sum_to_shape(mul(grad_over_b, out_saved), b_saved.shape())) : Tensor()};
-      });
+      },
+      {{"divisor", b}, {"output", out}});
 }
 
 }  // namespace engine

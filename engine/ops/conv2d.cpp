@@ -156,7 +156,8 @@ Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias,
     });
     return grads;
   };
-  return record("conv2d", {x, weight, bias}, y, std::move(backward));
+  return record("conv2d", {x, weight, bias}, y, std::move(backward),
+                {{"input", xc}, {"weight", wc}});
 }
 
 }  // namespace engine

@@ -81,7 +81,8 @@ Tensor index_select(const Tensor& x, const Tensor& index) {
           grads[0] = dx;
         }
         return grads;
-      });
+      },
+      {{"index", index_dense}});
 }
 
 }  // namespace engine

@@ -61,7 +61,7 @@ Tensor l2_normalize(const Tensor& x, double eps) {
     });
     return std::vector<Tensor>{dx};
   };
-  return record("l2_normalize", {x}, y, std::move(backward));
+  return record("l2_normalize", {x}, y, std::move(backward), {{"input", xc}});
 }
 
 }  // namespace engine

@@ -85,7 +85,8 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
                   if (needs[0]) grads[0] = gemm(dc, false, b_dense, true, "matmul");  // dC B^T
                   if (needs[1]) grads[1] = gemm(a_dense, true, dc, false, "matmul");  // A^T dC
                   return grads;
-                });
+                },
+                {{"a", a_dense}, {"b", b_dense}});
 }
 
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
@@ -129,7 +130,8 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
                   if (needs[1]) grads[1] = gemm(dy, true, x_dense, false, "linear");   // dy^T x
                   if (needs[2]) grads[2] = column_sums(dy);
                   return grads;
-                });
+                },
+                {{"input", x_dense}, {"weight", w_dense}});
 }
 
 }  // namespace engine

@@ -86,7 +86,8 @@ Tensor pairwise_distance(const Tensor& a, const Tensor& b, DistanceMetric metric
     });
     return std::vector<Tensor>{da, db};
   };
-  return record("pairwise_distance", {a, b}, out, std::move(backward));
+  return record("pairwise_distance", {a, b}, out, std::move(backward),
+                {{"first operand", ac}, {"second operand", bc}});
 }
 
 }  // namespace engine

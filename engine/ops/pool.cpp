@@ -84,7 +84,7 @@ Tensor max_pool2d(const Tensor& x, const Pool2dOptions& options) {
     });
     return std::vector<Tensor>{dx};
   };
-  return record("max_pool2d", {x}, y, std::move(backward));
+  return record("max_pool2d", {x}, y, std::move(backward), {{"input", xc}});
 }
 
 Tensor avg_pool2d(const Tensor& x, const Pool2dOptions& options) {

@@ -229,7 +229,8 @@ Tensor logsumexp(const Tensor& x, int64_t dim, bool keepdim) {
                                              outer, length, inner, dx.data<T>());
         });
         return std::vector<Tensor>{dx};
-      });
+      },
+      {{"input", xc}, {"output", out}});
 }
 
 }  // namespace engine

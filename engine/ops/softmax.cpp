@@ -83,7 +83,8 @@ Tensor softmax_like(bool log, const Tensor& x, int64_t dim) {
           }
         });
         return std::vector<Tensor>{dx};
-      });
+      },
+      {{"output", y}});
 }
 
 }  // namespace
@@ -148,7 +149,8 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& labels) {
                         classes, g.data<T>(), dx.data<T>());
                   });
                   return std::vector<Tensor>{dx, Tensor()};
-                });
+                },
+                {{"logits", xc}, {"labels", yc}});
 }
 
 }  // namespace engine

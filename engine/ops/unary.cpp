@@ -62,7 +62,8 @@ Tensor unary(UnaryOp op, const char* name, const Tensor& x, UnaryParams params =
                                                    params, dx.data<T>());
                   });
                   return std::vector<Tensor>{dx};
-                });
+                },
+                {{"input", x_saved}, {"output", y_saved}});
 }
 
 UnaryParams scalar_param(double value) {

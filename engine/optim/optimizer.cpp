@@ -78,6 +78,7 @@ void Optimizer::step() {
         if (buffer.dtype() != param.dtype()) buffer = buffer.to(param.dtype());
       }
       state.step += 1;
+      param.mark_written_in_place();  // a graph that saved this weight can no longer backward
       if (param.device().is_cuda()) {
         cuda_pending.push_back(PendingUpdate{index, param, grad.contiguous(), &state});
       } else {
