@@ -40,8 +40,8 @@ namespace attacks::defenses {
 
 // Hardness Manipulation (seed 002 §3; robrank-spec §5.5).
 struct HmOptions {
-  // H_S: the miner whose triplets are perturbed (random semihard softhard distance hardest, or
-  // robrank's letters r m s d h).
+  // H_S: the miner whose triplets are perturbed: random, semihard, softhard, distance or hardest
+  // (losses::parse_miner also takes robrank's letters r m s d h; configs take the full names).
   std::string source = "softhard";
   // H_D: a miner (its triplets' hardness on the clean embeddings), or a pseudo-hardness of
   // seed 002 §3.2 with l = clamp(previous adversarial loss, 0, gamma) / gamma (u = gamma):

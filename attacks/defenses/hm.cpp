@@ -133,6 +133,10 @@ class HardnessManipulation : public Defense {
       pgd.stop_tolerance = o.stop_tolerance;
       adversarial = pgd_attack(apn_images, manipulate, pgd, &trace);
     }
+    // The clean anchors and positives of ICS go through the model first, then the adversarial
+    // triplets: robrank's order, which decides what a train-mode BN's running statistics saw last.
+    Tensor ap;
+    if (o.ics) ap = context.model(gather_rows(images, engine::concat({s.anchor, s.positive}, 0)));
     const Tensor e = context.model(adversarial);
     const Tensor adversarial_anchors = e.slice(0, 0, b);
     const Tensor adversarial_loss =
@@ -142,8 +146,6 @@ class HardnessManipulation : public Defense {
     StepResult result;
     result.loss = adversarial_loss;
     if (o.ics) {
-      const Tensor ap =
-          context.model(gather_rows(images, engine::concat({s.anchor, s.positive}, 0)));
       const Tensor ics = losses::ics_loss(ap.slice(0, 0, b), adversarial_anchors,
                                           ap.slice(0, b, 2 * b), metric, o.ics_lambda);
       result.loss = result.loss + ics;

@@ -24,6 +24,11 @@
 //   another label, as eq. 3 asks;
 // - its loss for T targets is (mean_j ||f - t_j||)^2; ours is the paper's eq. 3 with each
 //   distance squared, (1/T) sum_j ||f - t_j||^2 (the same for T = 1);
+// - it computes ONE loss over the joined batch [clean N | adv1 N/2 | adv2 N/2] with the joined
+//   labels (pairs of multi-similarity or ArcFace span clean and adversarial rows, and the clean
+//   part weighs half); ours is the sum over parts of Algorithm 1 line 11 (eq. 5 writes a mean
+//   over k). The sum is K times the mean: with Adam's coupled weight decay (4e-4 in the CUB
+//   config) that weighs the loss K times more against the decay than a mean would;
 // - it starts from a uniform +-5e-4 perturbation; ours from the clean image (PGD's default);
 // - it works on normalized images (x - mean) / std, bounded by the batch's min/max; ours are
 //   pixels in [0, 1] (the ResNets normalize inside the model), so its eps = 0.01 is about

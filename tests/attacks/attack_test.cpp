@@ -425,6 +425,16 @@ TEST_CASE("PGD stop_tolerance ends the loop once the objective stops moving", "[
   attacks::pgd_attack(
       x, [&](const Tensor& input, int64_t) { return engine::sum(input * 0.0); }, options, &flat);
   CHECK(flat.steps == 2);
+  // The step of the stopping iteration is taken (robrank steps, then breaks): a value that never
+  // changes but a gradient that does not vanish (w . (x - x.detach()) is 0 with gradient w) moves
+  // every pixel by alpha twice, to the eps-ball's edge; breaking before the step would stop at 0.1.
+  attacks::PgdTrace constant;
+  const Tensor moved = attacks::pgd_attack(
+      x,
+      [&](const Tensor& input, int64_t) { return engine::sum((input - input.detach()) * weights); },
+      options, &constant);
+  CHECK(constant.steps == 2);
+  CHECK(attacks::measure_perturbation(x, moved).max_delta == Approx(0.2));
   options.stop_tolerance = -1.0;
   CHECK_THROWS_AS(attacks::pgd_attack(x, objective, options), engine::Error);
 }

@@ -206,6 +206,26 @@ TEST_CASE("train transform: [3, 224, 224] from any size, same generator -> same 
   CHECK(ya.to_vector() == yb.to_vector());
 }
 
+TEST_CASE("robrank transforms: resize both sides to 256, then crop (random + flip, or center)",
+          "[data]") {
+  // robrank's Resize((256, 256)) then RandomCrop(224) + RandomHorizontalFlip for training and
+  // CenterCrop(224) for testing, on a non-square image so that a resize of one side only, no
+  // resize, or a crop before the resize would all give other pixels.
+  const Tensor x = coordinate_image(3, 300, 200);
+  const Tensor resized = data::resize_bilinear(x, 256, 256);
+  data::ImageTransform train;
+  train.train = true;
+  for (uint64_t seed = 0; seed < 4; ++seed) {
+    engine::Generator gen(seed), copy(seed);
+    const Tensor y = train.apply(x, gen);
+    CHECK(gen.offset == 1);  // one Philox block: the crop offsets and the flip
+    CHECK(y.to_vector() == data::random_crop_flip(resized, 224, copy).to_vector());
+  }
+  data::ImageTransform test_transform;
+  engine::Generator gen(0);
+  CHECK(test_transform.apply(x, gen).to_vector() == data::center_crop(resized, 224).to_vector());
+}
+
 TEST_CASE("shorter-side resize: torchvision's Resize(256) sizes", "[data]") {
   // 300 x 200 (H x W): W is shorter -> W 256, H int(256 * 300 / 200) = 384.
   CHECK(data::resize_shorter_side(coordinate_image(3, 300, 200), 256).shape() ==

@@ -485,11 +485,11 @@ TEST_CASE("HM's step is its header's math written out: two gradual steps with IC
         },
         pgd, &trace);
     m.train();
+    const Tensor ap =
+        m.forward(engine::index_select(batch.images, engine::concat({s.anchor, s.positive}, 0)));
     const Tensor e = m.forward(adversarial);
     const Tensor adversarial_loss = losses::triplet_loss_rows(
         e.slice(0, 0, b), e.slice(0, b, 2 * b), e.slice(0, 2 * b, 3 * b), Metric::N, 0.2);
-    const Tensor ap =
-        m.forward(engine::index_select(batch.images, engine::concat({s.anchor, s.positive}, 0)));
     const Tensor ics = losses::ics_loss(ap.slice(0, 0, b), e.slice(0, 0, b), ap.slice(0, b, 2 * b),
                                         Metric::N, 0.5);
     previous = adversarial_loss.detach().reshape({1});

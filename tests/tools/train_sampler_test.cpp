@@ -1,8 +1,8 @@
 // `dml train` with sampler.name = m_per_class (data/sampler.h MPerClassSampler): the losses that
 // take any labeled batch train on it (ArcFace, multi-similarity without SPC-2 anchors, also under
 // MDProp), a run resumed mid-epoch is bit-identical (the checkpoint holds the sampler's kind and
-// cursor), each logged batch has the promised composition, and the config refuses the losses and
-// defenses that need SPC-2's [a0, p0, a1, p1, ...] layout.
+// cursor), and the config refuses the losses and defenses that need SPC-2's [a0, p0, a1, p1, ...]
+// layout. The batches' composition is tested on the sampler itself (tests/data/sampler_test.cpp).
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <string>
@@ -105,5 +105,8 @@ TEST_CASE("dml train: m_per_class is refused for losses and defenses that need S
              Catch::Contains("config key 'sampler.images_per_class'"));
   CHECK_THAT(usage_error("triplet", {{"sampler", {{"with_replacement", true}}}}),
              Catch::Contains("config key 'sampler.with_replacement'"));
+  // m_per_class batches are always whole: drop_last would be silently ignored.
+  CHECK_THAT(usage_error("arcface", m_per_class({{"sampler", {{"drop_last", true}}}})),
+             Catch::Contains("config key 'sampler.drop_last'") && Catch::Contains("spc2"));
   CHECK(usage_error("arcface", m_per_class()).empty());
 }

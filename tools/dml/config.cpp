@@ -475,6 +475,9 @@ TrainConfig resolve_config(const json& config, const std::string& source) {
   }
   t.max_batches_per_epoch = c.integer("sampler.max_batches_per_epoch", 0);
   t.drop_last = c.flag("sampler.drop_last");
+  if (t.drop_last && t.sampler_name != "spc2") {  // m_per_class batches are always whole
+    c.fail("sampler.drop_last", "applies to sampler spc2 only", c.at("sampler.drop_last"));
+  }
 
   t.loss_name = c.one_of("loss.name", loss_names());
   t.metric = c.one_of("loss.metric", {"N", "E", "C"});
