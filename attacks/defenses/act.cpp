@@ -53,8 +53,9 @@ class Act : public Defense {
     StepResult result;
     result.loss = losses::triplet_loss_rows(anchors, pn.slice(0, 0, b), pn.slice(0, b, 2 * b),
                                             metric, context.margin);
-    result.logs = {{"adversarial_loss", result.loss.detach()},
-                   {"attack_objective", last_objective(trace)}};
+    result.logs = {{"clean_loss", clean_triplet_loss(clean, t, metric, context.margin)},
+                   {"adversarial_loss", result.loss.detach()}};
+    log_attack(result.logs, trace);
     result.passes = trace.steps + 1;
     return result;
   }

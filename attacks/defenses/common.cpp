@@ -7,6 +7,7 @@
 #include "engine/autograd.h"
 #include "engine/ops.h"
 #include "kernels/common/check.h"
+#include "losses/triplet.h"
 
 namespace attacks::defenses {
 
@@ -47,6 +48,21 @@ Tensor embedding_shift_adversary(models::Model& model, const Tensor& images,
 
 Tensor last_objective(const PgdTrace& trace) {
   return trace.objective.empty() ? Tensor() : trace.objective.back();
+}
+
+void log_attack(std::vector<std::pair<std::string, Tensor>>& logs, const PgdTrace& trace,
+                const std::string& suffix) {
+  if (trace.objective.empty()) return;
+  logs.push_back({"attack_objective" + suffix, trace.objective.back()});
+  if (!trace.max_delta.empty()) logs.push_back({"max_delta" + suffix, trace.max_delta.back()});
+}
+
+Tensor clean_triplet_loss(const Tensor& clean, const losses::Triplets& t, losses::Metric metric,
+                          double margin) {
+  engine::NoGradGuard no_grad;
+  return losses::triplet_loss_rows(gather_rows(clean, t.anchor), gather_rows(clean, t.positive),
+                                   gather_rows(clean, t.negative), metric, margin)
+      .detach();
 }
 
 }  // namespace attacks::defenses

@@ -4,11 +4,15 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "attacks/pgd.h"
 #include "engine/random.h"
 #include "engine/tensor.h"
 #include "losses/distance.h"
+#include "losses/miners.h"
 #include "models/model.h"
 
 namespace attacks::defenses {
@@ -42,5 +46,17 @@ engine::Tensor embedding_shift_adversary(models::Model& model, const engine::Ten
 
 // The objective value of the last PGD step (before it), detached, or undefined for no step.
 engine::Tensor last_objective(const PgdTrace& trace);
+
+// Appends what a training adversary did to a step's logs: "attack_objective<suffix>" (the
+// objective before its last step) and "max_delta<suffix>" (max |x~ - x| over the adversarial
+// images after it: the bound SPEC §8 has every attack report). Nothing when no step ran.
+void log_attack(std::vector<std::pair<std::string, engine::Tensor>>& logs, const PgdTrace& trace,
+                const std::string& suffix = "");
+
+// The training loss of triplets `t` on the clean embeddings `clean` (eval mode, no gradient):
+// robrank's Train/loss_orig, logged as "clean_loss" beside the adversarial loss by the recipes
+// that train on triplets (ACT, REST, Madry, HM).
+engine::Tensor clean_triplet_loss(const engine::Tensor& clean, const losses::Triplets& t,
+                                  losses::Metric metric, double margin);
 
 }  // namespace attacks::defenses

@@ -39,9 +39,8 @@ class Est : public Defense {
         context.model, images, clean, context.metric, options_.pgd, context.mining, &trace);
     StepResult result;
     result.loss = context.loss(context.model(adversarial), labels, context.mining);
-    result.logs = {{"clean_loss", clean_loss},
-                   {"adversarial_loss", result.loss.detach()},
-                   {"attack_objective", last_objective(trace)}};
+    result.logs = {{"clean_loss", clean_loss}, {"adversarial_loss", result.loss.detach()}};
+    log_attack(result.logs, trace);
     result.passes = trace.steps + 1;
     return result;
   }

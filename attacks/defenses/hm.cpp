@@ -151,9 +151,10 @@ class HardnessManipulation : public Defense {
       result.loss = result.loss + ics;
       result.logs.push_back({"ics_loss", ics.detach()});
     }
+    result.logs.push_back({"clean_loss", clean_triplet_loss(clean, s, metric, context.margin)});
     result.logs.push_back({"adversarial_loss", adversarial_loss.detach()});
     if (!skip_attack) {
-      result.logs.push_back({"attack_objective", last_objective(trace)});
+      log_attack(result.logs, trace);
       result.logs.push_back({"destination_hardness", engine::mean(destination)});
     }
     result.passes = trace.steps + 1;

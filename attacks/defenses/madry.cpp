@@ -50,8 +50,9 @@ class Madry : public Defense {
     StepResult result;
     result.loss = losses::triplet_loss_rows(e.slice(0, 0, b), e.slice(0, b, 2 * b),
                                             e.slice(0, 2 * b, 3 * b), metric, context.margin);
-    result.logs = {{"adversarial_loss", result.loss.detach()},
-                   {"attack_objective", last_objective(trace)}};
+    result.logs = {{"clean_loss", clean_triplet_loss(clean, t, metric, context.margin)},
+                   {"adversarial_loss", result.loss.detach()}};
+    log_attack(result.logs, trace);
     result.passes = trace.steps + 1;
     return result;
   }

@@ -148,7 +148,7 @@ class Mdprop : public Defense {
       }
       parts.push_back(adversarial);
       result.passes += trace.steps;
-      result.logs.push_back({"attack_objective_" + std::to_string(k), last_objective(trace)});
+      log_attack(result.logs, trace, "_" + std::to_string(k));
     }
     std::vector<engine::BatchNormRoute> routes;
     for (int64_t k = 0; k < branches; ++k) routes.push_back({k * n, (k + 1) * n, k});

@@ -42,8 +42,9 @@ class Rest : public Defense {
     result.loss =
         losses::triplet_loss_rows(e.slice(0, 0, b), e.slice(0, b, 2 * b), e.slice(0, 2 * b, 3 * b),
                                   context.metric, context.margin);
-    result.logs = {{"adversarial_loss", result.loss.detach()},
-                   {"attack_objective", last_objective(trace)}};
+    result.logs = {{"clean_loss", clean_triplet_loss(clean, t, context.metric, context.margin)},
+                   {"adversarial_loss", result.loss.detach()}};
+    log_attack(result.logs, trace);
     result.passes = trace.steps + 1;
     return result;
   }

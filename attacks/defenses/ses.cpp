@@ -47,9 +47,8 @@ class Ses : public Defense {
     const engine::Tensor mean_shift = engine::mean(shift);
     StepResult result;
     result.loss = clean_loss + mean_shift * options_.ses_weight;
-    result.logs = {{"clean_loss", clean_loss.detach()},
-                   {"embedding_shift", mean_shift.detach()},
-                   {"attack_objective", last_objective(trace)}};
+    result.logs = {{"clean_loss", clean_loss.detach()}, {"embedding_shift", mean_shift.detach()}};
+    log_attack(result.logs, trace);
     result.passes = trace.steps + 1;
     return result;
   }

@@ -223,3 +223,33 @@ TEST_CASE("last_objective: undefined without a step, else the last step's value"
                      Tensor::scalar(-1.5, engine::DType::F64)};
   CHECK(attacks::defenses::last_objective(trace).item() == -1.5);
 }
+
+TEST_CASE("training adversaries log max_delta within eps; at eps = 0 clean_loss = adversarial_loss",
+          "[defenses]") {
+  engine::Generator data_gen(21);
+  const defense_test::Spc2Batch batch = defense_test::make_spc2_batch(6, 3, data_gen);
+  for (const char* name : {"est", "rest", "ses", "act", "madry", "hm"}) {
+    INFO(name);
+    Harness h(11, 0, Metric::N, losses::Miner::Random, 3);
+    const attacks::defenses::StepResult r =
+        attacks::defenses::make_defense(defense_test::defense_options(name, 0.2, 0.05, 3))
+            ->step(h.context, batch.images, batch.labels);
+    const double max_delta = defense_test::log_value(r, "max_delta");
+    CHECK(max_delta > 0.0);
+    CHECK(max_delta <= 0.2 + 1e-12);
+  }
+  // ACT, REST, Madry and HM log the loss of their triplets on the clean embeddings (robrank's
+  // loss_orig). With no budget the adversarial triplets are the clean ones, and the model here
+  // has no BN, so train and eval mode agree: the two losses are the same number.
+  for (const char* name : {"rest", "act", "madry", "hm"}) {
+    INFO(name);
+    Harness h(11, 0, Metric::N, losses::Miner::Random, 3);
+    const attacks::defenses::StepResult r =
+        attacks::defenses::make_defense(defense_test::defense_options(name, 0.0, 0.05, 2))
+            ->step(h.context, batch.images, batch.labels);
+    CHECK(defense_test::log_value(r, "max_delta") == 0.0);
+    const double clean = defense_test::log_value(r, "clean_loss");
+    CHECK(clean > 0.0);
+    CHECK(clean == Approx(defense_test::log_value(r, "adversarial_loss")).epsilon(1e-9));
+  }
+}
