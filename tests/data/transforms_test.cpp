@@ -56,6 +56,19 @@ TEST_CASE("decode image: PNG bytes become RGB [3, H, W] = byte / 255", "[data]")
   const std::vector<uint8_t> grey = {0, 255};
   REQUIRE(stbi_write_png(dir.file("g.png").c_str(), 1, 2, 1, grey.data(), 1) != 0);
   CHECK(data::decode_image(dir.file("g.png")).to_vector() == std::vector<double>{0, 1, 0, 1, 0, 1});
+
+  // Alpha is dropped, not blended (PIL's convert('RGB')): RGBA and grey + alpha, alpha 0 or 17.
+  const std::vector<uint8_t> rgba = {255, 0, 51, 0, 102, 153, 204, 17};
+  REQUIRE(stbi_write_png(dir.file("rgba.png").c_str(), 2, 1, 4, rgba.data(), 8) != 0);
+  const std::vector<double> from_rgba = data::decode_image(dir.file("rgba.png")).to_vector();
+  REQUIRE(from_rgba.size() == expected.size());
+  for (std::size_t i = 0; i < expected.size(); ++i) {
+    CHECK(from_rgba[i] == Approx(expected[i]).epsilon(1e-7));
+  }
+  const std::vector<uint8_t> grey_alpha = {0, 0, 255, 17};
+  REQUIRE(stbi_write_png(dir.file("ga.png").c_str(), 1, 2, 2, grey_alpha.data(), 2) != 0);
+  CHECK(data::decode_image(dir.file("ga.png")).to_vector() ==
+        std::vector<double>{0, 1, 0, 1, 0, 1});
 }
 
 TEST_CASE("decode image: a JPEG of one colour decodes to that colour", "[data]") {
@@ -110,6 +123,49 @@ TEST_CASE("decode image errors: a header claiming a gigapixel image is refused b
   test::write_bytes(dir.file("big.png"), png);
   REQUIRE_THROWS_WITH(data::decode_image(dir.file("big.png")),
                       Contains(dir.file("big.png")) && Contains("10000x10000"));
+}
+
+// Reference values from PyTorch 1.13's F.interpolate(mode="bilinear", antialias=True,
+// align_corners=False) in float64, a port of PIL's resampling (precompute_coeffs), on the image
+// v(c, y, x) = ((7c + 13y + 5x) mod 17) / 16: a non-integer shrink (13 x 11 -> 5 x 4, where the
+// ends of each output's tap window are truncated) and a non-integer enlargement (5 x 3 -> 8 x 7).
+TEST_CASE("resize: non-integer scales match PIL's filter (PyTorch antialias reference)", "[data]") {
+  const auto image = [](int64_t channels, int64_t h, int64_t w) {
+    std::vector<double> v;
+    for (int64_t c = 0; c < channels; ++c) {
+      for (int64_t y = 0; y < h; ++y) {
+        for (int64_t x = 0; x < w; ++x) v.push_back(double((7 * c + 13 * y + 5 * x) % 17) / 16.0);
+      }
+    }
+    return Tensor::from_vector(v, {channels, h, w});
+  };
+  const std::vector<double> shrunk = {
+      0.439737654, 0.554027778, 0.486979167, 0.547685185, 0.504664703, 0.508996212, 0.477525253,
+      0.531881313, 0.554861111, 0.477470238, 0.518779762, 0.479166667, 0.528619529, 0.458301768,
+      0.542203283, 0.471766274, 0.507986111, 0.478576389, 0.540208333, 0.434259259, 0.472569444,
+      0.475034722, 0.531944444, 0.488040123, 0.465172559, 0.529545455, 0.483049242, 0.485234287,
+      0.434126984, 0.538541667, 0.461458333, 0.565873016, 0.514765713, 0.516950758, 0.470454545,
+      0.534827441, 0.511959877, 0.468055556, 0.524965278, 0.527430556};
+  const std::vector<double> enlarged = {
+      0,          0.0446428571, 0.178571429, 0.3125,     0.446428571, 0.580357143, 0.625,
+      0.35546875, 0.333705357,  0.268415179, 0.203125,   0.337053571, 0.470982143, 0.515625,
+      0.796875,   0.69921875,   0.40625,     0.11328125, 0.21875,     0.32421875,  0.359375,
+      0.640625,   0.637834821,  0.629464286, 0.62109375, 0.441964286, 0.262834821, 0.203125,
+      0.484375,   0.529017857,  0.662946429, 0.796875,   0.617745536, 0.438616071, 0.37890625,
+      0.328125,   0.372767857,  0.506696429, 0.640625,   0.74609375,  0.8515625,   0.88671875,
+      0.171875,   0.216517857,  0.350446429, 0.484375,   0.618303571, 0.752232143, 0.796875,
+      0.0625,     0.107142857,  0.241071429, 0.375,      0.508928571, 0.642857143, 0.6875};
+  const std::vector<double> got_shrunk = data::resize_bilinear(image(2, 13, 11), 5, 4).to_vector();
+  const std::vector<double> got_enlarged = data::resize_bilinear(image(1, 5, 3), 8, 7).to_vector();
+  REQUIRE(got_shrunk.size() == shrunk.size());
+  REQUIRE(got_enlarged.size() == enlarged.size());
+  // f32 arithmetic against a float64 reference printed to 9 digits.
+  for (std::size_t i = 0; i < shrunk.size(); ++i) {
+    CHECK(got_shrunk[i] == Approx(shrunk[i]).margin(1e-6));
+  }
+  for (std::size_t i = 0; i < enlarged.size(); ++i) {
+    CHECK(got_enlarged[i] == Approx(enlarged[i]).margin(1e-6));
+  }
 }
 
 TEST_CASE("resize: same size is the identity", "[data]") {
