@@ -219,7 +219,8 @@ std::unordered_map<const void*, Tensor> run_backward(const std::vector<Tensor>& 
       }
     }
     if (!retain_graph) {
-      node->backward = nullptr;
+      node->backward = nullptr;  // frees the tensors it captured...
+      node->saved.clear();       // ...and what pinned their storages for the version check
       node->released = true;
     }
   }

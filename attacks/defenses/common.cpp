@@ -59,10 +59,9 @@ void log_attack(std::vector<std::pair<std::string, Tensor>>& logs, const PgdTrac
 
 Tensor clean_triplet_loss(const Tensor& clean, const losses::Triplets& t, losses::Metric metric,
                           double margin) {
-  engine::NoGradGuard no_grad;
+  // losses::triplet_loss, but through gather_rows: the indices may live on another device.
   return losses::triplet_loss_rows(gather_rows(clean, t.anchor), gather_rows(clean, t.positive),
-                                   gather_rows(clean, t.negative), metric, margin)
-      .detach();
+                                   gather_rows(clean, t.negative), metric, margin);
 }
 
 }  // namespace attacks::defenses

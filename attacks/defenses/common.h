@@ -53,7 +53,8 @@ engine::Tensor last_objective(const PgdTrace& trace);
 void log_attack(std::vector<std::pair<std::string, engine::Tensor>>& logs, const PgdTrace& trace,
                 const std::string& suffix = "");
 
-// The training loss of triplets `t` on the clean embeddings `clean` (eval mode, no gradient):
+// The training loss of triplets `t` on the clean embeddings `clean` (clean_embeddings(): eval
+// mode, no gradient, so nothing is recorded):
 // robrank's Train/loss_orig, logged as "clean_loss" beside the adversarial loss by the recipes
 // that train on triplets (ACT, REST, Madry, HM).
 engine::Tensor clean_triplet_loss(const engine::Tensor& clean, const losses::Triplets& t,

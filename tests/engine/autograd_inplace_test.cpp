@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -226,4 +227,22 @@ TEST_CASE("autograd in place: every op that saves tensors checks each of them", 
                         Catch::Contains("backward of '" + c.op + "'") &&
                             Catch::Contains("its " + c.what + ", saved for the backward"));
   }
+}
+
+TEST_CASE("autograd in place: a backward frees what it saved, version bookkeeping included",
+          "[autograd]") {
+  // y = x * w saves x and w; once the backward has run, the graph (still reachable from `loss`)
+  // must no longer hold w's memory, as before the version check existed.
+  Tensor x = leaf({1, 2}, {2});
+  std::weak_ptr<Storage> w_memory;
+  Tensor loss;
+  {
+    Tensor w = Tensor::from_vector({3, 4}, {2}, DType::F64);
+    w_memory = w.impl()->storage;
+    loss = sum(x * w);
+  }
+  REQUIRE_FALSE(w_memory.expired());  // the recorded mul keeps w for its backward
+  backward(loss);
+  CHECK(w_memory.expired());
+  CHECK(x.grad().to_vector() == std::vector<double>{3, 4});
 }

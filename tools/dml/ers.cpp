@@ -27,6 +27,10 @@ namespace dml {
 
 namespace {
 
+// ers.json's "random_streams": each attack draws from its own stream (attacks::attack_stream_seed).
+// Files without it come from binaries before 2026-11-25, where every attack restarted one stream.
+constexpr const char* kRandomStreams = "one per attack";
+
 const char kUsage[] =
     "usage: dml ers --checkpoint FILE --profile NAME [options]\n"
     "\n"
@@ -90,8 +94,7 @@ std::vector<AttackSummary> finished_attacks(const std::string& path, const std::
   expect("dataset", setup.dataset + ":" + setup.split);
   expect("robrank_compat", setup.run.robrank_compat);
   expect("seed", setup.run.seed);
-  // Before 2026-11-25 every attack restarted --seed's one stream (attacks/attack.h).
-  expect("random_streams", "one per attack");
+  expect("random_streams", kRandomStreams);
   std::vector<AttackSummary> finished;
   for (const nlohmann::json& attack : previous.at("attacks")) {
     finished.push_back(attack_summary_from_json(attack, path));
@@ -153,7 +156,7 @@ int run_ers(Args& args) {
     out["images"] = summaries.empty() ? 0 : summaries.front().images;
     out["robrank_compat"] = setup.run.robrank_compat;
     out["seed"] = setup.run.seed;
-    out["random_streams"] = "one per attack";
+    out["random_streams"] = kRandomStreams;
     out["device"] = setup.device.str();
     out["seconds"] = seconds;
     out["complete"] = complete;
