@@ -46,6 +46,9 @@ void validate(const DefenseOptions& options) {
     for (int64_t t : options.mdprop.targets) {
       ENGINE_CHECK(t >= 1, "defense option mdprop.targets: every entry must be >= 1, got ", t);
     }
+    ENGINE_CHECK(options.mdprop.reduction == "sum" || options.mdprop.reduction == "mean",
+                 "defense option mdprop.reduction must be sum or mean, got '",
+                 options.mdprop.reduction, "'");
   }
 }
 

@@ -63,9 +63,12 @@ struct HmOptions {
 // AdvProp-D / MDProp (seed 000 §3, Algorithm 1): branch 0 takes the clean batch, branch k >= 1 the
 // batch perturbed toward targets[k-1] different-class targets (1 = a single-targeted STAX, T > 1 =
 // a multi-targeted MTAX). AdvProp-D = {1}; MDProp = {1, T}; the model needs targets.size() + 1 BN
-// branches.
+// branches. `reduction` joins the K branch losses: "sum" as Algorithm 1 line 11 writes it, or
+// "mean" as eq. 5's expectation over k (1/K of the sum; the same minimizer, but K times less
+// weight against the optimizer's coupled weight decay and 1/K of the step of plain SGD).
 struct MdpropOptions {
   std::vector<int64_t> targets = {1, 5};
+  std::string reduction = "sum";  // sum mean
 };
 
 // Every option of every recipe, with the papers' defaults for 28x28 images (SPEC §11: the

@@ -13,7 +13,8 @@
 //     L2-normalized for C and N, as the paper's networks normalize their output; raw for E).
 //   One train-mode forward of [X; X^1; ...; X^{K-1}] with BN rows [kB, (k+1)B) routed to branch k;
 //   loss = sum_k L(f([...]) rows of part k, Y), L the configured loss (e.g. multi-similarity or
-//   ArcFace), as Algorithm 1 line 11 sums it.
+//   ArcFace), as Algorithm 1 line 11 sums it; with reduction "mean", (1/K) of that sum, eq. 5's
+//   expectation over k.
 // Evaluation afterwards uses branch 0 only. AdvProp-D = targets {1}; MDProp = {1, T}.
 // Cost: the sum of the adversaries' PGD steps + 1 passes.
 //
@@ -26,9 +27,9 @@
 //   distance squared, (1/T) sum_j ||f - t_j||^2 (the same for T = 1);
 // - it computes ONE loss over the joined batch [clean N | adv1 N/2 | adv2 N/2] with the joined
 //   labels (pairs of multi-similarity or ArcFace span clean and adversarial rows, and the clean
-//   part weighs half); ours is the sum over parts of Algorithm 1 line 11 (eq. 5 writes a mean
-//   over k). The sum is K times the mean: with Adam's coupled weight decay (4e-4 in the CUB
-//   config) that weighs the loss K times more against the decay than a mean would;
+//   part weighs half); ours is the sum over parts of Algorithm 1 line 11, or with
+//   mdprop.reduction "mean" eq. 5's mean over k. The sum is K times the mean: with Adam's coupled
+//   weight decay (4e-4 in the CUB config) it weighs the loss K times more against the decay;
 // - it starts from a uniform +-5e-4 perturbation; ours from the clean image (PGD's default);
 // - it works on normalized images (x - mean) / std, bounded by the batch's min/max; ours are
 //   pixels in [0, 1] (the ResNets normalize inside the model), so its eps = 0.01 is about
@@ -164,6 +165,8 @@ class Mdprop : public Defense {
           {k == 0 ? std::string("clean_loss") : "adversarial_loss_" + std::to_string(k),
            part_loss.detach()});
     }
+    if (options_.mdprop.reduction == "mean")
+      result.loss = result.loss / static_cast<double>(branches);
     return result;
   }
 

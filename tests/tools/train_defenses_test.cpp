@@ -183,6 +183,8 @@ TEST_CASE("dml train: defenses the config cannot run are usage errors naming the
       "model.bn_branches");  // targets [1, 5] need 3 branches
   check_config_rejected({{"defense", {{"mdprop", {{"targets", {1, 0}}}}}}},
                         "defense.mdprop.targets");
+  check_config_rejected({{"defense", {{"mdprop", {{"reduction", "avg"}}}}}},
+                        "defense.mdprop.reduction");
   check_config_rejected({{"defense", {{"hm", {{"destination", "g_lgaa"}}}}}},
                         "defense.hm.destination");
   // HM's γ is the triplet margin too: metric E's margin 1.0 with the default γ 0.2 is refused.

@@ -217,7 +217,7 @@ json defense_schema() {
                 {"ics", d.hm.ics},
                 {"ics_lambda", d.hm.ics_lambda},
                 {"stop_tolerance", d.hm.stop_tolerance}}},
-              {"mdprop", {{"targets", d.mdprop.targets}}}};
+              {"mdprop", {{"targets", d.mdprop.targets}, {"reduction", d.mdprop.reduction}}}};
 }
 
 const std::vector<std::string> kMinerNames = {"random", "semihard", "softhard", "distance",
@@ -262,6 +262,7 @@ attacks::defenses::DefenseOptions resolve_defense(const Checker& c, const TrainC
   if (d.mdprop.targets.empty()) {
     c.fail("defense.mdprop.targets", "must name at least one adversarial branch", targets);
   }
+  d.mdprop.reduction = c.one_of("defense.mdprop.reduction", {"sum", "mean"});
   if (attacks::defenses::needs_triplet_loss(d.name) && t.sampler_name != "spc2") {
     c.fail("defense.name", "mines SPC-2 triplets: it needs sampler.name \"spc2\"",
            c.at("defense.name"));
