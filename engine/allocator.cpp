@@ -102,7 +102,9 @@ void* allocate(std::size_t bytes, Device device) {
     try {
       ptr = kernels::cuda_malloc(block);
     } catch (const Error&) {
-      release_cuda_cache_locked(s);  // free cached blocks and retry once
+      // Free the cached blocks and what the kernels' freed workspaces hold, and retry once.
+      release_cuda_cache_locked(s);
+      kernels::cuda_trim_workspace_pool();
       ptr = kernels::cuda_malloc(block);
     }
   }
@@ -142,6 +144,7 @@ void empty_cuda_cache() {
   State& s = state();
   std::lock_guard<std::mutex> lock(s.mutex);
   release_cuda_cache_locked(s);
+  if (cuda_device_count() > 0) kernels::cuda_trim_workspace_pool();
 }
 
 }  // namespace engine

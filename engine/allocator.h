@@ -25,7 +25,7 @@ void deallocate(void* ptr, std::size_t bytes, Device device);
 
 AllocatorStats allocator_stats(Device device);
 void reset_peak_bytes(Device device);
-// CUDA: returns every cached free block to the driver.
+// CUDA: returns every cached free block, and the kernels' freed workspaces, to the driver.
 void empty_cuda_cache();
 
 }  // namespace engine

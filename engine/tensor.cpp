@@ -74,6 +74,10 @@ void check_shape(const Shape& shape) {
 Tensor Tensor::empty(const Shape& shape, DType dtype, Device device) {
   check_shape(shape);
   if (device.is_cuda()) {
+    // Kernels, cuBLAS and cuDNN all run on the current device, which is never changed: another
+    // index would silently compute on GPU 0.
+    ENGINE_CHECK(device.index == 0, "cannot allocate a tensor on ", device.str(),
+                 ": the engine runs on one GPU, cuda:0 (pick it with CUDA_VISIBLE_DEVICES)");
     ENGINE_CHECK(cuda_device_count() > 0, "cannot allocate a tensor on ", device.str(),
                  ": no CUDA device is available");
     ENGINE_CHECK(dtype != DType::F64, "f64 tensors are CPU-only (the GPU path is f32)");
@@ -309,9 +313,11 @@ void Tensor::copy_(const Tensor& source) {
   if (src.device() != device()) src = src.to(device());
   if (src.dtype() != dtype()) src = src.to(Device::cpu()).to(dtype()).to(device());
   // A source in this tensor's own storage (x.transpose(0, 1).copy_(x)) would be read while the
-  // strided copy below overwrites it: copy it out first. The contiguous path's memmove handles
-  // overlap by itself.
-  const bool overlaps = src.impl()->storage == impl_->storage && !is_contiguous();
+  // strided copy below overwrites it: copy it out first. On the CPU the contiguous path's memmove
+  // handles overlap by itself; cudaMemcpy's areas "may not overlap" (CUDA runtime API), so on a
+  // GPU any source in the same storage is copied out too.
+  const bool overlaps =
+      src.impl()->storage == impl_->storage && (!is_contiguous() || device().is_cuda());
   src = overlaps ? src.clone() : src.contiguous();
   if (numel() == 0) return;
   if (is_contiguous()) {

@@ -54,6 +54,7 @@ void cuda_memcpy_device_to_device(void*, const void*, std::size_t) {
 void cuda_memset_zero(void*, std::size_t) { no_cuda("cuda_memset_zero"); }
 void* cuda_current_stream() { return nullptr; }
 void cuda_set_current_stream(void*) { no_cuda("cuda_set_current_stream"); }
+void cuda_trim_workspace_pool() { no_cuda("cuda_trim_workspace_pool"); }
 void cuda_synchronize() { no_cuda("cuda_synchronize"); }
 
 // ---- kernels ----

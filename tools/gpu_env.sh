@@ -20,11 +20,20 @@ fi
 
 # PyTorch's NVIDIA wheels (site-packages/nvidia/...; the folder layout differs between CUDA
 # versions, so search it): cuDNN's header and library for the build, and both libraries' folders
-# for the programs, when the system has no cuDNN of its own.
+# for the programs, when the system has no cuDNN of its own: a system cuDNN counts only with
+# both its library and its header (a runtime-only install would leave the build without cuDNN,
+# and the bench without its peer).
 CMAKE_EXTRA=()
 NVIDIA_WHEELS="$(python3 -c 'import nvidia; print(list(nvidia.__path__)[0])' 2>/dev/null || true)"
 SYSTEM_LIBRARIES="$(ldconfig -p 2>/dev/null || true)"
-if [ -n "$NVIDIA_WHEELS" ] && [ -d "$NVIDIA_WHEELS" ] && [[ "$SYSTEM_LIBRARIES" != *libcudnn.so* ]]; then
+SYSTEM_CUDNN=0
+if [[ "$SYSTEM_LIBRARIES" == *libcudnn.so* ]]; then
+  for header in /usr/include/cudnn.h /usr/include/x86_64-linux-gnu/cudnn.h \
+    /usr/local/include/cudnn.h /usr/local/cuda/include/cudnn.h; do
+    if [ -e "$header" ]; then SYSTEM_CUDNN=1; fi
+  done
+fi
+if [ -n "$NVIDIA_WHEELS" ] && [ -d "$NVIDIA_WHEELS" ] && [ "$SYSTEM_CUDNN" = 0 ]; then
   CUDNN_HEADER="$(find "$NVIDIA_WHEELS" -name cudnn.h 2>/dev/null | head -1 || true)"
   CUDNN_LIB="$(find "$NVIDIA_WHEELS" -name 'libcudnn.so*' 2>/dev/null | sort | head -1 || true)"
   if [ -n "$CUDNN_HEADER" ] && [ -n "$CUDNN_LIB" ]; then

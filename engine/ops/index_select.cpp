@@ -66,8 +66,8 @@ Tensor index_select(const Tensor& x, const Tensor& index) {
           Tensor dy = grad.contiguous();
           Tensor dx = Tensor::empty(x_shape, dy.dtype(), dy.device());
           if (dy.device().is_cuda()) {
-            // atomicAdd scatter: non-deterministic summation order where indices
-            // repeat (kernels/index_select/index_select.h).
+            // Deterministic: the CPU's sums in the CPU's order
+            // (kernels/index_select/index_select.h).
             kernels::index_select_backward_cuda(dy.data<float>(), index_dense.data<int64_t>(),
                                                 count, rows, row_size, dx.data<float>());
             grads[0] = dx;

@@ -76,6 +76,16 @@ void* cuda_current_stream() { return current; }
 
 void cuda_set_current_stream(void* stream) { current = static_cast<cudaStream_t>(stream); }
 
+void cuda_trim_workspace_pool() {
+  int device = 0;
+  CUDA_CHECK(cudaGetDevice(&device), "cuda_trim_workspace_pool: cudaGetDevice");
+  cudaMemPool_t pool = nullptr;
+  CUDA_CHECK(cudaDeviceGetDefaultMemPool(&pool, device), "cuda_trim_workspace_pool(", device, ")");
+  // Memory freed by cudaFreeAsync returns to the pool when the stream reaches the free.
+  CUDA_CHECK(cudaDeviceSynchronize(), "cuda_trim_workspace_pool: synchronize");
+  CUDA_CHECK(cudaMemPoolTrimTo(pool, 0), "cuda_trim_workspace_pool(", device, ")");
+}
+
 void cuda_synchronize() { CUDA_CHECK(cudaStreamSynchronize(current), "cuda_synchronize"); }
 
 }  // namespace engine::kernels

@@ -21,6 +21,9 @@ void cuda_memcpy_host_to_device(void* dst, const void* src, std::size_t bytes);
 void cuda_memcpy_device_to_host(void* dst, const void* src, std::size_t bytes);
 void cuda_memcpy_device_to_device(void* dst, const void* src, std::size_t bytes);
 void cuda_memset_zero(void* ptr, std::size_t bytes);
+// Gives the memory that the kernels' workspaces (cudaMallocAsync) freed back to the driver, so a
+// cudaMalloc that ran out of memory can try again (engine/allocator.cpp).
+void cuda_trim_workspace_pool();
 
 // All kernels launch on the current stream (one per host thread, the default stream unless set).
 // Copies to the host synchronize that stream; nothing else does.

@@ -24,6 +24,25 @@
 
 namespace engine::kernels {
 
+// The stream-ordered pool keeps what is freed into it. By default (release threshold 0) it hands
+// its memory back to the driver at every stream, event or device synchronization, so the first
+// workspace after each one (every training step syncs) would map physical memory again. Set
+// once per process, for the current device, before the first workspace; the caching allocator
+// trims the pool when a cudaMalloc runs out of memory (cuda_trim_workspace_pool).
+inline void keep_workspace_pool_memory_once() {
+  static const bool done = [] {
+    int device = 0;
+    CUDA_CHECK(cudaGetDevice(&device), "workspace pool: cudaGetDevice");
+    cudaMemPool_t pool = nullptr;
+    CUDA_CHECK(cudaDeviceGetDefaultMemPool(&pool, device), "workspace pool of device ", device);
+    unsigned long long keep_all = ~0ULL;
+    CUDA_CHECK(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep_all),
+               "workspace pool of device ", device, ": release threshold");
+    return true;
+  }();
+  (void)done;
+}
+
 class StreamWorkspace {
  public:
   // Allocates `bytes` (none when 0) on `stream`; `what...` names the caller in errors.
@@ -31,6 +50,7 @@ class StreamWorkspace {
   StreamWorkspace(std::size_t bytes, cudaStream_t stream, const Context&... what)
       : stream_(stream) {
     if (bytes == 0) return;
+    keep_workspace_pool_memory_once();
     const cudaError_t status = cudaMallocAsync(&base_, bytes, stream);
     if (status == cudaSuccess) return;
     base_ = nullptr;

@@ -78,8 +78,9 @@ void conv2d_fprop_cudnn(const Conv2dShape& shape, const float* x, const float* w
 void conv2d_dgrad_cudnn(const Conv2dShape& shape, const float* dy, const float* w, float* dx);
 void conv2d_wgrad_cudnn(const Conv2dShape& shape, const float* dy, const float* x, float* dw,
                         float* db);
-// How conv2d_*_cudnn pick each pass's algorithm the first time a thread meets a shape (the choice
-// is then kept): process-wide, strict FP32 either way.
+// How conv2d_*_cudnn pick each pass's algorithm the first time a thread meets a shape under this
+// setting (the pick is then kept for the shape and the setting): process-wide, strict FP32
+// either way.
 //   Heuristic  cuDNN's ranking (cudnnGet*Algorithm_v7), deterministic algorithms first; times
 //              nothing, so `--conv cudnn` runs are reproducible                       [default]
 //   Fastest    every algorithm timed once on the call's own buffers (cudnnFind*AlgorithmEx) and

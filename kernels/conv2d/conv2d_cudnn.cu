@@ -81,7 +81,7 @@ struct Plan {
   size_t fwd_bytes = 0, bwd_data_bytes = 0, bwd_filter_bytes = 0;
 };
 
-using ShapeKey = std::array<int64_t, 13>;
+using ShapeKey = std::array<int64_t, 14>;  // the shape, then the algorithm choice
 
 struct ThreadState {
   cudnnHandle_t handle = nullptr;
@@ -112,8 +112,12 @@ void* workspace(ThreadState& state, size_t bytes) {
 int to_int(int64_t v) { return static_cast<int>(v); }
 
 Plan& plan_for(ThreadState& state, const Conv2dShape& s, const char* op) {
-  const ShapeKey key = {s.N,        s.C,        s.H,     s.W,     s.K,          s.R,         s.S,
-                        s.stride_h, s.stride_w, s.pad_h, s.pad_w, s.dilation_h, s.dilation_w};
+  // The algorithm choice is part of the key: a plan chosen by heuristic is not reused once
+  // Fastest is asked for (nor the reverse).
+  const int64_t choice = choose_fastest() ? 1 : 0;
+  const ShapeKey key = {s.N,     s.C,          s.H,          s.W,        s.K,
+                        s.R,     s.S,          s.stride_h,   s.stride_w, s.pad_h,
+                        s.pad_w, s.dilation_h, s.dilation_w, choice};
   std::unique_ptr<Plan>& slot = state.plans[key];
   if (slot) return *slot;
 
@@ -180,12 +184,19 @@ int choose(const Perf* results, int count) {
   return -1;
 }
 
-std::string describe(const Conv2dShape& s) {
-  std::ostringstream out;
-  out << "N=" << s.N << " C=" << s.C << " H=" << s.H << " W=" << s.W << " K=" << s.K << " R=" << s.R
-      << " S=" << s.S << " stride=" << s.stride_h << "x" << s.stride_w << " pad=" << s.pad_h << "x"
-      << s.pad_w << " dilation=" << s.dilation_h << "x" << s.dilation_w;
-  return out.str();
+// Names the call and its shape in an error message. Streamed only when a call fails, so a
+// successful call does not format the shape (a few microseconds of host time per convolution).
+struct Where {
+  const char* op;
+  const Conv2dShape& s;
+};
+
+std::ostream& operator<<(std::ostream& out, const Where& w) {
+  const Conv2dShape& s = w.s;
+  return out << w.op << " N=" << s.N << " C=" << s.C << " H=" << s.H << " W=" << s.W << " K=" << s.K
+             << " R=" << s.R << " S=" << s.S << " stride=" << s.stride_h << "x" << s.stride_w
+             << " pad=" << s.pad_h << "x" << s.pad_w << " dilation=" << s.dilation_h << "x"
+             << s.dilation_w;
 }
 
 }  // namespace
@@ -197,7 +208,7 @@ void conv2d_fprop_cudnn(const Conv2dShape& shape, const float* x, const float* w
   if (shape.N == 0) return;
   ThreadState& state = thread_state();
   Plan& plan = plan_for(state, shape, "conv2d_fprop_cudnn");
-  const std::string where = "conv2d_fprop_cudnn " + describe(shape);
+  const Where where{"conv2d_fprop_cudnn", shape};
   if (!plan.have_fwd) {
     cudnnConvolutionFwdAlgoPerf_t results[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
     int count = 0;
@@ -236,7 +247,7 @@ void conv2d_dgrad_cudnn(const Conv2dShape& shape, const float* dy, const float* 
   if (shape.N == 0) return;
   ThreadState& state = thread_state();
   Plan& plan = plan_for(state, shape, "conv2d_dgrad_cudnn");
-  const std::string where = "conv2d_dgrad_cudnn " + describe(shape);
+  const Where where{"conv2d_dgrad_cudnn", shape};
   if (!plan.have_bwd_data) {
     cudnnConvolutionBwdDataAlgoPerf_t results[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
     int count = 0;
@@ -280,7 +291,7 @@ void conv2d_wgrad_cudnn(const Conv2dShape& shape, const float* dy, const float* 
   }
   ThreadState& state = thread_state();
   Plan& plan = plan_for(state, shape, "conv2d_wgrad_cudnn");
-  const std::string where = "conv2d_wgrad_cudnn " + describe(shape);
+  const Where where{"conv2d_wgrad_cudnn", shape};
   const float one = 1.0f, zero = 0.0f;
   if (dw != nullptr) {
     if (!plan.have_bwd_filter) {

@@ -4,7 +4,9 @@
 // the grid scheduler is in scheduler.cpp).
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <map>
 #include <mutex>
 #include <string>
@@ -224,6 +226,35 @@ cudaError_t cudaFree(void* ptr) {
 
 cudaError_t cudaFreeAsync(void* ptr, cudaStream_t) { return cudaFree(ptr); }
 
+namespace {
+struct DefaultPool {
+  unsigned long long release_threshold = 0;  // CUDA's default: give memory back at every sync
+} default_pool;
+}  // namespace
+
+cudaError_t cudaDeviceGetDefaultMemPool(cudaMemPool_t* pool, int device) {
+  std::lock_guard<std::mutex> lock(api_mutex);
+  if (device != 0) return record(cudaErrorInvalidDevice);
+  *pool = reinterpret_cast<cudaMemPool_t>(&default_pool);
+  return check_sticky();
+}
+
+cudaError_t cudaMemPoolSetAttribute(cudaMemPool_t pool, cudaMemPoolAttr attribute, void* value) {
+  std::lock_guard<std::mutex> lock(api_mutex);
+  if (pool != reinterpret_cast<cudaMemPool_t>(&default_pool) || value == nullptr ||
+      attribute != cudaMemPoolAttrReleaseThreshold) {
+    return record(cudaErrorInvalidValue);
+  }
+  default_pool.release_threshold = *static_cast<unsigned long long*>(value);
+  return check_sticky();
+}
+
+cudaError_t cudaMemPoolTrimTo(cudaMemPool_t pool, std::size_t) {
+  std::lock_guard<std::mutex> lock(api_mutex);
+  if (pool != reinterpret_cast<cudaMemPool_t>(&default_pool)) return record(cudaErrorInvalidValue);
+  return check_sticky();
+}
+
 cudaError_t cudaMemcpyAsync(void* dst, const void* src, std::size_t bytes, cudaMemcpyKind kind,
                             cudaStream_t) {
   std::lock_guard<std::mutex> lock(api_mutex);
@@ -237,7 +268,17 @@ cudaError_t cudaMemcpyAsync(void* dst, const void* src, std::size_t bytes, cudaM
                  bytes, static_cast<int>(kind), src, dst);
     return record(cudaErrorInvalidValue);
   }
-  if (bytes != 0) std::memmove(dst, src, bytes);
+  // The CUDA runtime API says of cudaMemcpy's areas: "may not overlap". A GPU gives undefined
+  // data, memmove would give the right answer and hide the bug, so the emulator refuses.
+  const auto* d = static_cast<const unsigned char*>(dst);
+  const auto* s = static_cast<const unsigned char*>(src);
+  if (bytes != 0 && d < s + bytes && s < d + bytes) {
+    std::fprintf(stderr,
+                 "CUDA emulator: cudaMemcpy of %zu bytes from %p to %p: the areas overlap\n", bytes,
+                 src, dst);
+    return record(cudaErrorInvalidValue);
+  }
+  if (bytes != 0) std::memcpy(dst, src, bytes);
   return cudaSuccess;
 }
 

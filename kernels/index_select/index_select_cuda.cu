@@ -2,27 +2,42 @@
 // its gradient (f32) (math and layout: index_select.h).
 //
 // Math:     forward   out[i, e] = x[index[i], e]                     i < count, e < row_size
-//           backward  dx[r, e] = sum_{i : index[i] = r} dy[i, e]    (dx zeroed first)
+//           backward  dx[r, e] = sum_{i : index[i] = r} dy[i, e]    summed in ascending i from 0
 // Layout:   x / dx are `rows` contiguous rows of `row_size` elements; out / dy [count, row_size];
 //           index: `count` int64 on the device.
-// Parallel: one thread per element of out (forward) or dy (backward), grid-stride: f ->
-//           i = f / row_size, e = f % row_size. Consecutive threads walk one row, so reads and
-//           writes of a row are coalesced; each thread reads index[i] (cached: one row's threads
-//           share it).
-//           The forward checks each index in-kernel (no host sync); a bad one is reported with
-//           printf + __trap() (index_select.h says how that surfaces).
-//           The backward zeroes dx (cudaMemsetAsync) and adds with atomicAdd: rows that are
-//           picked several times receive their contributions in an unspecified order, so the
-//           result is non-deterministic in the last bits. (No index check here: the forward
-//           checked the same index tensor.)
+// Parallel: forward: one thread per element of out, grid-stride: f -> i = f / row_size,
+//           e = f % row_size. Consecutive threads walk one row, so reads and writes of a row are
+//           coalesced; each thread reads index[i] (cached: one row's threads share it). It checks
+//           each index in-kernel (no host sync); a bad one is reported with printf + __trap()
+//           (index_select.h says how that surfaces).
+//           backward: deterministic, the same sums in the same order as the CPU reference, so
+//           the same bits (a scatter with atomicAdd would add repeated rows in whatever order the
+//           blocks ran: a result that changes from run to run, which would break bit-identical
+//           resume on a GPU). Three steps, no host sync:
+//           1. key_kernel: key[i] = index[i] * count + i, unique, so sorting the keys groups the
+//              positions of each row in ascending order;
+//           2. CUB's DeviceRadixSort::SortKeys over the low ceil(log2(rows * count)) bits;
+//           3. segment_kernel: position[s] = sorted[s] % count, and where the row changes
+//              between neighbours, first[r] = s and last[r] = s + 1 (rows never picked keep
+//              first = last = 0 from a memset);
+//           4. sum_rows_kernel: one thread per element of dx, grid-stride like the forward:
+//              dx[r, e] = 0 + dy[position[first[r]], e] + ... in ascending position, additions
+//              only (no FMA to contract). Every element of dx is written, so no zeroing.
+//           (No index check here: the forward checked the same index tensor.)
 // Cost:     no FLOPs forward: count * row_size elements read and written (8 bytes each for f32,
-//           plus 8 bytes per row for the index); backward count * row_size atomic adds plus
-//           4 * rows * row_size bytes of zeroing. Floor: bytes / bandwidth (atomics on distinct
-//           addresses run at close to store speed; repeated indices serialize in L2).
+//           plus 8 bytes per row for the index). Backward: count * row_size adds; bytes
+//           4 * count * row_size read (dy, each row once: a row's threads read the same dy rows)
+//           + 4 * rows * row_size written, plus the sort of count 8-byte keys (a few passes of
+//           16 * count bytes; negligible beside the rows for any row_size above a few dozen).
+//           Floor: those bytes / bandwidth.
+#include <climits>
 #include <cstdint>
 #include <cstdio>
+#include <cub/device/device_radix_sort.cuh>
 
+#include "kernels/common/check.h"
 #include "kernels/common/cuda_check.cuh"
+#include "kernels/common/cuda_workspace.cuh"
 #include "kernels/common/launch.cuh"
 #include "kernels/index_select/index_select.h"
 
@@ -49,14 +64,46 @@ __global__ void index_select_forward_kernel(const T* x, int64_t rows, int64_t ro
   }
 }
 
-__global__ void index_select_backward_kernel(const float* dy, const int64_t* index, int64_t count,
-                                             int64_t row_size, float* dx) {
-  for (int64_t f = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; f < count * row_size;
-       f += int64_t(gridDim.x) * blockDim.x) {
-    const int64_t i = f / row_size, e = f % row_size;
-    atomicAdd(&dx[index[i] * row_size + e], dy[f]);
+__global__ void key_kernel(const int64_t* index, int64_t count, uint64_t* keys) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < count;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    keys[i] =
+        static_cast<uint64_t>(index[i]) * static_cast<uint64_t>(count) + static_cast<uint64_t>(i);
   }
 }
+
+__global__ void segment_kernel(const uint64_t* sorted, int64_t count, int64_t* position,
+                               int64_t* first, int64_t* last) {
+  const uint64_t n = static_cast<uint64_t>(count);
+  for (int64_t s = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; s < count;
+       s += int64_t(gridDim.x) * blockDim.x) {
+    const uint64_t row = sorted[s] / n;
+    position[s] = static_cast<int64_t>(sorted[s] % n);
+    if (s == 0 || sorted[s - 1] / n != row) first[row] = s;
+    if (s == count - 1 || sorted[s + 1] / n != row) last[row] = s + 1;
+  }
+}
+
+__global__ void sum_rows_kernel(const float* dy, const int64_t* position, const int64_t* first,
+                                const int64_t* last, int64_t rows, int64_t row_size, float* dx) {
+  for (int64_t f = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; f < rows * row_size;
+       f += int64_t(gridDim.x) * blockDim.x) {
+    const int64_t r = f / row_size, e = f % row_size;
+    float sum = 0.0f;
+    for (int64_t s = first[r]; s < last[r]; ++s) sum += dy[position[s] * row_size + e];
+    dx[f] = sum;
+  }
+}
+
+// Bits of the largest key, rows * count - 1 (at least 1): the sort's end_bit.
+int key_bits(int64_t rows, int64_t count) {
+  const uint64_t largest = static_cast<uint64_t>(rows) * static_cast<uint64_t>(count) - 1;
+  int bits = 1;
+  while (bits < 64 && (largest >> bits) != 0) ++bits;
+  return bits;
+}
+
+size_t aligned(size_t bytes) { return (bytes + 255) / 256 * 256; }
 
 template <typename T>
 void forward_launch(const T* x, int64_t rows, int64_t row_size, const int64_t* index, int64_t count,
@@ -84,14 +131,50 @@ void index_select_backward_cuda(const float* dy, const int64_t* index, int64_t c
                                 int64_t row_size, float* dx) {
   if (rows * row_size == 0) return;
   cudaStream_t stream = current_stream();
+  if (count == 0) {
+    CUDA_CHECK(
+        cudaMemsetAsync(dx, 0, static_cast<std::size_t>(rows * row_size) * sizeof(float), stream),
+        "index_select_backward_cuda zeroing dx [", rows, ", ", row_size, "]");
+    return;
+  }
+  // CUB counts items in an int.
+  ENGINE_CHECK(count <= INT_MAX, "index_select_backward_cuda: ", count,
+               " indices, more than 2^31 - 1");
+  const int end_bit = key_bits(rows, count);
+  size_t sort_bytes = 0;
+  CUDA_CHECK(cub::DeviceRadixSort::SortKeys(
+                 nullptr, sort_bytes, static_cast<const uint64_t*>(nullptr),
+                 static_cast<uint64_t*>(nullptr), static_cast<int>(count), 0, end_bit, stream),
+             "index_select_backward_cuda sort size for ", count, " indices");
+  const size_t keys_bytes = aligned(sizeof(uint64_t) * static_cast<size_t>(count));
+  const size_t rows_bytes = aligned(sizeof(int64_t) * static_cast<size_t>(rows));
+  StreamWorkspace workspace(2 * keys_bytes + 2 * rows_bytes + aligned(sort_bytes), stream,
+                            "index_select_backward_cuda (", count, " indices into ", rows,
+                            " rows)");
+  char* base = workspace.bytes();
+  uint64_t* keys = reinterpret_cast<uint64_t*>(base);
+  uint64_t* sorted = reinterpret_cast<uint64_t*>(base + keys_bytes);
+  int64_t* first = reinterpret_cast<int64_t*>(base + 2 * keys_bytes);
+  int64_t* last = reinterpret_cast<int64_t*>(base + 2 * keys_bytes + rows_bytes);
+  void* sort_storage = base + 2 * keys_bytes + 2 * rows_bytes;
+  // The positions overwrite the unsorted keys, which the sort no longer needs.
+  int64_t* position = reinterpret_cast<int64_t*>(keys);
+
+  key_kernel<<<grid_for(count, kThreads), kThreads, 0, stream>>>(index, count, keys);
+  CUDA_CHECK_LAUNCH("index_select_backward_cuda keys: count=", count);
   CUDA_CHECK(
-      cudaMemsetAsync(dx, 0, static_cast<std::size_t>(rows * row_size) * sizeof(float), stream),
-      "index_select_backward_cuda zeroing dx [", rows, ", ", row_size, "]");
-  const int64_t total = count * row_size;
-  if (total == 0) return;
-  index_select_backward_kernel<<<grid_for(total, kThreads), kThreads, 0, stream>>>(dy, index, count,
-                                                                                   row_size, dx);
+      cub::DeviceRadixSort::SortKeys(sort_storage, sort_bytes, static_cast<const uint64_t*>(keys),
+                                     sorted, static_cast<int>(count), 0, end_bit, stream),
+      "index_select_backward_cuda sort of ", count, " indices");
+  CUDA_CHECK(cudaMemsetAsync(first, 0, 2 * rows_bytes, stream),
+             "index_select_backward_cuda zeroing the row segments of ", rows, " rows");
+  segment_kernel<<<grid_for(count, kThreads), kThreads, 0, stream>>>(sorted, count, position, first,
+                                                                     last);
+  CUDA_CHECK_LAUNCH("index_select_backward_cuda segments: count=", count);
+  sum_rows_kernel<<<grid_for(rows * row_size, kThreads), kThreads, 0, stream>>>(
+      dy, position, first, last, rows, row_size, dx);
   CUDA_CHECK_LAUNCH("index_select_backward_cuda dx [", rows, ", ", row_size, "] count=", count);
+  workspace.release("index_select_backward_cuda workspace free");
 }
 
 }  // namespace engine::kernels

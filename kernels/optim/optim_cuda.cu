@@ -2,6 +2,9 @@
 // Math:      optim.h (PyTorch's torch.optim.SGD / Adam / AdamW), per element in f32, the same
 //            operations in the same order as optim_cpu.cpp; the per-tensor Adam bias corrections
 //            lr / (1 - beta1^t) and sqrt(1 - beta2^t) are computed on the host in double.
+//            nvcc contracts a * b + c into one fused multiply-add (one rounding instead of two),
+//            so a GPU step agrees with the CPU's to f32 rounding, not bit for bit (the tests
+//            compare with a tolerance; the CUDA emulator, which does not contract, is exact).
 // Layout:    each tensor contiguous f32 (param, grad and its state buffers, n elements).
 // Parallel:  one launch updates up to kSgdTensorsPerLaunch / kAdamTensorsPerLaunch tensors. The
 //            table of the launch — per tensor its pointers, size, scalars and its first block —

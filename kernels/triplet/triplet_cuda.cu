@@ -22,10 +22,11 @@
 //      by shuffles, the distance-weighted inverse CDF by a warp inclusive scan. All comparisons
 //      are those of the CPU twin in f64 on the same f32 distances (squares of f32 values are exact
 //      in f64, so d^2 < d'^2 never depends on rounding). Only the distance-weighted sums are
-//      added in another order than the CPU's (scan tree vs left to right): a different pick would
-//      need u * total within ~1e-16 relative of a cumulative boundary. Then the warp computes the
-//      two loss distances over D (lanes stride k, shuffle sum) and stores the hinge and the two
-//      gradient coefficients of its triplet.
+//      added in another order than the CPU's (scan tree vs left to right), from weights whose
+//      log/exp (CUDA's, not glibc's: an ulp apart) nvcc may also contract into FMAs: a
+//      different pick would need u * total within ~1e-13 relative of a cumulative boundary. Then
+//      the warp computes the two loss distances over D (lanes stride k, shuffle sum) and stores the
+//      hinge and the two gradient coefficients of its triplet.
 //   4. loss_gradient_kernel: block 0 sums the P hinges in index order (the loss). One block per
 //      row r (128 threads) gathers -- no atomics, deterministic -- the triplets r takes part in
 //      (warp 0 builds the list in ascending triplet order with ballots), then threads stride k:

@@ -239,6 +239,12 @@ TEST_CASE("emulator: host pointers and out-of-range copies are refused", "[emula
         cudaErrorInvalidValue);
   CHECK(cudaMemcpy(nine.data(), out + 1, sizeof(int) * 7, cudaMemcpyDeviceToHost) == cudaSuccess);
   CHECK(cudaFree(host.data()) == cudaErrorInvalidDevicePointer);
+  // Overlapping areas: undefined on a GPU ("may not overlap"), so refused; touching ones are fine.
+  CHECK(cudaMemcpy(out + 1, out, sizeof(int) * 4, cudaMemcpyDeviceToDevice) ==
+        cudaErrorInvalidValue);
+  CHECK(cudaMemcpy(out, out + 3, sizeof(int) * 4, cudaMemcpyDeviceToDevice) ==
+        cudaErrorInvalidValue);
+  CHECK(cudaMemcpy(out + 4, out, sizeof(int) * 4, cudaMemcpyDeviceToDevice) == cudaSuccess);
   cudaGetLastError();
   cudaFree(out);
 }

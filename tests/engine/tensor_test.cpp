@@ -100,6 +100,9 @@ TEST_CASE("device: parsing and discovery", "[device]") {
   REQUIRE(parse_device("cpu") == Device::cpu());
   REQUIRE(parse_device("cuda") == Device::cuda(0));
   REQUIRE(parse_device("cuda:1") == Device::cuda(1));
+  // Parsed, but nothing is allocated there: everything runs on the current device, cuda:0.
+  REQUIRE_THROWS_WITH(Tensor::empty({2}, DType::F32, Device::cuda(1)),
+                      Catch::Contains("cuda:1: the engine runs on one GPU, cuda:0"));
   REQUIRE_THROWS_WITH(parse_device("gpu"), Catch::Contains("invalid device 'gpu'"));
   REQUIRE_THROWS_WITH(parse_device("cuda:x"), Catch::Contains("invalid device"));
   // An index past int: a clear error, not std::out_of_range from stoi.
@@ -160,6 +163,21 @@ TEST_CASE("tensor cuda: copy_ into a strided view writes exactly the view's elem
     for (int c = 0; c < 4; ++c) expected[r * 4 + c] = 3 * c + r;
   }
   REQUIRE(base.to_vector() == expected);
+}
+
+TEST_CASE("tensor cuda: copy_ between overlapping contiguous parts of one storage",
+          "[tensor][cuda]") {
+  REQUIRE_CUDA_OR_SKIP();
+  // cudaMemcpy's areas may not overlap (the emulator refuses such a copy), so copy_ must copy
+  // the source out first: shifting [0..7] right by one gives [0, 0, 1, .., 6].
+  std::vector<double> values(8);
+  for (int i = 0; i < 8; ++i) values[i] = i;
+  Tensor x = Tensor::from_vector(values, {8}).to(Device::cuda());
+  x.slice(0, 1, 8).copy_(x.slice(0, 0, 7));
+  REQUIRE(x.to_vector() == std::vector<double>{0, 0, 1, 2, 3, 4, 5, 6});
+  Tensor y = Tensor::from_vector(values, {8}).to(Device::cuda());
+  y.slice(0, 0, 7).copy_(y.slice(0, 1, 8));  // and left
+  REQUIRE(y.to_vector() == std::vector<double>{1, 2, 3, 4, 5, 6, 7, 7});
 }
 
 TEST_CASE("contiguous grad: gathering a transposed view", "[tensor][contiguous][grad]") {

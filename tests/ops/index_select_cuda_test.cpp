@@ -1,11 +1,9 @@
 // index_select on CUDA against the CPU: gathers of f32 and i64 rows (exact), with repeated
 // indices, rows of one element up to wide rows, a large case; and the scatter-add gradient,
-// which uses atomicAdd and is therefore compared with a reduction tolerance (the order in which
-// repeated rows are added is not fixed).
+// which adds in the CPU's order and so must equal it exactly, and itself on a second run.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
-#include <cmath>
 #include <cstdint>
 #include <map>
 #include <string>
@@ -17,7 +15,6 @@
 #include "engine/tensor.h"
 #include "tests/support/allclose.h"
 #include "tests/support/cuda_guard.h"
-#include "tests/support/tolerance.h"
 
 using engine::Device;
 using engine::DType;
@@ -78,15 +75,16 @@ TEST_CASE("index_select cuda: gathers f32 and i64 rows like the cpu", "[index_se
   REQUIRE(picked.to_indices() == std::vector<int64_t>{13, 10, 13, 11, 12});
 }
 
-TEST_CASE("index_select cuda grad: scatter-add with repeated indices matches cpu",
+TEST_CASE("index_select cuda grad: scatter-add with repeated indices equals the cpu bit for bit",
           "[index_select][cuda]") {
   REQUIRE_CUDA_OR_SKIP();
-  // dx[r] = sum of the gradient rows whose index is r. atomicAdd makes the summation order
-  // vary, so a row picked k times may differ from the CPU in the last bits: a reduction
-  // tolerance for length k (sums of k weights of random sign are ~sqrt(k) in size).
+  // dx[r] = sum of the gradient rows whose index is r. The CUDA backward adds them in ascending
+  // position from 0, as the CPU does (additions only, nothing for nvcc to contract), so the
+  // result is exact, and a second run gives the same bits (atomicAdd would give neither).
   uint64_t seed = 100;
   std::vector<GatherCase> cases = gather_cases();
   cases.push_back({{3, 17}, 5000});  // heavy repeats: ~1667 rows added into each of 3
+  cases.push_back({{9, 5}, 0});      // nothing picked: dx is zero
   for (const GatherCase& c : cases) {
     Tensor x = random_f32(c.x_shape, seed++);
     Tensor index = random_index(c.count, c.x_shape[0], seed++);
@@ -100,9 +98,24 @@ TEST_CASE("index_select cuda grad: scatter-add with repeated indices matches cpu
     };
     Tensor expected = gradient(x.clone(), index, w);
     Tensor actual = gradient(x.to(Device::cuda()), index.to(Device::cuda()), w.to(Device::cuda()));
+    Tensor again = gradient(x.to(Device::cuda()), index.to(Device::cuda()), w.to(Device::cuda()));
     REQUIRE(actual.device().is_cuda());
-    const int64_t k = most_repeated(index);
-    const test::Tolerance tol = test::reduction_tolerance(k, std::sqrt(static_cast<double>(k)));
-    test::require_close(actual, expected, tol.atol, tol.rtol, case_name(c));
+    INFO(case_name(c) << ", most repeated row " << most_repeated(index) << " times");
+    REQUIRE(actual.to_vector() == expected.to_vector());
+    REQUIRE(again.to_vector() == actual.to_vector());
   }
+}
+
+TEST_CASE("index_select cuda grad: rows added in ascending position, by hand",
+          "[index_select][cuda]") {
+  REQUIRE_CUDA_OR_SKIP();
+  // Row 0 receives 1, 1e8, -1e8 (positions 0, 2, 4): in ascending order (1 + 1e8) - 1e8 = 0 in
+  // f32 (1e8 + 1 rounds to 1e8), where the descending order, (-1e8 + 1e8) + 1, would give 1.
+  // Row 1 receives 2 and 3; row 2 nothing.
+  Tensor dy = Tensor::from_vector({1, 2, 1e8, 3, -1e8}, {5, 1}, DType::F32).to(Device::cuda());
+  Tensor index = Tensor::from_indices({0, 1, 0, 1, 0}, {5}, Device::cuda());
+  Tensor x = Tensor::zeros({3, 1}, DType::F32, Device::cuda());
+  x.set_requires_grad(true);
+  Tensor loss = engine::sum(engine::mul(engine::index_select(x, index), dy));
+  REQUIRE(engine::grad({loss}, {x})[0].to_vector() == std::vector<double>{0, 5, 0});
 }

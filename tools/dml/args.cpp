@@ -167,6 +167,10 @@ engine::Device parse_device_option(const std::optional<std::string>& text,
     engine::fail(what, " ", device.str(), ": no such CUDA device (", engine::cuda_device_count(),
                  " visible: no GPU, no driver, or a build without CUDA); use cpu");
   }
+  if (device.is_cuda() && device.index != 0) {
+    throw UsageError(what + ": " + device.str() +
+                     ": dml runs on one GPU, cuda:0 (pick it with CUDA_VISIBLE_DEVICES)");
+  }
   return device;
 }
 

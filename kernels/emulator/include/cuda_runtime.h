@@ -83,12 +83,17 @@ enum cudaDeviceAttr {
   cudaDevAttrMultiProcessorCount = 16,
   cudaDevAttrL2CacheSize = 38,
 };
+enum cudaMemPoolAttr {
+  cudaMemPoolAttrReleaseThreshold = 4,
+};
 constexpr unsigned cudaEventDefault = 0;
 
 struct CUstream_st;
 struct CUevent_st;
 using cudaStream_t = CUstream_st*;
 using cudaEvent_t = CUevent_st*;
+struct CUmemPoolHandle_st;
+using cudaMemPool_t = CUmemPoolHandle_st*;
 
 struct cudaDeviceProp {
   char name[256];
@@ -114,6 +119,11 @@ cudaError_t cudaMalloc(void** ptr, std::size_t bytes);
 cudaError_t cudaMallocAsync(void** ptr, std::size_t bytes, cudaStream_t stream);
 cudaError_t cudaFree(void* ptr);
 cudaError_t cudaFreeAsync(void* ptr, cudaStream_t stream);
+// The stream-ordered allocator's pool: the emulator has one per device and no memory to give
+// back, so the release threshold is checked and kept, nothing more.
+cudaError_t cudaDeviceGetDefaultMemPool(cudaMemPool_t* pool, int device);
+cudaError_t cudaMemPoolSetAttribute(cudaMemPool_t pool, cudaMemPoolAttr attribute, void* value);
+cudaError_t cudaMemPoolTrimTo(cudaMemPool_t pool, std::size_t min_bytes_to_keep);
 cudaError_t cudaMemcpy(void* dst, const void* src, std::size_t bytes, cudaMemcpyKind kind);
 cudaError_t cudaMemcpyAsync(void* dst, const void* src, std::size_t bytes, cudaMemcpyKind kind,
                             cudaStream_t stream = nullptr);
