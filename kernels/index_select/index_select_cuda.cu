@@ -137,9 +137,12 @@ void index_select_backward_cuda(const float* dy, const int64_t* index, int64_t c
         "index_select_backward_cuda zeroing dx [", rows, ", ", row_size, "]");
     return;
   }
-  // CUB counts items in an int.
+  // CUB counts items in an int; the keys index * count + i must fit in 64 bits.
   ENGINE_CHECK(count <= INT_MAX, "index_select_backward_cuda: ", count,
                " indices, more than 2^31 - 1");
+  ENGINE_CHECK(static_cast<uint64_t>(rows) <= UINT64_MAX / static_cast<uint64_t>(count),
+               "index_select_backward_cuda: ", rows, " rows x ", count,
+               " indices do not fit the 64-bit sort keys");
   const int end_bit = key_bits(rows, count);
   size_t sort_bytes = 0;
   CUDA_CHECK(cub::DeviceRadixSort::SortKeys(
