@@ -49,7 +49,9 @@ engine::Tensor distance_matrix(const engine::Tensor& x, const engine::Tensor& y,
 
 // The B x B distance matrix miners work on, row-major on the host in f64: computed under
 // NoGradGuard from detached embeddings (after embed_for_metric) with distance_matrix, so the
-// diagonal is an exact 0 and no entry is NaN for finite input.
+// diagonal is an exact 0 for N and E (for C, 1 - cos rounds to within 1e-15 of 0; every miner
+// treats the diagonal as a same-label entry, so no pick depends on it) and no entry is NaN for
+// finite input.
 std::vector<double> mining_distances(const engine::Tensor& embeddings, Metric metric);
 
 // Validates an SPC-2 batch for `op` and returns its labels on the host: embeddings floating-point

@@ -233,6 +233,25 @@ TEST_CASE("random miner: uniform over different-label items, fallback to any ite
   CHECK(seen == std::set<int64_t>{0, 1});
 }
 
+TEST_CASE("miners: a batch of one class falls back to any item, the partner as positive",
+          "[losses][miners]") {
+  // No different-label item anywhere: semihard, softhard, distance-weighted and hardest all fall
+  // back to a negative uniform over all B items, the anchor included (miners.h), and keep the
+  // partner as the positive (softhard too: it re-samples positives only against negatives). Over
+  // 400 draws each of the 4 rows is anchor 0's negative ~100 times (binomial sd ~8.7).
+  const std::vector<double> rows = {0, 1, 3, 6};
+  for (Miner miner : {Miner::Semihard, Miner::Softhard, Miner::Distance, Miner::Hardest}) {
+    INFO("miner " << losses::miner_name(miner));
+    std::vector<int> counts(4, 0);
+    for (uint64_t seed = 0; seed < 400; ++seed) {
+      const Picks m = mine(f64(rows, {4, 1}), labels_of({7, 7, 7, 7}), miner, Metric::E, seed, 1.0);
+      CHECK(m.p == std::vector<int64_t>{1, 3});
+      ++counts[m.n[0]];
+    }
+    for (int j = 0; j < 4; ++j) CHECK(counts[j] > 50);
+  }
+}
+
 TEST_CASE("distance-weighted miner: hand-computed sampling probabilities", "[losses][miners]") {
   // Metric E, D = 4: weight q(d)^-1 = exp((2 - D) log d - ((D - 3)/2) log(1 - d^2/4))
   //   = d^-2 (1 - d^2/4)^-1/2.  Anchor at the origin, partner at distance 0.1, negatives at 0.5

@@ -90,10 +90,16 @@ TEST_CASE("kmeans: deterministic for a seed, independent of the thread count") {
   CHECK(a.assignment == b.assignment);
   CHECK(a.centers == b.centers);
   CHECK(a.iterations == b.iterations);
-  const int threads = omp_get_max_threads();
+  // One thread and three, set explicitly: with the default the comparison could be one thread
+  // against one thread (a machine with one core, or OMP_NUM_THREADS=1).
+  const int saved = omp_get_max_threads();
   omp_set_num_threads(1);
   const metrics::KMeansResult single = metrics::kmeans(points, options);
-  omp_set_num_threads(threads);
+  omp_set_num_threads(3);
+  const metrics::KMeansResult three = metrics::kmeans(points, options);
+  omp_set_num_threads(saved);
+  CHECK(single.assignment == three.assignment);
+  CHECK(single.centers == three.centers);
   CHECK(single.assignment == a.assignment);
   CHECK(single.centers == a.centers);
   // Another seed gives another seeding: with one iteration the centers are the seeds.
