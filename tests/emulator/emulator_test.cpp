@@ -13,6 +13,8 @@
 #include <string>
 #include <vector>
 
+#include <cub/device/device_radix_sort.cuh>
+
 #include "kernels/common/cuda_workspace.cuh"
 #include "kernels/emulator/launch_resources.h"
 #include "kernels/retrieval/retrieval.h"
@@ -246,6 +248,37 @@ TEST_CASE("emulator: host pointers and out-of-range copies are refused", "[emula
         cudaErrorInvalidValue);
   CHECK(cudaMemcpy(out + 4, out, sizeof(int) * 4, cudaMemcpyDeviceToDevice) == cudaSuccess);
   cudaGetLastError();
+  cudaFree(out);
+}
+
+TEST_CASE("emulator: DeviceRadixSort::SortKeys orders the bits [begin, end), stably",
+          "[emulator]") {
+  // CUB's contract, by hand: only bits [1, 4) take part (key >> 1 & 7), keys equal there keep
+  // their input order; a call without temporary storage only reports its size.
+  CleanContext context;
+  const std::vector<uint32_t> keys = {0x13, 0x0E, 0x22, 0x05, 0x04, 0x10};
+  //                        digits:      1     7     1     2     2     0
+  const std::vector<uint32_t> expected = {0x10, 0x13, 0x22, 0x05, 0x04, 0x0E};
+  uint32_t* in = device_array<uint32_t>(6);
+  uint32_t* out = device_array<uint32_t>(6);
+  REQUIRE(cudaMemcpy(in, keys.data(), sizeof(uint32_t) * 6, cudaMemcpyHostToDevice) == cudaSuccess);
+  std::size_t bytes = 0;
+  REQUIRE(cub::DeviceRadixSort::SortKeys(nullptr, bytes, in, out, 6, 1, 4) == cudaSuccess);
+  REQUIRE(bytes > 0);
+  void* storage = nullptr;
+  REQUIRE(cudaMalloc(&storage, bytes) == cudaSuccess);
+  REQUIRE(cub::DeviceRadixSort::SortKeys(storage, bytes, in, out, 6, 1, 4) == cudaSuccess);
+  std::vector<uint32_t> sorted(6);
+  REQUIRE(cudaMemcpy(sorted.data(), out, sizeof(uint32_t) * 6, cudaMemcpyDeviceToHost) ==
+          cudaSuccess);
+  CHECK(sorted == expected);
+  // All 32 bits: plain ascending order.
+  REQUIRE(cub::DeviceRadixSort::SortKeys(storage, bytes, in, out, 6) == cudaSuccess);
+  REQUIRE(cudaMemcpy(sorted.data(), out, sizeof(uint32_t) * 6, cudaMemcpyDeviceToHost) ==
+          cudaSuccess);
+  CHECK(sorted == std::vector<uint32_t>{0x04, 0x05, 0x0E, 0x10, 0x13, 0x22});
+  cudaFree(storage);
+  cudaFree(in);
   cudaFree(out);
 }
 
