@@ -43,6 +43,10 @@ inline void keep_workspace_pool_memory_once() {
   (void)done;
 }
 
+// `bytes` rounded up to 256, the alignment of what cudaMallocAsync returns: a workspace carved
+// into slices of these sizes gives every slice that alignment too.
+inline std::size_t workspace_aligned(std::size_t bytes) { return (bytes + 255) / 256 * 256; }
+
 class StreamWorkspace {
  public:
   // Allocates `bytes` (none when 0) on `stream`; `what...` names the caller in errors.

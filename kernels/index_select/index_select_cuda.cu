@@ -103,8 +103,6 @@ int key_bits(int64_t rows, int64_t count) {
   return bits;
 }
 
-size_t aligned(size_t bytes) { return (bytes + 255) / 256 * 256; }
-
 template <typename T>
 void forward_launch(const T* x, int64_t rows, int64_t row_size, const int64_t* index, int64_t count,
                     T* out) {
@@ -149,9 +147,9 @@ void index_select_backward_cuda(const float* dy, const int64_t* index, int64_t c
                  nullptr, sort_bytes, static_cast<const uint64_t*>(nullptr),
                  static_cast<uint64_t*>(nullptr), static_cast<int>(count), 0, end_bit, stream),
              "index_select_backward_cuda sort size for ", count, " indices");
-  const size_t keys_bytes = aligned(sizeof(uint64_t) * static_cast<size_t>(count));
-  const size_t rows_bytes = aligned(sizeof(int64_t) * static_cast<size_t>(rows));
-  StreamWorkspace workspace(2 * keys_bytes + 2 * rows_bytes + aligned(sort_bytes), stream,
+  const size_t keys_bytes = workspace_aligned(sizeof(uint64_t) * static_cast<size_t>(count));
+  const size_t rows_bytes = workspace_aligned(sizeof(int64_t) * static_cast<size_t>(rows));
+  StreamWorkspace workspace(2 * keys_bytes + 2 * rows_bytes + workspace_aligned(sort_bytes), stream,
                             "index_select_backward_cuda (", count, " indices into ", rows,
                             " rows)");
   char* base = workspace.bytes();

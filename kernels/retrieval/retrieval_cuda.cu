@@ -39,10 +39,6 @@ constexpr int kSharedThresholds = 2048;  // 16 KiB of words + 8 KiB of counts pe
 constexpr int kScoreThreads = 128;
 constexpr int kKeyThreads = 256;
 constexpr int64_t kColumnsPerKeyBlock = 4096;
-constexpr size_t kAlignment = 256;
-
-size_t aligned(size_t bytes) { return (bytes + kAlignment - 1) / kAlignment * kAlignment; }
-
 // (key, index) as one word whose unsigned order is the ranking order: the key's bits mapped so
 // that unsigned order is float order (negative keys flipped whole, positive ones get the sign bit
 // set), above the index. -0 becomes +0 first: the two tie, and then the index decides, as in
@@ -245,9 +241,9 @@ void rank_query_block_cuda(const float* keys, int64_t n, int64_t q0, int64_t row
                                          static_cast<uint64_t*>(nullptr), slots, rows, slot_offsets,
                                          slot_offsets + 1, stream),
       "rank_query_block_cuda sort size for ", slots, " slots");
-  const size_t words_bytes = aligned(sizeof(uint64_t) * static_cast<size_t>(slots));
-  const size_t counts_bytes = aligned(sizeof(unsigned) * static_cast<size_t>(slots));
-  const size_t workspace_bytes = 2 * words_bytes + counts_bytes + aligned(sort_bytes);
+  const size_t words_bytes = workspace_aligned(sizeof(uint64_t) * static_cast<size_t>(slots));
+  const size_t counts_bytes = workspace_aligned(sizeof(unsigned) * static_cast<size_t>(slots));
+  const size_t workspace_bytes = 2 * words_bytes + counts_bytes + workspace_aligned(sort_bytes);
   StreamWorkspace workspace_memory(workspace_bytes, stream, "rank_query_block_cuda (", slots,
                                    " slots for ", rows, " rows)");
   char* workspace = workspace_memory.bytes();

@@ -395,9 +395,6 @@ __global__ void __launch_bounds__(kGradientThreads)
   }
 }
 
-// Byte offset of the next 256-byte aligned slice of the workspace.
-size_t align_up(size_t bytes) { return (bytes + 255) / 256 * 256; }
-
 }  // namespace
 
 void fused_triplet_cuda(const float* x, const int64_t* labels, int64_t B, int64_t D,
@@ -413,11 +410,11 @@ void fused_triplet_cuda(const float* x, const int64_t* labels, int64_t B, int64_
   cudaStream_t stream = current_stream();
 
   // Workspace slices: y (N, C), |x|, |y|, distances, hinge, coef_p, coef_n.
-  const size_t y_bytes = normalizes ? align_up(sizeof(float) * B * D) : 0;
-  const size_t x_norm_bytes = align_up(sizeof(float) * B);
-  const size_t y_norm_bytes = align_up(sizeof(double) * B);
-  const size_t dist_bytes = align_up(sizeof(float) * B * B);
-  const size_t per_triplet_bytes = align_up(sizeof(double) * P);
+  const size_t y_bytes = normalizes ? workspace_aligned(sizeof(float) * B * D) : 0;
+  const size_t x_norm_bytes = workspace_aligned(sizeof(float) * B);
+  const size_t y_norm_bytes = workspace_aligned(sizeof(double) * B);
+  const size_t dist_bytes = workspace_aligned(sizeof(float) * B * B);
+  const size_t per_triplet_bytes = workspace_aligned(sizeof(double) * P);
   const size_t total = y_bytes + x_norm_bytes + y_norm_bytes + dist_bytes + 3 * per_triplet_bytes;
   StreamWorkspace workspace(total, stream, "fused_triplet_cuda for [", B, ", ", D, "]");
   char* cursor = workspace.bytes();
