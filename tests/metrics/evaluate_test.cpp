@@ -1,5 +1,6 @@
 #include <catch2/catch.hpp>
 
+#include <cmath>
 #include <limits>
 #include <string>
 #include <utility>
@@ -34,9 +35,15 @@ TEST_CASE("evaluate: json keys, order and values of the hand-computed set") {
   CHECK(j["map_at_r10"].get<double>() == Approx(11.0 / 150.0).epsilon(1e-12));
   CHECK(j["map_at_r"].get<double>() == Approx(0.1).epsilon(1e-12));
   CHECK(j["pi_ratio"].get<double>() == Approx(1.0).epsilon(1e-6));
+  // k-means with k = 2 on the raw points 0, 1, 3, 4, 8 has three stable partitions, and which
+  // one a seed reaches depends on the seeding: {0,1}|{3,4,8} and {0,1,3}|{4,8} both give
+  // NMI 0.0205707 against the labels 0,1,0,1,0, {0,1,3,4}|{8} gives 0.2019644 (natural logs,
+  // MI / ((H_U + H_V) / 2), computed by hand from the contingency tables).
   const double nmi = j["nmi"].get<double>();
-  CHECK(nmi >= 0.0);
-  CHECK(nmi <= 1.0);
+  const bool one_of_the_partitions =
+      std::abs(nmi - 0.02057065945069301) < 1e-9 || std::abs(nmi - 0.20196437645642726) < 1e-9;
+  INFO("nmi " << nmi);
+  CHECK(one_of_the_partitions);
   CHECK(e.classes == 2);
 }
 
