@@ -166,22 +166,29 @@ bool is_tensor_core(cudnnMathType_t math) {
 }
 
 // Index of the algorithm to use among cuDNN's ranked results (by heuristic, or by measured time
-// for Fastest): the first usable strict-FP32 deterministic one (Heuristic only), else the first
-// usable strict-FP32 one, else -1.
+// for Fastest), or -1 when none is usable (failed, tensor-core math, or a workspace above
+// kMaxWorkspaceBytes). Among the usable ones, the best ranked with the highest score:
+//   +2 deterministic (Heuristic only: reproducible `--conv cudnn` runs);
+//   +1 reported with CUDNN_FMA_MATH. Execution is strict FP32 either way (the descriptor says
+//      FMA math), but cuDNN's documentation lets CUDNN_DEFAULT_MATH use TF32 on Ampere and
+//      later, so a time Find measured under it may not be the time of the FP32 run we make.
 template <typename Perf>
 int choose(const Perf* results, int count) {
-  for (int pass = choose_fastest() ? 1 : 0; pass < 2; ++pass) {
-    for (int i = 0; i < count; ++i) {
-      const Perf& r = results[i];
-      if (r.status != CUDNN_STATUS_SUCCESS || is_tensor_core(r.mathType) ||
-          r.memory > kMaxWorkspaceBytes) {
-        continue;
-      }
-      if (pass == 0 && r.determinism != CUDNN_DETERMINISTIC) continue;
-      return i;
+  int best = -1, best_score = -1;
+  for (int i = 0; i < count; ++i) {
+    const Perf& r = results[i];
+    if (r.status != CUDNN_STATUS_SUCCESS || is_tensor_core(r.mathType) ||
+        r.memory > kMaxWorkspaceBytes) {
+      continue;
+    }
+    const int score = (!choose_fastest() && r.determinism == CUDNN_DETERMINISTIC ? 2 : 0) +
+                      (r.mathType == CUDNN_FMA_MATH ? 1 : 0);
+    if (score > best_score) {
+      best = i;
+      best_score = score;
     }
   }
-  return -1;
+  return best;
 }
 
 // Names the call and its shape in an error message. Streamed only when a call fails, so a
