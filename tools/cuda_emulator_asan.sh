@@ -14,7 +14,9 @@ source "$ROOT/scripts/setup.sh"
 # uninitialized" inside libstdc++'s own <regex> (std::function in _NFA::_M_insert_*, included by
 # tests/emulator/emulator_test.cpp since its launch-resource tests); it stays a warning here and an
 # error in the normal build, as in tools/cpu_asan.sh.
-build_emulated_test_programs "with AddressSanitizer and UBSan" \
+# ENGINE_TEST_TIMEOUT_SCALE: the end-to-end tests' time limits are for the normal build (the
+# emulated `dml train` runs take 5 to 10 times longer here).
+build_emulated_test_programs "with AddressSanitizer and UBSan" -DENGINE_TEST_TIMEOUT_SCALE=10 \
   -DCMAKE_CXX_FLAGS="$ASAN_UBSAN_CXX_FLAGS -Wno-error=maybe-uninitialized"
 jobs="$(nproc 2>/dev/null || echo 2)"
 # The fibers' stacks are switched with the sanitizer's fiber annotations (kernels/emulator);

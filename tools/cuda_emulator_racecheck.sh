@@ -13,7 +13,9 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 BUILD_DIR="${BUILD_DIR:-$ROOT/build-racecheck}"
 source "$ROOT/scripts/setup.sh"
-build_emulated_test_programs "kernels under ThreadSanitizer" -DENGINE_EMULATOR_RACECHECK=ON
+# ENGINE_TEST_TIMEOUT_SCALE: the end-to-end tests' time limits are for the normal build.
+build_emulated_test_programs "kernels under ThreadSanitizer" -DENGINE_EMULATOR_RACECHECK=ON \
+  -DENGINE_TEST_TIMEOUT_SCALE=10
 jobs="$(nproc 2>/dev/null || echo 2)"
 # halt_on_error=0: every race of a test is reported (the test still fails, exit code 66).
 # history_size=4: enough access history to show both stacks of a race in long kernels.
