@@ -46,10 +46,6 @@ Tensor embedding_shift_adversary(models::Model& model, const Tensor& images,
   return pgd_attack(images, objective, seeded(options, gen), trace);
 }
 
-Tensor last_objective(const PgdTrace& trace) {
-  return trace.objective.empty() ? Tensor() : trace.objective.back();
-}
-
 void log_attack(std::vector<std::pair<std::string, Tensor>>& logs, const PgdTrace& trace,
                 const std::string& suffix) {
   if (trace.objective.empty()) return;

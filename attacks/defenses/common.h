@@ -44,9 +44,6 @@ engine::Tensor embedding_shift_adversary(models::Model& model, const engine::Ten
                                          const PgdOptions& options, engine::Generator& gen,
                                          PgdTrace* trace);
 
-// The objective value of the last PGD step (before it), detached, or undefined for no step.
-engine::Tensor last_objective(const PgdTrace& trace);
-
 // Appends what a training adversary did to a step's logs: "attack_objective<suffix>" (the
 // objective before its last step) and "max_delta<suffix>" (max |x~ - x| over the adversarial
 // images after it: the bound SPEC §8 has every attack report). Nothing when no step ran.

@@ -12,6 +12,7 @@
 #include "data/dataset.h"
 #include "data/image_list.h"
 #include "tests/io/io_test_util.h"
+#include "tests/support/gradient_png.h"
 
 using Catch::Contains;
 
@@ -20,20 +21,6 @@ namespace {
 void write_png(const std::string& path, int w, int h, uint8_t value) {
   std::filesystem::create_directories(std::filesystem::path(path).parent_path());
   std::vector<uint8_t> pixels(static_cast<std::size_t>(w * h * 3), value);
-  REQUIRE(stbi_write_png(path.c_str(), w, h, 3, pixels.data(), w * 3) != 0);
-}
-
-// A w x h RGB image whose pixels all differ from their neighbours, so any crop or flip shows.
-void write_gradient_png(const std::string& path, int w, int h) {
-  std::vector<uint8_t> pixels(static_cast<std::size_t>(w * h * 3));
-  for (int y = 0; y < h; ++y) {
-    for (int x = 0; x < w; ++x) {
-      for (int c = 0; c < 3; ++c) {
-        pixels[static_cast<std::size_t>((y * w + x) * 3 + c)] =
-            static_cast<uint8_t>((x * 11 + y * 5 + c * 60) % 256);
-      }
-    }
-  }
   REQUIRE(stbi_write_png(path.c_str(), w, h, 3, pixels.data(), w * 3) != 0);
 }
 
@@ -122,7 +109,7 @@ TEST_CASE("cub200: images decode to [3, 224, 224], train crops draw from the gen
   // The train split opened for evaluation (dml eval/embed/attack --split train) is not augmented:
   // the center crop, no draw, the same image for any generator. Train image 0 becomes a gradient
   // here, so that a random crop or flip would show.
-  write_gradient_png(cub + "/images/001.Black_footed_Albatross/a_0001.jpg", 23, 17);
+  test::write_gradient_png(cub + "/images/001.Black_footed_Albatross/a_0001.jpg", 23, 17);
   auto train_eval = data::open_dataset("cub200", "train", cub);
   engine::Generator other(6);
   const engine::Tensor a = train_eval->image(0, gen), b = train_eval->image(0, other);

@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "attacks/defenses/common.h"
@@ -216,12 +217,22 @@ TEST_CASE("gather_rows picks rows in index order, repeats allowed", "[defenses]"
   CHECK(rows.to_vector() == std::vector<double>{4, 5, 0, 1, 4, 5});
 }
 
-TEST_CASE("last_objective: undefined without a step, else the last step's value", "[defenses]") {
+TEST_CASE("log_attack: nothing without a step, else the last step's objective and max_delta",
+          "[defenses]") {
   PgdTrace trace;
-  CHECK_FALSE(attacks::defenses::last_objective(trace).defined());
+  std::vector<std::pair<std::string, Tensor>> logs;
+  attacks::defenses::log_attack(logs, trace);
+  CHECK(logs.empty());
   trace.objective = {Tensor::scalar(3.0, engine::DType::F64),
                      Tensor::scalar(-1.5, engine::DType::F64)};
-  CHECK(attacks::defenses::last_objective(trace).item() == -1.5);
+  trace.max_delta = {Tensor::scalar(0.1, engine::DType::F64),
+                     Tensor::scalar(0.25, engine::DType::F64)};
+  attacks::defenses::log_attack(logs, trace, "_2");
+  REQUIRE(logs.size() == 2);
+  CHECK(logs[0].first == "attack_objective_2");
+  CHECK(logs[0].second.item() == -1.5);
+  CHECK(logs[1].first == "max_delta_2");
+  CHECK(logs[1].second.item() == 0.25);
 }
 
 TEST_CASE("training adversaries log max_delta within eps; at eps = 0 clean_loss = adversarial_loss",

@@ -3,7 +3,6 @@
 // several worker threads decode in parallel: a run stopped mid-epoch and resumed ends bit-identical
 // to the uninterrupted run (model, BN running statistics, optimizer state, metrics). The
 // IDX-based resume tests cannot see this: their images have no augmentation.
-#include <stb/stb_image_write.h>
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -15,27 +14,12 @@
 #include <nlohmann/json.hpp>
 
 #include "tests/io/io_test_util.h"
+#include "tests/support/gradient_png.h"
 #include "tests/tools/tiny_training.h"
 
 using nlohmann::json;
 
 namespace {
-
-// A w x h RGB image whose pixels all differ from their neighbours (so every crop and flip shows),
-// shifted by `seed` so that images differ.
-void write_gradient_png(const std::string& path, int w, int h, int seed) {
-  std::filesystem::create_directories(std::filesystem::path(path).parent_path());
-  std::vector<uint8_t> pixels(static_cast<std::size_t>(w * h * 3));
-  for (int y = 0; y < h; ++y) {
-    for (int x = 0; x < w; ++x) {
-      for (int c = 0; c < 3; ++c) {
-        pixels[static_cast<std::size_t>((y * w + x) * 3 + c)] =
-            static_cast<uint8_t>((x * 11 + y * 5 + c * 60 + seed * 37) % 256);
-      }
-    }
-  }
-  REQUIRE(stbi_write_png(path.c_str(), w, h, 3, pixels.data(), w * 3) != 0);
-}
 
 // <root>/CUB_200_2011 with 8 training images (classes 1-4, two each) and 4 test images (classes
 // 101 and 102), of different non-square sizes.
@@ -47,7 +31,7 @@ std::string make_cub(const test::TempDir& dir) {
     const std::string name = std::to_string(classes[i]) + ".bird/img_" + std::to_string(i) + ".png";
     images_txt += std::to_string(i + 1) + " " + name + "\n";
     labels_txt += std::to_string(i + 1) + " " + std::to_string(classes[i]) + "\n";
-    write_gradient_png(cub + "/images/" + name, 40 + 3 * int(i), 30 + 2 * int(i), int(i));
+    test::write_gradient_png(cub + "/images/" + name, 40 + 3 * int(i), 30 + 2 * int(i), int(i));
   }
   test::write_bytes(cub + "/images.txt", test::bytes_of(images_txt));
   test::write_bytes(cub + "/image_class_labels.txt", test::bytes_of(labels_txt));
