@@ -4,7 +4,8 @@
 //            lr / (1 - beta1^t) and sqrt(1 - beta2^t) are computed on the host in double.
 //            nvcc contracts a * b + c into one fused multiply-add (one rounding instead of two),
 //            so a GPU step agrees with the CPU's to f32 rounding, not bit for bit (the tests
-//            compare with a tolerance; the CUDA emulator, which does not contract, is exact).
+//            compare with a tolerance; the CUDA emulator is built with -ffp-contract=off and the
+//            CPU reference with GCC's default contraction, so neither is nvcc's rounding).
 // Layout:    each tensor contiguous f32 (param, grad and its state buffers, n elements).
 // Parallel:  one launch updates up to kSgdTensorsPerLaunch / kAdamTensorsPerLaunch tensors. The
 //            table of the launch — per tensor its pointers, size, scalars and its first block —

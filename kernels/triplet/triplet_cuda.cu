@@ -13,9 +13,10 @@
 //      CPU's bits (B D <= 1024 x D floats: a few microseconds even serial per row).
 //   2. mining_distance_kernel: 32 x 32 output tiles, 256 threads, 4 pairs per thread; rows staged
 //      in shared memory in chunks of 32 columns. Each pair is summed in f64 in ascending k with
-//      fma, as the CPU kernel's loop, then rounded to f32: the mining distances are the CPU's
-//      bits (a different rounding would need an f64 sum within ~1e-16 of an f32 rounding
-//      boundary), so the discrete mining decisions agree with the CPU twin.
+//      fma, then rounded to f32. The CPU twin also sums in f64 (pairwise_distance's fast path,
+//      in its SIMD lanes' order, not ascending k), so the two f32 distances are the same bits
+//      unless the f64 sums straddle an f32 rounding boundary (they differ by ~1e-16 relative;
+//      f32's spacing is 6e-8: about one pair in 10^8), and the discrete mining decisions agree.
 //   3. mine_kernel: one warp per anchor (4 per block). The warp walks the anchor's row of B
 //      distances 32 at a time: counts of candidates by __ballot_sync / __popc, "the k-th
 //      candidate in index order" (a uniform pick) by walking the ballots, min / max / argmin

@@ -25,11 +25,15 @@ TEST_CASE("axpy: cpu hand-computed", "[axpy]") {
 
 TEST_CASE("fill cuda: matches cpu over odd sizes", "[fill][cuda]") {
   REQUIRE_CUDA_OR_SKIP();
+  // 64 elements past n hold a sentinel that must survive (a grid rounded up past n would not).
   for (int64_t n : {1, 7, 255, 256, 257, 100003}) {
-    Tensor t = Tensor::empty({n}, DType::F32, Device::cuda());
+    Tensor t = Tensor::full({n + 64}, -1.0, DType::F32, Device::cuda());
     kernels::fill_cuda(t.data<float>(), n, 3.25f);
     std::vector<double> host = t.to_vector();
-    for (double v : host) REQUIRE(v == 3.25);
+    for (int64_t i = 0; i < n + 64; ++i) {
+      INFO("n " << n << ", element " << i);
+      REQUIRE(host[i] == (i < n ? 3.25 : -1.0));
+    }
   }
 }
 

@@ -61,13 +61,24 @@ TEST_CASE("contrastive loss: hand-computed, metric C (negative term is always 0 
 }
 
 TEST_CASE("contrastive loss grad: N, E and C", "[losses][contrastive][grad]") {
-  // E with random rows in [-1, 1]^3: distances mostly below the margin 1, so the negative hinge
-  // is active for some pairs; the check requires every 1 - d(a,n) to be 1e-3 from 0.
+  // Random rows in [-1, 1]^3. Every negative hinge argument (m - d(a,n); 1 - m - d(a,n) for C)
+  // must be 1e-3 from 0, so finite differences never cross a kink (nor change active_mean's
+  // count), and at least one must be active, so the negative term's gradient is checked too.
   for (Metric metric : {Metric::N, Metric::E, Metric::C}) {
     INFO("metric " << losses::metric_name(metric));
     Tensor x = test::random_leaf({6, 3}, 41);
     const double margin = metric == Metric::C ? 0.5 : 1.0;  // C at 1.0 has no negative gradient
     losses::Triplets t = make_triplets({0, 2, 4}, {1, 3, 5}, {3, 5, 0});
+    const Tensor rows = losses::embed_for_metric(x.detach(), metric);
+    const Tensor d_an = losses::row_distance(engine::index_select(rows, t.anchor),
+                                             engine::index_select(rows, t.negative), metric);
+    int active = 0;
+    for (double d : d_an.to_vector()) {
+      const double hinge = (metric == Metric::C ? 1.0 - margin : margin) - d;
+      REQUIRE(std::fabs(hinge) > 1e-3);
+      active += hinge > 0;
+    }
+    CHECK(active > 0);
     test::require_gradcheck(
         [&](const std::vector<Tensor>& in) {
           return losses::contrastive_loss(in[0], t, metric, margin);

@@ -339,7 +339,12 @@ TEST_CASE("conv2d cuda: grad(y, {x}) runs dgrad only, with either backend", "[co
 
 TEST_CASE("conv2d cuda: cudnn backend without cuDNN is a clear error", "[conv2d][cuda]") {
   REQUIRE_CUDA_OR_SKIP();
-  if (engine::kernels::cudnn_available()) return;  // nothing to check in a cuDNN build
+  if (engine::kernels::cudnn_available()) {
+    // Reported as skipped (tests/CMakeLists.txt): a cuDNN build has no such error to raise, and
+    // the cuDNN cases of this file test the backend itself there.
+    WARN("skipped: built with cuDNN");
+    return;
+  }
   ConvBackendScope scope(ConvBackend::Cudnn);
   Tensor x = random_f32({1, 1, 4, 4}, 950).to(Device::cuda());
   Tensor w = random_f32({1, 1, 3, 3}, 951).to(Device::cuda());

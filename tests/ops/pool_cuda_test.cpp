@@ -130,6 +130,22 @@ TEST_CASE("pool cuda: max routes ties to the first cell and propagates NaN", "[p
   // Window (1, 1) covers rows 2-3, columns 2-3 and holds the NaN; window (0, 0) does not.
   REQUIRE(std::isnan(out[1 * 3 + 1]));
   REQUIRE(out[0] == 0.5);
+  // The NaN also takes its window's gradient, as on the CPU (pool_test.cpp pins the CPU's
+  // routing): dx equals the CPU's exactly and holds window (1, 1)'s dy at the NaN's cell.
+  Tensor x_cpu = with_nan.detach(), x_cuda = with_nan.to(Device::cuda()).detach();
+  x_cpu.set_requires_grad(true);
+  x_cuda.set_requires_grad(true);
+  const Tensor dy = Tensor::from_vector({1, 2, 3, 4, 5, 6, 7, 8, 9}, {1, 1, 3, 3});
+  const Tensor dx_cpu =
+      engine::grad({engine::max_pool2d(x_cpu, pool_options(2, 2, 0))}, {x_cpu}, {dy})[0];
+  const Tensor dx_cuda = engine::grad({engine::max_pool2d(x_cuda, pool_options(2, 2, 0))}, {x_cuda},
+                                      {dy.to(Device::cuda())})[0];
+  test::require_close(dx_cuda, dx_cpu, 0.0, 0.0, "max-pool dx with a NaN");
+  const std::vector<double> dx = dx_cuda.to(Device::cpu()).to_vector();
+  CHECK(dx[2 * 6 + 3] == 5.0);
+  CHECK(dx[2 * 6 + 2] == 0.0);
+  CHECK(dx[3 * 6 + 2] == 0.0);
+  CHECK(dx[3 * 6 + 3] == 0.0);
 }
 
 TEST_CASE("pool cuda: adaptive average pool to 1x1", "[pool][cuda]") {

@@ -236,4 +236,5 @@ TEST_CASE("optimizer: a gradient of another dtype is an error", "[optimizer][sgd
       Catch::Contains("set_grad: gradient is f32") && Catch::Contains("the tensor f64"));
   REQUIRE_FALSE(a.grad().defined());
   REQUIRE_NOTHROW(sgd.step());  // no gradient: nothing to do
+  CHECK(a.to_vector() == std::vector<double>{1.0, 2.0});
 }

@@ -27,6 +27,8 @@ namespace test {
 struct GradCheckResult {
   double max_error = 0.0;
   std::string worst;  // "input 1, element 7: analytic 0.25, numeric 0.2500001"
+  int64_t checked_elements = 0;
+  double largest_analytic = 0.0;  // max |analytic| over every checked element
 };
 
 using GradFunction = std::function<engine::Tensor(const std::vector<engine::Tensor>&)>;
@@ -54,6 +56,7 @@ inline GradCheckResult gradcheck(const GradFunction& f, const std::vector<engine
       checked_index.push_back(i);
     }
   }
+  REQUIRE_FALSE(checked.empty());  // no input requires grad: nothing would be checked
   std::vector<Tensor> analytic = engine::grad({scalar_loss(inputs)}, checked);
 
   GradCheckResult result;
@@ -72,6 +75,8 @@ inline GradCheckResult gradcheck(const GradFunction& f, const std::vector<engine
       double minus = scalar_loss(inputs).item();
       data[e] = saved;
       double numeric = (plus - minus) / (2.0 * h);
+      ++result.checked_elements;
+      result.largest_analytic = std::max(result.largest_analytic, std::fabs(a[e]));
       double scale = std::max({1.0, std::fabs(a[e]), std::fabs(numeric)});
       double error = std::fabs(a[e] - numeric) / scale;
       if (!(error <= result.max_error)) {  // also catches NaN
@@ -86,11 +91,15 @@ inline GradCheckResult gradcheck(const GradFunction& f, const std::vector<engine
   return result;
 }
 
-// REQUIRE-style wrapper with a readable failure message.
+// REQUIRE-style wrapper with a readable failure message. It also requires some analytic
+// gradient entry to be non-zero: a check where every entry is 0 on both sides (a hinge that is
+// inactive everywhere, a path that drops the input) would pass whatever the backward computes.
 inline void require_gradcheck(const GradFunction& f, const std::vector<engine::Tensor>& inputs,
                               double tolerance = 1e-6) {
   GradCheckResult result = gradcheck(f, inputs);
   INFO("worst: " << result.worst);
+  REQUIRE(result.checked_elements > 0);
+  REQUIRE(result.largest_analytic > 0.0);
   REQUIRE(result.max_error <= tolerance);
 }
 

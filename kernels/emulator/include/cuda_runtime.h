@@ -282,8 +282,8 @@ inline int __all_sync(unsigned mask, int predicate) {
   return emu::ballot(mask, predicate != 0) == emu::ballot(mask, true);
 }
 
-// Round-to-nearest arithmetic that a GPU compiler may not fuse; the host compiler does not
-// contract across statements here (ISO C++ mode: -ffp-contract=off), so plain operators suffice.
+// Round-to-nearest arithmetic that a GPU compiler may not fuse. engine_emulated is compiled with
+// -ffp-contract=off (CMakeLists.txt; GCC's C++ default would fuse), so plain operators suffice.
 inline float __fadd_rn(float a, float b) { return a + b; }
 inline float __fsub_rn(float a, float b) { return a - b; }
 inline float __fmul_rn(float a, float b) { return a * b; }
