@@ -107,15 +107,18 @@ TEST_CASE("contrastive loss cuda: matches cpu", "[losses][contrastive][cuda]") {
   }
 }
 
-TEST_CASE("margin loss cuda: matches cpu", "[losses][margin][cuda]") {
+TEST_CASE("margin loss cuda: matches cpu for N, E and C", "[losses][margin][cuda]") {
   REQUIRE_CUDA_OR_SKIP();
-  losses::MarginLoss host_loss(Metric::N), device_loss(Metric::N);
-  device_loss.to(kCuda);
-  require_cuda_matches_cpu(
-      [&](const Tensor& x, const Tensor& y) {
-        return (x.device().is_cuda() ? device_loss : host_loss).loss(x, fixed_triplets(x, y));
-      },
-      32, 16, kLabels, 5);
+  for (Metric metric : {Metric::N, Metric::E, Metric::C}) {
+    INFO("metric " << losses::metric_name(metric));
+    losses::MarginLoss host_loss(metric), device_loss(metric);
+    device_loss.to(kCuda);
+    require_cuda_matches_cpu(
+        [&](const Tensor& x, const Tensor& y) {
+          return (x.device().is_cuda() ? device_loss : host_loss).loss(x, fixed_triplets(x, y));
+        },
+        32, 16, kLabels, 5);
+  }
 }
 
 TEST_CASE("multi-similarity loss cuda: matches cpu", "[losses][multi_similarity][cuda]") {
