@@ -18,17 +18,6 @@ using namespace engine;
 
 namespace {
 
-kernels::StridedLayout layout_of(const std::vector<int64_t>& shape,
-                                 const std::vector<int64_t>& strides) {
-  kernels::StridedLayout layout;
-  layout.ndim = static_cast<int>(shape.size());
-  for (size_t d = 0; d < shape.size(); ++d) {
-    layout.shape[d] = shape[d];
-    layout.strides[d] = strides[d];
-  }
-  return layout;
-}
-
 // A view of `base` and its name; the same function makes the view on either device.
 struct View {
   std::string name;
@@ -62,11 +51,12 @@ TEST_CASE("copy: cpu gathers a transposed and a broadcast view by hand", "[copy]
   // src is the 2 x 3 row-major [[0, 1, 2], [3, 4, 5]]; its transpose is 3 x 2 with strides (1, 3).
   const std::vector<float> src = {0, 1, 2, 3, 4, 5};
   std::vector<float> dst(6, -1.0f);
-  kernels::copy_strided_cpu(src.data(), layout_of({3, 2}, {1, 3}), dst.data());
+  kernels::copy_strided_cpu(src.data(), kernels::StridedLayout{2, {3, 2}, {1, 3}}, dst.data());
   CHECK(dst == std::vector<float>{0, 3, 1, 4, 2, 5});
   // Row 1 broadcast over 3 rows: stride 0 along the first dimension, offset by the caller.
   std::vector<float> broadcast(9, -1.0f);
-  kernels::copy_strided_cpu(src.data() + 3, layout_of({3, 3}, {0, 1}), broadcast.data());
+  kernels::copy_strided_cpu(src.data() + 3, kernels::StridedLayout{2, {3, 3}, {0, 1}},
+                            broadcast.data());
   CHECK(broadcast == std::vector<float>{3, 4, 5, 3, 4, 5, 3, 4, 5});
 }
 
@@ -74,11 +64,11 @@ TEST_CASE("copy: cpu scatters into a transposed and a stepped view by hand", "[c
   // dst[i * 1 + j * 3] = src[i * 2 + j] for the 3 x 2 transposed view of a 2 x 3 buffer.
   const std::vector<double> src = {0, 1, 2, 3, 4, 5};
   std::vector<double> dst(6, -1.0);
-  kernels::copy_into_strided_cpu(src.data(), dst.data(), layout_of({3, 2}, {1, 3}));
+  kernels::copy_into_strided_cpu(src.data(), dst.data(), kernels::StridedLayout{2, {3, 2}, {1, 3}});
   CHECK(dst == std::vector<double>{0, 2, 4, 1, 3, 5});
   // Every other element of 7: positions 0, 2, 4, 6 written, the odd ones untouched.
   std::vector<double> stepped(7, -1.0);
-  kernels::copy_into_strided_cpu(src.data(), stepped.data(), layout_of({4}, {2}));
+  kernels::copy_into_strided_cpu(src.data(), stepped.data(), kernels::StridedLayout{1, {4}, {2}});
   CHECK(stepped == std::vector<double>{0, -1, 1, -1, 2, -1, 3});
 }
 
