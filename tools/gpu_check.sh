@@ -81,8 +81,10 @@ run_step cuda-tests "CUDA tests (ctest -L cuda)" ctest --test-dir "$BUILD" -L cu
   --output-on-failure -j 4
 
 # ---- acceptance runs of the open issues ----
-# Issue 5: dml metrics on 100,000 x 512 random embeddings in 1,000 classes, CUDA then CPU (capped
-# at 240 s: the point is the ratio, and a CPU run cut there is still an answer).
+# Issue 5: dml metrics on 100,000 x 512 random embeddings in 1,000 classes, CUDA then CPU (each
+# capped at METRICS_SECONDS: the point is the ratio, and a CPU run cut there is still an answer;
+# the 2-core build machine needs about 145 s, so 16 cores should finish well inside the cap, and
+# a session has only 15 minutes of device time for everything).
 # shellcheck disable=SC2317  # these functions run through `bash -c` under run_step's timeout
 metrics_100k() {
   local dir="$STATE/metrics-100k"
@@ -98,11 +100,11 @@ np.save('$dir/labels.npy', rng.integers(0, 1000, 100000, dtype=np.int64))
   local device status=0 device_status
   for device in cuda cpu; do
     echo "--- dml metrics --device $device"
-    "${timer[@]}" timeout 240 "$BUILD/dml" metrics --embeddings "$dir/embeddings.npy" \
-      --labels "$dir/labels.npy" --json --device "$device"
+    "${timer[@]}" timeout "$METRICS_SECONDS" "$BUILD/dml" metrics \
+      --embeddings "$dir/embeddings.npy" --labels "$dir/labels.npy" --json --device "$device"
     device_status=$?
     if [ "$device_status" = 124 ]; then
-      echo "--- $device: stopped at 240 s, unfinished"
+      echo "--- $device: stopped at $METRICS_SECONDS s, unfinished"
       if [ "$device" = cuda ]; then status=1; fi  # the GPU run must finish; the CPU one may not
     elif [ "$device_status" != 0 ]; then
       status=$device_status
@@ -121,7 +123,8 @@ train_vanilla() {
   if [ -n "${OUT:-}" ]; then cp "$dir/log.jsonl" "$OUT/train-vanilla-cuda.log.jsonl"; fi
 }
 export -f metrics_100k train_vanilla
-export BUILD STATE
+METRICS_SECONDS=120
+export BUILD STATE METRICS_SECONDS
 run_step metrics-100k "dml metrics, 100,000 x 512, CUDA and CPU" bash -c metrics_100k
 run_step train-vanilla "dml train configs/fashion/vanilla.json --device cuda" bash -c train_vanilla
 

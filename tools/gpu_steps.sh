@@ -2,7 +2,7 @@
 # Sourced by tools/gpu_check.sh: runs named steps into one Markdown log, within a time budget per
 # call, and remembers which steps finished so that the next call goes on from there.
 #
-# Why: the device tool cuts a command after 10 minutes and a GPU session has about 30 minutes in
+# Why: the device tool cuts a command after 10 minutes and a GPU session has 15 minutes in
 # all, while building, testing, sanitizing and benchmarking take longer than one command. So each
 # call stops starting steps near its budget, kills a step that runs past it, copies the log to
 # $OUT after every step (what a killed command leaves under $OUT still comes back), and a second
