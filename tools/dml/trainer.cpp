@@ -292,8 +292,11 @@ int train(const TrainConfig& config, const TrainOptions& options) {
   eval_settings.max_images = config.eval_max_images;
   eval_settings.batch_size = config.eval_batch_size;
   eval_settings.seed = config.seed;
+  double eval_seconds = 0.0;  // this process's time in evaluations, for the closing line
   auto evaluate_now = [&](int64_t epoch, bool write_record) {
+    const Clock::time_point eval_start = Clock::now();
     const metrics::Evaluation e = evaluate_model(*model, *test_set, eval_settings);
+    eval_seconds += std::chrono::duration<double>(Clock::now() - eval_start).count();
     json record = {{"type", "eval"}, {"epoch", epoch + 1}, {"step", run.step}, {"images", e.n}};
     const nlohmann::ordered_json values = metrics::metrics_json(e);
     for (const auto& item : values.items()) record[item.key()] = item.value();
@@ -470,13 +473,23 @@ int train(const TrainConfig& config, const TrainOptions& options) {
   summary["passes"] = run.passes;  // forward/backward passes (training cost, SPEC §9)
   engine::detail::write_file_atomically(
       (std::filesystem::path(config.output_dir) / "metrics.json").string(), summary.dump(2) + "\n");
+  // Wall time of this process only: a resumed run says which steps it ran.
+  const double process_seconds = std::chrono::duration<double>(Clock::now() - run_start).count();
+  std::string resumed_steps;
+  if (first_step > 0 && run.step > first_step) {
+    resumed_steps = ", steps " + std::to_string(first_step + 1) + " to " +
+                    std::to_string(run.step) + " in this process";
+  } else if (first_step > 0) {
+    resumed_steps = ", no steps in this process";
+  }
   std::printf(
-      "trained %s for %lld epochs (%lld steps, %s forward/backward passes per step); "
-      "weights %s\n\n",
+      "trained %s for %lld epochs (%lld steps, %s forward/backward passes per step) in %s, "
+      "%s of it evaluating%s; weights %s\n\n",
       config.model.name.c_str(), static_cast<long long>(config.epochs),
       static_cast<long long>(run.step),
       format_number(run.step > 0 ? static_cast<double>(run.passes) / run.step : 0.0).c_str(),
-      weights.c_str());
+      format_duration(process_seconds).c_str(), format_duration(eval_seconds).c_str(),
+      resumed_steps.c_str(), weights.c_str());
   print_metrics_table(*final_eval, config.data_name + " test");
   return 0;
 }
