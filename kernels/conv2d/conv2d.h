@@ -73,6 +73,9 @@ void conv2d_wgrad_cuda(const Conv2dShape& shape, const float* dy, const float* x
 
 // ---- CUDA, cuDNN (conv2d_cudnn.cu): same contracts, strict FP32 (no TF32 tensor cores) ----
 bool cudnn_available();  // false when built without cuDNN
+// The cuDNN library loaded at run time, e.g. "9.19.0" (cudnnGetVersion); "" without cuDNN. For
+// logs: cuDNN's algorithm choices and rounding differ between versions.
+std::string cudnn_version();
 void conv2d_fprop_cudnn(const Conv2dShape& shape, const float* x, const float* w, const float* bias,
                         float* y);
 void conv2d_dgrad_cudnn(const Conv2dShape& shape, const float* dy, const float* w, float* dx);
@@ -88,8 +91,9 @@ void conv2d_wgrad_cudnn(const Conv2dShape& shape, const float* dy, const float* 
 //              peer `dml bench` compares our kernels with
 enum class CudnnAlgorithmChoice { Heuristic, Fastest };
 void set_cudnn_algorithm_choice(CudnnAlgorithmChoice choice);
-// The algorithms this thread chose for `shape`, e.g. "fprop 1, dgrad 0, wgrad 3" (cuDNN's enum
-// values; "-" for a pass not run yet), for the benchmark table's notes.
+// The algorithms this thread chose for `shape`, e.g. "fprop IMPLICIT_PRECOMP_GEMM, dgrad ALGO_1,
+// wgrad FFT" (cuDNN's enum names without their prefix; "-" for a pass not run yet), for the
+// benchmark table's notes and the tests' tolerances (FFT and Winograd round differently).
 std::string conv2d_cudnn_algorithms(const Conv2dShape& shape);
 
 }  // namespace engine::kernels

@@ -161,6 +161,71 @@ Plan& plan_for(ThreadState& state, const Conv2dShape& s, const char* op) {
   return *slot;
 }
 
+// cuDNN's names for its algorithms (the enum constants without their common prefix), so the
+// benchmark's notes and a test's failure say "wgrad FFT" rather than "wgrad 2".
+const char* algorithm_name(cudnnConvolutionFwdAlgo_t algo) {
+  switch (algo) {
+    case CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM:
+      return "IMPLICIT_GEMM";
+    case CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM:
+      return "IMPLICIT_PRECOMP_GEMM";
+    case CUDNN_CONVOLUTION_FWD_ALGO_GEMM:
+      return "GEMM";
+    case CUDNN_CONVOLUTION_FWD_ALGO_DIRECT:
+      return "DIRECT";
+    case CUDNN_CONVOLUTION_FWD_ALGO_FFT:
+      return "FFT";
+    case CUDNN_CONVOLUTION_FWD_ALGO_FFT_TILING:
+      return "FFT_TILING";
+    case CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD:
+      return "WINOGRAD";
+    case CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD_NONFUSED:
+      return "WINOGRAD_NONFUSED";
+    default:
+      return "unknown";
+  }
+}
+
+const char* algorithm_name(cudnnConvolutionBwdDataAlgo_t algo) {
+  switch (algo) {
+    case CUDNN_CONVOLUTION_BWD_DATA_ALGO_0:
+      return "ALGO_0";
+    case CUDNN_CONVOLUTION_BWD_DATA_ALGO_1:
+      return "ALGO_1";
+    case CUDNN_CONVOLUTION_BWD_DATA_ALGO_FFT:
+      return "FFT";
+    case CUDNN_CONVOLUTION_BWD_DATA_ALGO_FFT_TILING:
+      return "FFT_TILING";
+    case CUDNN_CONVOLUTION_BWD_DATA_ALGO_WINOGRAD:
+      return "WINOGRAD";
+    case CUDNN_CONVOLUTION_BWD_DATA_ALGO_WINOGRAD_NONFUSED:
+      return "WINOGRAD_NONFUSED";
+    default:
+      return "unknown";
+  }
+}
+
+const char* algorithm_name(cudnnConvolutionBwdFilterAlgo_t algo) {
+  switch (algo) {
+    case CUDNN_CONVOLUTION_BWD_FILTER_ALGO_0:
+      return "ALGO_0";
+    case CUDNN_CONVOLUTION_BWD_FILTER_ALGO_1:
+      return "ALGO_1";
+    case CUDNN_CONVOLUTION_BWD_FILTER_ALGO_FFT:
+      return "FFT";
+    case CUDNN_CONVOLUTION_BWD_FILTER_ALGO_3:
+      return "ALGO_3";
+    case CUDNN_CONVOLUTION_BWD_FILTER_ALGO_WINOGRAD:
+      return "WINOGRAD";
+    case CUDNN_CONVOLUTION_BWD_FILTER_ALGO_WINOGRAD_NONFUSED:
+      return "WINOGRAD_NONFUSED";
+    case CUDNN_CONVOLUTION_BWD_FILTER_ALGO_FFT_TILING:
+      return "FFT_TILING";
+    default:
+      return "unknown";
+  }
+}
+
 bool is_tensor_core(cudnnMathType_t math) {
   return math == CUDNN_TENSOR_OP_MATH || math == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION;
 }
@@ -210,6 +275,13 @@ std::ostream& operator<<(std::ostream& out, const Where& w) {
 
 bool cudnn_available() { return true; }
 
+std::string cudnn_version() {
+  // cudnnGetVersion(): major * 10000 + minor * 100 + patch since cuDNN 9.
+  const size_t v = cudnnGetVersion();
+  return std::to_string(v / 10000) + "." + std::to_string(v / 100 % 100) + "." +
+         std::to_string(v % 100);
+}
+
 void conv2d_fprop_cudnn(const Conv2dShape& shape, const float* x, const float* w, const float* bias,
                         float* y) {
   if (shape.N == 0) return;
@@ -236,14 +308,14 @@ void conv2d_fprop_cudnn(const Conv2dShape& shape, const float* x, const float* w
     plan.fwd = best >= 0 ? results[best].algo : CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM;
     CUDNN_CHECK(cudnnGetConvolutionForwardWorkspaceSize(state.handle, plan.x, plan.w, plan.conv,
                                                         plan.y, plan.fwd, &plan.fwd_bytes),
-                where, ": workspace size of algorithm ", int(plan.fwd));
+                where, ": workspace size of algorithm ", algorithm_name(plan.fwd));
     plan.have_fwd = true;
   }
   void* ws = workspace(state, plan.fwd_bytes);
   const float one = 1.0f, zero = 0.0f;
   CUDNN_CHECK(cudnnConvolutionForward(state.handle, &one, plan.x, x, plan.w, w, plan.conv, plan.fwd,
                                       ws, plan.fwd_bytes, &zero, plan.y, y),
-              where, " (algorithm ", int(plan.fwd), ")");
+              where, " (algorithm ", algorithm_name(plan.fwd), ")");
   if (bias != nullptr) {
     CUDNN_CHECK(cudnnAddTensor(state.handle, &one, plan.bias, bias, &one, plan.y, y), where,
                 ": bias add");
@@ -276,7 +348,7 @@ void conv2d_dgrad_cudnn(const Conv2dShape& shape, const float* dy, const float* 
     CUDNN_CHECK(
         cudnnGetConvolutionBackwardDataWorkspaceSize(state.handle, plan.w, plan.y, plan.conv,
                                                      plan.x, plan.bwd_data, &plan.bwd_data_bytes),
-        where, ": workspace size of algorithm ", int(plan.bwd_data));
+        where, ": workspace size of algorithm ", algorithm_name(plan.bwd_data));
     plan.have_bwd_data = true;
   }
   void* ws = workspace(state, plan.bwd_data_bytes);
@@ -284,7 +356,7 @@ void conv2d_dgrad_cudnn(const Conv2dShape& shape, const float* dy, const float* 
   CUDNN_CHECK(
       cudnnConvolutionBackwardData(state.handle, &one, plan.w, w, plan.y, dy, plan.conv,
                                    plan.bwd_data, ws, plan.bwd_data_bytes, &zero, plan.x, dx),
-      where, " (algorithm ", int(plan.bwd_data), ")");
+      where, " (algorithm ", algorithm_name(plan.bwd_data), ")");
 }
 
 void conv2d_wgrad_cudnn(const Conv2dShape& shape, const float* dy, const float* x, float* dw,
@@ -322,14 +394,14 @@ void conv2d_wgrad_cudnn(const Conv2dShape& shape, const float* dy, const float* 
       CUDNN_CHECK(cudnnGetConvolutionBackwardFilterWorkspaceSize(state.handle, plan.x, plan.y,
                                                                  plan.conv, plan.w, plan.bwd_filter,
                                                                  &plan.bwd_filter_bytes),
-                  where, ": workspace size of algorithm ", int(plan.bwd_filter));
+                  where, ": workspace size of algorithm ", algorithm_name(plan.bwd_filter));
       plan.have_bwd_filter = true;
     }
     void* ws = workspace(state, plan.bwd_filter_bytes);
     CUDNN_CHECK(cudnnConvolutionBackwardFilter(state.handle, &one, plan.x, x, plan.y, dy, plan.conv,
                                                plan.bwd_filter, ws, plan.bwd_filter_bytes, &zero,
                                                plan.w, dw),
-                where, " (algorithm ", int(plan.bwd_filter), ")");
+                where, " (algorithm ", algorithm_name(plan.bwd_filter), ")");
   }
   if (db != nullptr) {
     CUDNN_CHECK(cudnnConvolutionBackwardBias(state.handle, &one, plan.y, dy, &zero, plan.bias, db),
@@ -344,10 +416,10 @@ void set_cudnn_algorithm_choice(CudnnAlgorithmChoice choice) {
 std::string conv2d_cudnn_algorithms(const Conv2dShape& s) {
   ThreadState& state = thread_state();
   const Plan& plan = plan_for(state, s, "conv2d_cudnn_algorithms");
-  auto algo = [](bool have, int value) { return have ? std::to_string(value) : std::string("-"); };
-  return "fprop " + algo(plan.have_fwd, int(plan.fwd)) + ", dgrad " +
-         algo(plan.have_bwd_data, int(plan.bwd_data)) + ", wgrad " +
-         algo(plan.have_bwd_filter, int(plan.bwd_filter));
+  auto named = [](bool have, const char* name) { return std::string(have ? name : "-"); };
+  return "fprop " + named(plan.have_fwd, algorithm_name(plan.fwd)) + ", dgrad " +
+         named(plan.have_bwd_data, algorithm_name(plan.bwd_data)) + ", wgrad " +
+         named(plan.have_bwd_filter, algorithm_name(plan.bwd_filter));
 }
 
 }  // namespace engine::kernels

@@ -16,6 +16,7 @@ namespace {
 }  // namespace
 
 bool cudnn_available() { return false; }
+std::string cudnn_version() { return ""; }
 
 void conv2d_fprop_cudnn(const Conv2dShape&, const float*, const float*, const float*, float*) {
   no_cudnn("conv2d_fprop_cudnn");

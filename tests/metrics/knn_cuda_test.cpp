@@ -145,8 +145,9 @@ TEST_CASE("knn twin: bad k is reported", "[metrics][knn]") {
                     Catch::Contains("knn_self_cpu") && Catch::Contains("1 <= k <= n - 1"));
 }
 
+// [heavy]: racecheck and initcheck skip it (tools/gpu_check.sh); memcheck and ctest run it.
 TEST_CASE("knn cuda: equals the twin exactly on integer points, several sizes and tilings",
-          "[metrics][knn][cuda]") {
+          "[metrics][knn][cuda][heavy]") {
   REQUIRE_CUDA_OR_SKIP();
   const int64_t d = 4;
   for (int64_t extra : {0, 200, 900}) {  // n = 107, 307, 1007: odd, not multiples of any tile

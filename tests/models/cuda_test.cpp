@@ -84,7 +84,8 @@ TEST_CASE("models cuda: resnet18 embeddings match the CPU", "[models][cuda]") {
   require_cpu_cuda_agree("resnet18", {3, 64, 64});
 }
 
-TEST_CASE("models cuda: resnet50 embeddings match the CPU", "[models][cuda]") {
+// [heavy]: racecheck and initcheck skip it (tools/gpu_check.sh); memcheck and ctest run it.
+TEST_CASE("models cuda: resnet50 embeddings match the CPU", "[models][cuda][heavy]") {
   REQUIRE_CUDA_OR_SKIP();
   require_cpu_cuda_agree("resnet50", {3, 64, 64});
 }

@@ -25,7 +25,9 @@ std::string version_text() {
   if (DML_CUDA_EMULATED) kernels = "run by the CPU emulator (dml_emulated, for tests; not a GPU)";
   text += "CUDA kernels: " + kernels + "\n";
   text += std::string("cuDNN alternative convolution: ") +
-          (engine::kernels::cudnn_available() ? "yes" : "no") + "\n";
+          (engine::kernels::cudnn_available() ? "yes, cuDNN " + engine::kernels::cudnn_version()
+                                              : std::string("no")) +
+          "\n";
   text += "GPUs visible: " + std::to_string(engine::cuda_device_count()) + "\n";
   return text;
 }
