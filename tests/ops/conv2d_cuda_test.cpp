@@ -299,6 +299,28 @@ TEST_CASE("conv2d cuda: sizes across several tiles in every GEMM dimension", "[c
   require_conv_matches_cpu(square(2, 131, 9, 129, 3, 1, 1), 330);  // dgrad: C = 131 columns
 }
 
+TEST_CASE("conv2d cuda: dgrad for C <= 4 input channels (the first-layer kernel)",
+          "[conv2d][cuda]") {
+  // C <= 4 runs conv2d_dgrad_narrow_kernel (one thread per input pixel), C = 5 the GEMM: both
+  // held to the reference over strides, dilations, odd sizes and filters more than one shared
+  // chunk holds (K R S > 2048 taps: 7 x 7 with K = 50 is 2450, so two chunks).
+  REQUIRE_CUDA_OR_SKIP();
+  uint64_t seed = 1000;
+  for (int64_t C : {1, 2, 3, 4, 5}) {
+    require_conv_matches_cpu(square(3, C, 13, 7, 5, 1, 2), seed++);     // C2F2's conv1 geometry
+    require_conv_matches_cpu(square(2, C, 17, 6, 7, 2, 3), seed++);     // ResNet's stem, smaller
+    require_conv_matches_cpu(square(2, C, 11, 5, 3, 3, 1, 2), seed++);  // stride 3, dilation 2
+  }
+  ConvCase wide = square(2, 3, 12, 50, 7, 2, 3);  // 50 filters of 7 x 7: two filter chunks
+  wide.W = 9;
+  require_conv_matches_cpu(wide, seed++);
+  ConvCase tall{1, 1, 9, 14, 4, 3, 5, {}};  // non-square kernel, stride 2 x 1, pad 1 x 2
+  tall.options.stride_h = 2;
+  tall.options.pad_h = 1;
+  tall.options.pad_w = 2;
+  require_conv_matches_cpu(tall, seed++);
+}
+
 TEST_CASE("conv2d cuda: wgrad split-K path matches and is deterministic", "[conv2d][cuda]") {
   REQUIRE_CUDA_OR_SKIP();
   // N P Q = 8 * 40 * 40 = 12800 reduction indices for a 8 x 144 dW: one tile, so wgrad splits.

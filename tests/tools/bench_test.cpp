@@ -141,9 +141,27 @@ TEST_CASE("bench options: defaults pass and bad values are usage errors") {
   CHECK_NOTHROW(validate_options(filtered));
   int wgrads = 0;
   for (const std::string& name : workload_names(112)) wgrads += matches_filter(name, "wgrad");
-  CHECK(wgrads == 20);
-  // 60 conv passes + 4 BN + PGD + Adam + GEMM.
-  CHECK(workload_names(112).size() == 68);
+  CHECK(wgrads == 22);  // ResNet-18's 20 and C2F2's 2
+  // 60 ResNet-18 conv passes + 6 C2F2 ones + 4 BN + PGD + Adam + 2 GEMMs.
+  CHECK(workload_names(112).size() == 74);
+}
+
+TEST_CASE("bench conv table: C2F2's two convolutions at the Fashion-MNIST configs' batch") {
+  // models/c2f2.h: conv1 1 -> 32 and conv2 32 -> 64, 5x5 pad 2, on 28x28 and (after a 2x2 pool)
+  // 14x14; 128 SPC-2 pairs = 256 images.
+  const std::vector<ConvLayer> convs = c2f2_convs();
+  REQUIRE(convs.size() == 2);
+  CHECK(convs[0].name == "c2f2.conv1");
+  CHECK(convs[1].name == "c2f2.conv2");
+  const auto& conv1 = convs[0].shape;
+  const auto& conv2 = convs[1].shape;
+  CHECK((conv1.N == 256 && conv1.C == 1 && conv1.K == 32 && conv1.R == 5 && conv1.pad_h == 2));
+  CHECK((conv1.out_h() == 28 && conv1.out_w() == 28));
+  CHECK((conv2.N == 256 && conv2.C == 32 && conv2.K == 64 && conv2.H == 14));
+  CHECK((conv2.out_h() == 14 && conv2.out_w() == 14));
+  // 2 N K P Q C R S by hand: 2 * 256 * 32 * 784 * 1 * 25 and 2 * 256 * 64 * 196 * 32 * 25.
+  CHECK(conv_flops(conv1) == 321126400.0);
+  CHECK(conv_flops(conv2) == 5138022400.0);
 }
 
 TEST_CASE("bench rows: rates, ratio and JSON") {

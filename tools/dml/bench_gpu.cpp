@@ -235,6 +235,14 @@ void bench_convs(Context& ctx, std::vector<Row>& rows) {
     }
     rows.push_back(total);
   }
+  for (Pass pass : {Pass::Fprop, Pass::Dgrad, Pass::Wgrad}) {
+    for (const ConvLayer& layer : c2f2_convs()) {
+      const std::string name = "conv " + layer.name + " " + pass_name(pass);
+      if (matches_filter(name, ctx.options.filter)) {
+        rows.push_back(bench_conv_pass(ctx, layer.shape, pass, name, cudnn));
+      }
+    }
+  }
 }
 
 // ---- (2) multi-branch batch norm, train forward and backward ------------------------------------

@@ -87,6 +87,16 @@ inline std::vector<ConvLayer> resnet18_convs(int64_t batch) {
   return convs;
 }
 
+// C2F2's two convolutions (models/c2f2.h) at 256 images, the Fashion-MNIST configs' 128 SPC-2
+// pairs: the network of the papers' Fashion-MNIST experiments. An eta = 32 defense step runs
+// fprop and dgrad of each 33 times (32 attack passes and the training pass) and wgrad once, and
+// conv1 (C = 1) is where the input gradient an attack needs is made. Rows of their own, after
+// the ResNet-18 totals, whatever --batch says (the batch is the configs').
+inline std::vector<ConvLayer> c2f2_convs() {
+  return {{"c2f2.conv1", square_conv(256, 1, 28, 32, 5, 1, 2)},
+          {"c2f2.conv2", square_conv(256, 32, 14, 64, 5, 1, 2)}};
+}
+
 // 2 N K P Q C R S: one multiply-add per (output element, reduction element); the same for fprop,
 // dgrad and wgrad (they are three GEMMs over the same index space).
 inline double conv_flops(const engine::kernels::Conv2dShape& s) {
@@ -224,6 +234,9 @@ inline std::vector<std::string> workload_names(int64_t batch) {
     for (const ConvLayer& layer : resnet18_convs(batch)) {
       names.push_back("conv " + layer.name + " " + pass);
     }
+  }
+  for (const char* pass : {"fprop", "dgrad", "wgrad"}) {
+    for (const ConvLayer& layer : c2f2_convs()) names.push_back("conv " + layer.name + " " + pass);
   }
   for (const char* k : {"K=1", "K=2"}) {
     names.push_back(std::string("bn ") + k + " forward-train");
