@@ -153,6 +153,9 @@ void conv2d_fprop_cuda(const Conv2dShape&, const float*, const float*, const flo
 void conv2d_dgrad_cuda(const Conv2dShape&, const float*, const float*, float*) {
   no_cuda("conv2d_dgrad_cuda");
 }
+void conv2d_dgrad_direct_cuda(const Conv2dShape&, const float*, const float*, float*) {
+  no_cuda("conv2d_dgrad_direct_cuda");
+}
 int64_t conv2d_wgrad_cuda_workspace_size(const Conv2dShape&) {
   no_cuda("conv2d_wgrad_cuda_workspace_size");
 }

@@ -63,6 +63,10 @@ void conv2d_wgrad_fast_cpu(const Conv2dShape& shape, const T* dy, const T* x, T*
 void conv2d_fprop_cuda(const Conv2dShape& shape, const float* x, const float* w, const float* bias,
                        float* y);
 void conv2d_dgrad_cuda(const Conv2dShape& shape, const float* dy, const float* w, float* dx);
+// The same dgrad through the direct kernel (one thread per input pixel) that conv2d_dgrad_cuda
+// uses for C <= 4, for any C <= 32 (and ceil(C / 4) R S <= 2048), so `dml bench` can time it
+// against the GEMM where both apply; conv2d_dgrad_cuda keeps the GEMM for C > 4 until then.
+void conv2d_dgrad_direct_cuda(const Conv2dShape& shape, const float* dy, const float* w, float* dx);
 // wgrad splits its N P Q reduction across blocks and sums the partial dW in a second pass
 // (deterministic); the partials need this many floats of device scratch (0: no split).
 int64_t conv2d_wgrad_cuda_workspace_size(const Conv2dShape& shape);

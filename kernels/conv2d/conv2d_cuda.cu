@@ -23,7 +23,7 @@
 //
 // dgrad with C <= 4 (a first layer: 1 channel for Fashion-MNIST, 3 for RGB) would fill 1 to 4
 // of a tile's 128 columns, so it has its own direct kernel, one thread per input pixel
-// (conv2d_dgrad_narrow_kernel, below the GEMM one).
+// (conv2d_dgrad_direct_cuda.cu).
 //
 // wgrad and split-K: Kdim = N P Q is long and M N small (layer1 of ResNet-18: 64 x 576), so the
 // reduction is cut into `splits` contiguous chunks of (n, p, q) (blockIdx.z). Each chunk writes
@@ -58,8 +58,11 @@
 #include "kernels/common/launch.cuh"
 #include "kernels/common/split_k.h"
 #include "kernels/conv2d/conv2d.h"
+#include "kernels/conv2d/conv2d_geometry.cuh"
 
 namespace engine::kernels {
+
+using namespace conv2d_detail;
 
 namespace {
 
@@ -118,11 +121,6 @@ __device__ __forceinline__ void store_k_fast(float (&tile)[kTileK][kLd],
 }
 
 // ---- fprop ----------------------------------------------------------------------------------
-
-struct Geometry {  // Conv2dShape in 32-bit, plus derived sizes
-  int N, C, H, W, K, R, S, P, Q;
-  int sh, sw, ph, pw, dh, dw;
-};
 
 // A row-fast: thread's row m = (n, p, q) is fixed; its 4 k = (c, r, s) change every step.
 __device__ __forceinline__ void load_fprop_a(const Geometry& g, const float* __restrict__ x,
@@ -205,32 +203,6 @@ __global__ void __launch_bounds__(kThreads, 2)
 
 // ---- dgrad ----------------------------------------------------------------------------------
 
-// The taps of one phase along one axis: r = first + j step, j < count, are exactly the r in
-// [0, R) with (phase + pad - r dil) divisible by stride.
-struct Taps {
-  int first, step, count;
-};
-
-__device__ __forceinline__ Taps phase_taps(int phase, int pad, int dil, int stride, int R) {
-  int a = stride, b = dil;  // gcd(stride, dil)
-  while (b != 0) {
-    const int t = a % b;
-    a = b;
-    b = t;
-  }
-  Taps taps{0, stride / a, 0};
-  int r = 0;
-  while (r < R && (phase + pad - r * dil) % stride != 0) ++r;
-  taps.first = r;
-  taps.count = r < R ? (R - 1 - r) / taps.step + 1 : 0;
-  return taps;
-}
-
-// Pixels of a phase along one axis: phase, phase + stride, ... below `size`.
-__device__ __forceinline__ int phase_extent(int phase, int stride, int size) {
-  return phase < size ? (size - phase + stride - 1) / stride : 0;
-}
-
 __global__ void __launch_bounds__(kThreads, 2)
     conv2d_dgrad_kernel(Geometry g, const float* __restrict__ dy, const float* __restrict__ w,
                         float* __restrict__ dx) {
@@ -307,88 +279,6 @@ __global__ void __launch_bounds__(kThreads, 2)
       dx[((img * g.C + c) * g.H + hh) * g.W + ww] = acc[i][j];
     }
   }
-}
-
-// ---- dgrad with few input channels (C <= 4: a network's first layer) --------------------------
-//
-// The GEMM above gives each block 128 columns of C. With C = 1 (C2F2 on Fashion-MNIST) or C = 3
-// (RGB ResNets) all but 1 or 3 of them multiply zeros: 128x or 43x the useful work, in the pass
-// an attack runs at every PGD step for the input gradient (H200, 2026-11-27: ResNet-18 conv1
-// dgrad 46.7 ms against cuDNN's 1.7 ms). Here one thread computes the C values of one input
-// pixel directly:
-//   dx[n, c, h, w] = sum over k and the phase's taps (r, s) of dy[n, k, p, q] w[k, c, r, s],
-//   p = (h + ph - r dh) / sh, q = (w + pw - s dw) / sw (exact, by the phase).
-// Threads are grouped by phase (blockIdx.z, as in the GEMM), so a block shares one tap set and
-// only the image border differs between its threads. The filters are staged in shared memory
-// kc = kNarrowTaps / (R S) output channels at a time, as float4 with c padded to 4 by zeros: one
-// broadcast 16-byte shared read per tap. Summation order per output: k, then r, then s.
-// Cost: 2 N C K R S H W / (sh sw) FLOPs useful, of 8 N K R S H W / (sh sw) issued (4 lanes per
-// tap); per tap one 4-byte global read of dy (neighbouring threads read neighbouring q, and the
-// R S / (sh sw) pixels that share a dy value find it in L1/L2), one shared read, 4 FFMA: bound by
-// load issue, not FLOPs. Memory floor as the GEMM's: 4 (N K P Q + K C R S + N C H W) bytes.
-constexpr int kNarrowMaxC = 4;
-constexpr int kNarrowThreads = 256;
-constexpr int kNarrowTaps = 2048;  // float4 filter taps staged per chunk: 32 KiB of shared memory
-
-__global__ void __launch_bounds__(kNarrowThreads)
-    conv2d_dgrad_narrow_kernel(Geometry g, const float* __restrict__ dy,
-                               const float* __restrict__ w, float* __restrict__ dx) {
-  __shared__ float4 filters[kNarrowTaps];
-  const int phase_h = blockIdx.z / g.sw, phase_w = blockIdx.z % g.sw;
-  const int Hp = phase_extent(phase_h, g.sh, g.H), Wp = phase_extent(phase_w, g.sw, g.W);
-  const int M = g.N * Hp * Wp;
-  if (int(blockIdx.x) * kNarrowThreads >= M) return;  // whole block, before any barrier
-  const Taps tr = phase_taps(phase_h, g.ph, g.dh, g.sh, g.R);
-  const Taps ts = phase_taps(phase_w, g.pw, g.dw, g.sw, g.S);
-
-  // This thread's pixel m = (n, i, j): h = phase_h + i sh, w = phase_w + j sw.
-  const int m = blockIdx.x * kNarrowThreads + threadIdx.x;
-  const bool valid = m < M;
-  const int n_img = valid ? m / (Hp * Wp) : 0;
-  const int ij = valid ? m - n_img * Hp * Wp : 0;
-  const int h = phase_h + (ij / Wp) * g.sh, wx = phase_w + (ij % Wp) * g.sw;
-
-  const int RS = g.R * g.S, kc = kNarrowTaps / RS;  // the host checked RS <= kNarrowTaps
-  float4 acc = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-  for (int k0 = 0; k0 < g.K; k0 += kc) {
-    const int chunk = min(kc, g.K - k0);
-    __syncthreads();  // every thread is done with the previous chunk's filters
-    for (int i = threadIdx.x; i < chunk * RS; i += kNarrowThreads) {
-      const int kk = i / RS, rs = i - kk * RS;
-      const float* tap = w + (k0 + kk) * g.C * RS + rs;  // w[k, c, r, s] = tap[c R S]
-      filters[i] = make_float4(tap[0], g.C > 1 ? tap[RS] : 0.0f, g.C > 2 ? tap[2 * RS] : 0.0f,
-                               g.C > 3 ? tap[3 * RS] : 0.0f);
-    }
-    __syncthreads();
-    if (!valid) continue;  // (still reaches the next chunk's barriers)
-    for (int kk = 0; kk < chunk; ++kk) {
-      const float* plane = dy + (n_img * g.K + k0 + kk) * g.P * g.Q;
-      for (int a = 0; a < tr.count; ++a) {
-        const int r = tr.first + a * tr.step;
-        const int p = (h + g.ph - r * g.dh) / g.sh;  // exact: negative iff the numerator is
-        if (p < 0 || p >= g.P) continue;
-        for (int b = 0; b < ts.count; ++b) {
-          const int s = ts.first + b * ts.step;
-          const int q = (wx + g.pw - s * g.dw) / g.sw;
-          if (q < 0 || q >= g.Q) continue;
-          const float v = plane[p * g.Q + q];
-          const float4 f = filters[kk * RS + r * g.S + s];
-          acc.x = fmaf(v, f.x, acc.x);
-          acc.y = fmaf(v, f.y, acc.y);
-          acc.z = fmaf(v, f.z, acc.z);
-          acc.w = fmaf(v, f.w, acc.w);
-        }
-      }
-    }
-  }
-  if (!valid) return;
-  // dx[n, c, h, w] = out[c H W]; a phase without taps writes zeros, as the GEMM does.
-  float* out = dx + (n_img * g.C * g.H + h) * g.W + wx;
-  const int HW = g.H * g.W;
-  out[0] = acc.x;
-  if (g.C > 1) out[HW] = acc.y;
-  if (g.C > 2) out[2 * HW] = acc.z;
-  if (g.C > 3) out[3 * HW] = acc.w;
 }
 
 // ---- wgrad ----------------------------------------------------------------------------------
@@ -497,41 +387,6 @@ __global__ void bias_grad_kernel(const float* __restrict__ dy, int N, int K, int
 
 // ---- host side ------------------------------------------------------------------------------
 
-Geometry geometry(const Conv2dShape& s, const char* op) {
-  const int64_t P = s.out_h(), Q = s.out_w();
-  const int64_t largest =
-      std::max({s.N * s.C * s.H * s.W, s.N * s.K * P * Q, s.K * s.C * s.R * s.S});
-  // An empty filter bank would mean zero-block launches and, in wgrad's split count, a division by
-  // zero; the engine never asks for one (engine/ops/conv2d.cpp), but the kernels say so too. An
-  // empty batch (N = 0) is fine: the callers below return early (wgrad writes zero gradients).
-  ENGINE_CHECK(s.N >= 0 && s.C >= 1 && s.K >= 1 && s.R >= 1 && s.S >= 1, op,
-               ": C, K, R and S must be >= 1 (and N >= 0), got N=", s.N, " C=", s.C, " K=", s.K,
-               " R=", s.R, " S=", s.S);
-  ENGINE_CHECK(largest < INT_MAX && P >= 1 && Q >= 1, op, ": shape N=", s.N, " C=", s.C, " H=", s.H,
-               " W=", s.W, " K=", s.K, " R=", s.R, " S=", s.S,
-               " needs 64-bit indexing or has an empty output (P=", P, ", Q=", Q,
-               "); the CUDA kernels index in 32 bits");
-  Geometry g;
-  g.N = int(s.N);
-  g.C = int(s.C);
-  g.H = int(s.H);
-  g.W = int(s.W);
-  g.K = int(s.K);
-  g.R = int(s.R);
-  g.S = int(s.S);
-  g.P = int(P);
-  g.Q = int(Q);
-  g.sh = int(s.stride_h);
-  g.sw = int(s.stride_w);
-  g.ph = int(s.pad_h);
-  g.pw = int(s.pad_w);
-  g.dh = int(s.dilation_h);
-  g.dw = int(s.dilation_w);
-  return g;
-}
-
-unsigned blocks_for(int64_t n, int64_t tile) { return static_cast<unsigned>(ceil_div(n, tile)); }
-
 // How wgrad cuts its reduction over (n, p, q) (kernels/common/split_k.h).
 SplitK wgrad_split(const Geometry& g) {
   const int64_t tiles = ceil_div(g.K, kTileM) * ceil_div(int64_t(g.C) * g.R * g.S, kTileN);
@@ -552,19 +407,18 @@ void conv2d_fprop_cuda(const Conv2dShape& shape, const float* x, const float* w,
 
 void conv2d_dgrad_cuda(const Conv2dShape& shape, const float* dy, const float* w, float* dx) {
   const Geometry g = geometry(shape, "conv2d_dgrad_cuda");
+  if (g.C <= kDirectDgradDefaultMaxC && g.R * g.S <= kDirectDgradFilterTaps) {
+    // A first layer: one thread per input pixel instead of a 128-column GEMM tile.
+    conv2d_dgrad_direct_cuda(shape, dy, w, dx);
+    return;
+  }
   if (g.N == 0 || g.H == 0 || g.W == 0) return;
   // Phase (0, 0) has the most pixels: ceil(H / sh) ceil(W / sw) per image.
   const int64_t rows = int64_t(g.N) * ceil_div(g.H, g.sh) * ceil_div(g.W, g.sw);
   ENGINE_CHECK(g.sh * g.sw <= 65535, "conv2d_dgrad_cuda: stride ", g.sh, "x", g.sw,
                " gives too many phases");
-  if (g.C <= kNarrowMaxC && g.R * g.S <= kNarrowTaps) {
-    // A first layer: one thread per input pixel instead of a 128-column GEMM tile (above).
-    const dim3 grid(blocks_for(rows, kNarrowThreads), 1, g.sh * g.sw);
-    conv2d_dgrad_narrow_kernel<<<grid, kNarrowThreads, 0, current_stream()>>>(g, dy, w, dx);
-  } else {
-    const dim3 grid(blocks_for(rows, kTileM), blocks_for(g.C, kTileN), g.sh * g.sw);
-    conv2d_dgrad_kernel<<<grid, kThreads, 0, current_stream()>>>(g, dy, w, dx);
-  }
+  const dim3 grid(blocks_for(rows, kTileM), blocks_for(g.C, kTileN), g.sh * g.sw);
+  conv2d_dgrad_kernel<<<grid, kThreads, 0, current_stream()>>>(g, dy, w, dx);
   CUDA_CHECK_LAUNCH("conv2d_dgrad_cuda N=", g.N, " C=", g.C, " H=", g.H, " W=", g.W, " K=", g.K,
                     " R=", g.R, " S=", g.S);
 }

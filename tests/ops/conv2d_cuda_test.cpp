@@ -321,6 +321,39 @@ TEST_CASE("conv2d cuda: dgrad for C <= 4 input channels (the first-layer kernel)
   require_conv_matches_cpu(tall, seed++);
 }
 
+TEST_CASE("conv2d cuda: the direct dgrad kernel for C <= 32 called by itself", "[conv2d][cuda]") {
+  // conv2d_dgrad_direct_cuda runs the per-pixel kernel for any C <= 32 (dml bench times it
+  // against the GEMM); held to the f64 CPU dgrad over C = 1 (the <4> instantiation), 5 to 32
+  // (the <32> one: 2 to 8 float4 groups, the last one partial for C = 5, 13, 30), strides,
+  // dilation and C2F2's conv2 geometry.
+  REQUIRE_CUDA_OR_SKIP();
+  uint64_t seed = 1100;
+  std::vector<ConvCase> cases = {square(2, 1, 9, 4, 3, 1, 1), square(2, 5, 9, 6, 3, 1, 1),
+                                 square(3, 13, 8, 7, 5, 2, 2), square(2, 30, 10, 9, 3, 3, 1, 2),
+                                 square(2, 32, 14, 64, 5, 1, 2)};  // C2F2's conv2, 2 images
+  for (const ConvCase& c : cases) {
+    INFO(describe(c));
+    const engine::kernels::Conv2dShape s = kernel_shape(c);
+    const int64_t P = s.out_h(), Q = s.out_w();
+    const Tensor dy = random_f32({c.N, c.K, P, Q}, seed++);
+    const Tensor w = random_f32({c.K, c.C, c.R, c.S}, seed++);
+    std::vector<double> expected(size_t(c.N * c.C * c.H * c.W));
+    const Tensor dy64 = dy.to(DType::F64), w64 = w.to(DType::F64);
+    engine::kernels::conv2d_dgrad_cpu<double>(s, dy64.data<double>(), w64.data<double>(),
+                                              expected.data());
+    const Tensor dyc = dy.to(Device::cuda()), wc = w.to(Device::cuda());
+    Tensor dx = Tensor::empty({c.N, c.C, c.H, c.W}, DType::F32, Device::cuda());
+    engine::kernels::conv2d_dgrad_direct_cuda(s, dyc.data<float>(), wc.data<float>(),
+                                              dx.data<float>());
+    const test::Tolerance tol =
+        test::reduction_tolerance(c.K * c.R * c.S, std::max(rms(expected), 1e-3));
+    test::require_close(dx.to_vector(), expected, tol.atol, tol.rtol, "direct dgrad");
+  }
+  engine::kernels::Conv2dShape too_wide = kernel_shape(square(1, 33, 5, 2, 3, 1, 1));
+  CHECK_THROWS_WITH(engine::kernels::conv2d_dgrad_direct_cuda(too_wide, nullptr, nullptr, nullptr),
+                    Catch::Contains("C <= 32") && Catch::Contains("C=33"));
+}
+
 TEST_CASE("conv2d cuda: wgrad split-K path matches and is deterministic", "[conv2d][cuda]") {
   REQUIRE_CUDA_OR_SKIP();
   // N P Q = 8 * 40 * 40 = 12800 reduction indices for a 8 x 144 dW: one tile, so wgrad splits.

@@ -142,8 +142,8 @@ TEST_CASE("bench options: defaults pass and bad values are usage errors") {
   int wgrads = 0;
   for (const std::string& name : workload_names(112)) wgrads += matches_filter(name, "wgrad");
   CHECK(wgrads == 22);  // ResNet-18's 20 and C2F2's 2
-  // 60 ResNet-18 conv passes + 6 C2F2 ones + 4 BN + PGD + Adam + 2 GEMMs.
-  CHECK(workload_names(112).size() == 74);
+  // 60 ResNet-18 conv passes + 7 C2F2 ones (conv2's dgrad twice) + 4 BN + PGD + Adam + 2 GEMMs.
+  CHECK(workload_names(112).size() == 75);
 }
 
 TEST_CASE("bench conv table: C2F2's two convolutions at the Fashion-MNIST configs' batch") {

@@ -117,9 +117,21 @@ void measure_ceilings(Context& ctx) {
 
 namespace {
 
-enum class Pass { Fprop, Dgrad, Wgrad };
+// DgradDirect: dgrad through conv2d_dgrad_direct_cuda (the per-pixel kernel that
+// conv2d_dgrad_cuda takes only for C <= 4), timed where the GEMM is the default, to decide.
+enum class Pass { Fprop, Dgrad, Wgrad, DgradDirect };
 const char* pass_name(Pass p) {
-  return p == Pass::Fprop ? "fprop" : p == Pass::Dgrad ? "dgrad" : "wgrad";
+  switch (p) {
+    case Pass::Fprop:
+      return "fprop";
+    case Pass::Dgrad:
+      return "dgrad";
+    case Pass::Wgrad:
+      return "wgrad";
+    case Pass::DgradDirect:
+      return "dgrad-direct";
+  }
+  return "?";
 }
 
 Row bench_conv_pass(Context& ctx, const k::Conv2dShape& s, Pass pass, const std::string& name,
@@ -130,7 +142,7 @@ Row bench_conv_pass(Context& ctx, const k::Conv2dShape& s, Pass pass, const std:
   // Per pass: two inputs and one output. fprop: x, w -> y; dgrad: dy, w -> dx; wgrad: dy, x -> dw.
   const int64_t a_n = pass == Pass::Fprop ? x_n : y_n;
   const int64_t b_n = pass == Pass::Wgrad ? x_n : w_n;
-  const int64_t out_n = pass == Pass::Fprop ? y_n : pass == Pass::Dgrad ? x_n : w_n;
+  const int64_t out_n = pass == Pass::Fprop ? y_n : pass == Pass::Wgrad ? w_n : x_n;
   struct Set {
     Tensor a, b, out;
   };
@@ -166,6 +178,9 @@ Row bench_conv_pass(Context& ctx, const k::Conv2dShape& s, Pass pass, const std:
       case Pass::Wgrad:
         k::conv2d_wgrad_cuda(s, ptr(t.a), ptr(t.b), ptr(t.out), nullptr, ptr(workspace));
         break;
+      case Pass::DgradDirect:
+        k::conv2d_dgrad_direct_cuda(s, ptr(t.a), ptr(t.b), ptr(t.out));
+        break;
     }
   });
   if (!cudnn) {
@@ -180,6 +195,7 @@ Row bench_conv_pass(Context& ctx, const k::Conv2dShape& s, Pass pass, const std:
         k::conv2d_fprop_cudnn(s, ptr(t.a), ptr(t.b), nullptr, ptr(t.out));
         break;
       case Pass::Dgrad:
+      case Pass::DgradDirect:
         k::conv2d_dgrad_cudnn(s, ptr(t.a), ptr(t.b), ptr(t.out));
         break;
       case Pass::Wgrad:
@@ -235,8 +251,10 @@ void bench_convs(Context& ctx, std::vector<Row>& rows) {
     }
     rows.push_back(total);
   }
-  for (Pass pass : {Pass::Fprop, Pass::Dgrad, Pass::Wgrad}) {
+  // C2F2's rows, and its conv2's dgrad (C = 32) once more through the direct kernel.
+  for (Pass pass : {Pass::Fprop, Pass::Dgrad, Pass::Wgrad, Pass::DgradDirect}) {
     for (const ConvLayer& layer : c2f2_convs()) {
+      if (pass == Pass::DgradDirect && layer.shape.C <= 4) continue;  // its dgrad row is that
       const std::string name = "conv " + layer.name + " " + pass_name(pass);
       if (matches_filter(name, ctx.options.filter)) {
         rows.push_back(bench_conv_pass(ctx, layer.shape, pass, name, cudnn));

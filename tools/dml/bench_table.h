@@ -238,6 +238,8 @@ inline std::vector<std::string> workload_names(int64_t batch) {
   for (const char* pass : {"fprop", "dgrad", "wgrad"}) {
     for (const ConvLayer& layer : c2f2_convs()) names.push_back("conv " + layer.name + " " + pass);
   }
+  // conv2's dgrad (C = 32) through the direct kernel, which dgrad takes by itself only for C <= 4.
+  names.push_back("conv c2f2.conv2 dgrad-direct");
   for (const char* k : {"K=1", "K=2"}) {
     names.push_back(std::string("bn ") + k + " forward-train");
     names.push_back(std::string("bn ") + k + " backward");
