@@ -301,7 +301,7 @@ TEST_CASE("conv2d cuda: sizes across several tiles in every GEMM dimension", "[c
 
 TEST_CASE("conv2d cuda: dgrad for C <= 4 input channels (the first-layer kernel)",
           "[conv2d][cuda]") {
-  // C <= 4 runs conv2d_dgrad_narrow_kernel (one thread per input pixel), C = 5 the GEMM: both
+  // C <= 4 runs conv2d_dgrad_direct_kernel (one thread per input pixel), C = 5 the GEMM: both
   // held to the reference over strides, dilations, odd sizes and filters more than one shared
   // chunk holds (K R S > 2048 taps: 7 x 7 with K = 50 is 2450, so two chunks).
   REQUIRE_CUDA_OR_SKIP();
