@@ -406,21 +406,21 @@ void conv2d_fprop_cuda(const Conv2dShape& shape, const float* x, const float* w,
 }
 
 void conv2d_dgrad_cuda(const Conv2dShape& shape, const float* dy, const float* w, float* dx) {
-  const Geometry g = geometry(shape, "conv2d_dgrad_cuda");
+  const char* op = "conv2d_dgrad_cuda";
+  const Geometry g = geometry(shape, op);
+  if (g.N == 0 || g.H == 0 || g.W == 0) return;
+  check_dgrad_phases(g, op);
   if (g.C <= kDirectDgradDefaultMaxC && g.R * g.S <= kDirectDgradFilterTaps) {
     // A first layer: one thread per input pixel instead of a 128-column GEMM tile.
-    conv2d_dgrad_direct_cuda(shape, dy, w, dx);
+    launch_dgrad_direct(g, dy, w, dx, op);
     return;
   }
-  if (g.N == 0 || g.H == 0 || g.W == 0) return;
   // Phase (0, 0) has the most pixels: ceil(H / sh) ceil(W / sw) per image.
   const int64_t rows = int64_t(g.N) * ceil_div(g.H, g.sh) * ceil_div(g.W, g.sw);
-  ENGINE_CHECK(g.sh * g.sw <= 65535, "conv2d_dgrad_cuda: stride ", g.sh, "x", g.sw,
-               " gives too many phases");
   const dim3 grid(blocks_for(rows, kTileM), blocks_for(g.C, kTileN), g.sh * g.sw);
   conv2d_dgrad_kernel<<<grid, kThreads, 0, current_stream()>>>(g, dy, w, dx);
-  CUDA_CHECK_LAUNCH("conv2d_dgrad_cuda N=", g.N, " C=", g.C, " H=", g.H, " W=", g.W, " K=", g.K,
-                    " R=", g.R, " S=", g.S);
+  CUDA_CHECK_LAUNCH(op, " N=", g.N, " C=", g.C, " H=", g.H, " W=", g.W, " K=", g.K, " R=", g.R,
+                    " S=", g.S);
 }
 
 int64_t conv2d_wgrad_cuda_workspace_size(const Conv2dShape& shape) {

@@ -37,6 +37,7 @@
 #include <atomic>
 #include <climits>
 #include <cstdint>
+#include <iterator>
 #include <map>
 #include <memory>
 #include <sstream>
@@ -161,69 +162,38 @@ Plan& plan_for(ThreadState& state, const Conv2dShape& s, const char* op) {
   return *slot;
 }
 
-// cuDNN's names for its algorithms (the enum constants without their common prefix), so the
-// benchmark's notes and a test's failure say "wgrad FFT" rather than "wgrad 2".
-const char* algorithm_name(cudnnConvolutionFwdAlgo_t algo) {
-  switch (algo) {
-    case CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM:
-      return "IMPLICIT_GEMM";
-    case CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM:
-      return "IMPLICIT_PRECOMP_GEMM";
-    case CUDNN_CONVOLUTION_FWD_ALGO_GEMM:
-      return "GEMM";
-    case CUDNN_CONVOLUTION_FWD_ALGO_DIRECT:
-      return "DIRECT";
-    case CUDNN_CONVOLUTION_FWD_ALGO_FFT:
-      return "FFT";
-    case CUDNN_CONVOLUTION_FWD_ALGO_FFT_TILING:
-      return "FFT_TILING";
-    case CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD:
-      return "WINOGRAD";
-    case CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD_NONFUSED:
-      return "WINOGRAD_NONFUSED";
-    default:
-      return "unknown";
-  }
-}
+// cuDNN's names for its algorithms (the enum constants without their common prefix, in enum
+// order, which cudnn_ops.h numbers 0 to COUNT - 1), so the benchmark's notes and a test's failure
+// say "wgrad FFT" rather than "wgrad 2".
+constexpr const char* kFwdNames[] = {
+    "IMPLICIT_GEMM", "IMPLICIT_PRECOMP_GEMM", "GEMM", "DIRECT", "FFT", "FFT_TILING",
+    "WINOGRAD",      "WINOGRAD_NONFUSED"};
+constexpr const char* kBwdDataNames[] = {"ALGO_0",     "ALGO_1",   "FFT",
+                                         "FFT_TILING", "WINOGRAD", "WINOGRAD_NONFUSED"};
+constexpr const char* kBwdFilterNames[] = {
+    "ALGO_0", "ALGO_1", "FFT", "ALGO_3", "WINOGRAD", "WINOGRAD_NONFUSED", "FFT_TILING"};
+static_assert(std::size(kFwdNames) == CUDNN_CONVOLUTION_FWD_ALGO_COUNT);
+static_assert(std::size(kBwdDataNames) == CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT);
+static_assert(std::size(kBwdFilterNames) == CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT);
+// The order too, where the tests read the name (FFT and Winograd widen their tolerance):
+static_assert(CUDNN_CONVOLUTION_FWD_ALGO_FFT == 4 &&
+              CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD_NONFUSED == 7);
+static_assert(CUDNN_CONVOLUTION_BWD_DATA_ALGO_FFT_TILING == 3 &&
+              CUDNN_CONVOLUTION_BWD_DATA_ALGO_WINOGRAD_NONFUSED == 5);
+static_assert(CUDNN_CONVOLUTION_BWD_FILTER_ALGO_FFT == 2 &&
+              CUDNN_CONVOLUTION_BWD_FILTER_ALGO_FFT_TILING == 6);
 
+template <typename Algo, size_t N>
+const char* name_of(Algo algo, const char* const (&names)[N]) {
+  const int i = static_cast<int>(algo);
+  return i >= 0 && size_t(i) < N ? names[i] : "unknown";
+}
+const char* algorithm_name(cudnnConvolutionFwdAlgo_t algo) { return name_of(algo, kFwdNames); }
 const char* algorithm_name(cudnnConvolutionBwdDataAlgo_t algo) {
-  switch (algo) {
-    case CUDNN_CONVOLUTION_BWD_DATA_ALGO_0:
-      return "ALGO_0";
-    case CUDNN_CONVOLUTION_BWD_DATA_ALGO_1:
-      return "ALGO_1";
-    case CUDNN_CONVOLUTION_BWD_DATA_ALGO_FFT:
-      return "FFT";
-    case CUDNN_CONVOLUTION_BWD_DATA_ALGO_FFT_TILING:
-      return "FFT_TILING";
-    case CUDNN_CONVOLUTION_BWD_DATA_ALGO_WINOGRAD:
-      return "WINOGRAD";
-    case CUDNN_CONVOLUTION_BWD_DATA_ALGO_WINOGRAD_NONFUSED:
-      return "WINOGRAD_NONFUSED";
-    default:
-      return "unknown";
-  }
+  return name_of(algo, kBwdDataNames);
 }
-
 const char* algorithm_name(cudnnConvolutionBwdFilterAlgo_t algo) {
-  switch (algo) {
-    case CUDNN_CONVOLUTION_BWD_FILTER_ALGO_0:
-      return "ALGO_0";
-    case CUDNN_CONVOLUTION_BWD_FILTER_ALGO_1:
-      return "ALGO_1";
-    case CUDNN_CONVOLUTION_BWD_FILTER_ALGO_FFT:
-      return "FFT";
-    case CUDNN_CONVOLUTION_BWD_FILTER_ALGO_3:
-      return "ALGO_3";
-    case CUDNN_CONVOLUTION_BWD_FILTER_ALGO_WINOGRAD:
-      return "WINOGRAD";
-    case CUDNN_CONVOLUTION_BWD_FILTER_ALGO_WINOGRAD_NONFUSED:
-      return "WINOGRAD_NONFUSED";
-    case CUDNN_CONVOLUTION_BWD_FILTER_ALGO_FFT_TILING:
-      return "FFT_TILING";
-    default:
-      return "unknown";
-  }
+  return name_of(algo, kBwdFilterNames);
 }
 
 bool is_tensor_core(cudnnMathType_t math) {

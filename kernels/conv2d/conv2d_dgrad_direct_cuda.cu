@@ -116,17 +116,9 @@ __global__ void __launch_bounds__(kThreads)
 
 }  // namespace
 
-void conv2d_dgrad_direct_cuda(const Conv2dShape& shape, const float* dy, const float* w,
-                              float* dx) {
-  const Geometry g = geometry(shape, "conv2d_dgrad_direct_cuda");
-  ENGINE_CHECK(g.C <= kDirectDgradMaxC && (g.C + 3) / 4 * g.R * g.S <= kDirectDgradFilterTaps,
-               "conv2d_dgrad_direct_cuda: needs C <= ", kDirectDgradMaxC,
-               " and ceil(C / 4) R S <= ", kDirectDgradFilterTaps, ", got C=", g.C, " R=", g.R,
-               " S=", g.S);
-  if (g.N == 0 || g.H == 0 || g.W == 0) return;
+void conv2d_detail::launch_dgrad_direct(const Geometry& g, const float* dy, const float* w,
+                                        float* dx, const char* op) {
   const int64_t rows = int64_t(g.N) * ceil_div(g.H, g.sh) * ceil_div(g.W, g.sw);
-  ENGINE_CHECK(g.sh * g.sw <= 65535, "conv2d_dgrad_direct_cuda: stride ", g.sh, "x", g.sw,
-               " gives too many phases");
   const dim3 grid(blocks_for(rows, kThreads), 1, g.sh * g.sw);
   if (g.C <= kDirectDgradDefaultMaxC) {
     conv2d_dgrad_direct_kernel<kDirectDgradDefaultMaxC>
@@ -135,8 +127,21 @@ void conv2d_dgrad_direct_cuda(const Conv2dShape& shape, const float* dy, const f
     conv2d_dgrad_direct_kernel<kDirectDgradMaxC>
         <<<grid, kThreads, 0, current_stream()>>>(g, dy, w, dx);
   }
-  CUDA_CHECK_LAUNCH("conv2d_dgrad_direct_cuda N=", g.N, " C=", g.C, " H=", g.H, " W=", g.W,
-                    " K=", g.K, " R=", g.R, " S=", g.S);
+  CUDA_CHECK_LAUNCH(op, " (direct kernel) N=", g.N, " C=", g.C, " H=", g.H, " W=", g.W, " K=", g.K,
+                    " R=", g.R, " S=", g.S);
+}
+
+void conv2d_dgrad_direct_cuda(const Conv2dShape& shape, const float* dy, const float* w,
+                              float* dx) {
+  const char* op = "conv2d_dgrad_direct_cuda";
+  const Geometry g = geometry(shape, op);
+  ENGINE_CHECK(g.C <= kDirectDgradMaxC && (g.C + 3) / 4 * g.R * g.S <= kDirectDgradFilterTaps, op,
+               ": needs C <= ", kDirectDgradMaxC,
+               " and ceil(C / 4) R S <= ", kDirectDgradFilterTaps, ", got C=", g.C, " R=", g.R,
+               " S=", g.S);
+  if (g.N == 0 || g.H == 0 || g.W == 0) return;
+  check_dgrad_phases(g, op);
+  launch_dgrad_direct(g, dy, w, dx, op);
 }
 
 }  // namespace engine::kernels

@@ -96,4 +96,15 @@ constexpr int kDirectDgradDefaultMaxC = 4;
 constexpr int kDirectDgradMaxC = 32;
 constexpr int kDirectDgradFilterTaps = 2048;  // float4 per chunk: 32 KiB of shared memory
 
+// dgrad's grid has one z-slice per phase: sh sw of them, at most 65535 (both dgrad paths).
+inline void check_dgrad_phases(const Geometry& g, const char* op) {
+  ENGINE_CHECK(g.sh * g.sw <= 65535, op, ": stride ", g.sh, "x", g.sw, " gives too many phases");
+}
+
+// Launches the direct dgrad kernel (conv2d_dgrad_direct_cuda.cu) on a Geometry its caller has
+// checked (C <= kDirectDgradMaxC, ceil(C / 4) R S <= kDirectDgradFilterTaps, N H W > 0, the
+// phases); `op` names the caller in a launch error.
+void launch_dgrad_direct(const Geometry& g, const float* dy, const float* w, float* dx,
+                         const char* op);
+
 }  // namespace engine::kernels::conv2d_detail
