@@ -1,6 +1,7 @@
 // Shared pieces of the adversarial-training recipes (common.h).
 #include "attacks/defenses/common.h"
 
+#include <utility>
 #include <vector>
 
 #include "attacks/objectives.h"
@@ -25,6 +26,12 @@ Tensor gather_rows(const Tensor& x, const Tensor& index) {
 
 double adversary_mining_margin(losses::Metric metric) {
   return metric == losses::Metric::C ? 0.2 : 1.0;
+}
+
+losses::Triplets mine_adversary_triplets(TrainingContext& context, const Tensor& clean,
+                                         const Tensor& labels) {
+  return losses::mine_triplets(clean, labels, context.miner, context.metric, context.mining,
+                               adversary_mining_margin(context.metric));
 }
 
 Tensor embedding_shift_adversary(models::Model& model, const Tensor& images,
@@ -58,6 +65,24 @@ Tensor clean_triplet_loss(const Tensor& clean, const losses::Triplets& t, losses
   // losses::triplet_loss, but through gather_rows: the indices may live on another device.
   return losses::triplet_loss_rows(gather_rows(clean, t.anchor), gather_rows(clean, t.positive),
                                    gather_rows(clean, t.negative), metric, margin);
+}
+
+StepResult adversarial_step_result(const Tensor& loss,
+                                   std::vector<std::pair<std::string, Tensor>> logs,
+                                   const PgdTrace& trace) {
+  StepResult result;
+  result.loss = loss;
+  result.logs = std::move(logs);
+  log_attack(result.logs, trace);
+  result.passes = trace.steps + 1;
+  return result;
+}
+
+StepResult adversarial_loss_result(const Tensor& adversarial_loss, const Tensor& clean_loss,
+                                   const PgdTrace& trace) {
+  return adversarial_step_result(
+      adversarial_loss,
+      {{"clean_loss", clean_loss}, {"adversarial_loss", adversarial_loss.detach()}}, trace);
 }
 
 }  // namespace attacks::defenses

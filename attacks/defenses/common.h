@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "attacks/defenses/defense.h"
 #include "attacks/pgd.h"
 #include "engine/random.h"
 #include "engine/tensor.h"
@@ -30,6 +31,11 @@ engine::Tensor gather_rows(const engine::Tensor& x, const engine::Tensor& index)
 // passes its Euclidean triplet margin 1.0 for metrics E and N and 0.2 only for C
 // (robrank-spec §5.4, pitfall 5). HM passes the loss margin instead.
 double adversary_mining_margin(losses::Metric metric);
+
+// The triplets that REST, ACT and Madry attack: mined on their clean embeddings `clean` with the
+// loss's miner and the adversary's band (adversary_mining_margin), drawing from context.mining.
+losses::Triplets mine_adversary_triplets(TrainingContext& context, const engine::Tensor& clean,
+                                         const engine::Tensor& labels);
 
 // robrank's embedding-shift adversary (AdvRank.embShift), the adversary of EST, REST and SES:
 // PGD descending -mean_i d(f^(x~_i), r_i) from x~ = images, where r = embed_for_metric(reference)
@@ -56,5 +62,18 @@ void log_attack(std::vector<std::pair<std::string, engine::Tensor>>& logs, const
 // that train on triplets (ACT, REST, Madry, HM).
 engine::Tensor clean_triplet_loss(const engine::Tensor& clean, const losses::Triplets& t,
                                   losses::Metric metric, double margin);
+
+// The StepResult of a recipe that attacked once (`trace`, its PGD trace) and trains on `loss`:
+// the logs `logs` followed by the attack's (log_attack), and passes = the PGD steps taken + 1
+// (defense.h). SES calls it directly; the recipes that log their clean and adversarial losses
+// call adversarial_loss_result().
+StepResult adversarial_step_result(const engine::Tensor& loss,
+                                   std::vector<std::pair<std::string, engine::Tensor>> logs,
+                                   const PgdTrace& trace);
+
+// adversarial_step_result() for EST, REST, ACT and Madry, which train on the adversarial loss
+// `adversarial_loss` and log it, detached, as "adversarial_loss" after "clean_loss".
+StepResult adversarial_loss_result(const engine::Tensor& adversarial_loss,
+                                   const engine::Tensor& clean_loss, const PgdTrace& trace);
 
 }  // namespace attacks::defenses

@@ -37,12 +37,8 @@ class Est : public Defense {
     PgdTrace trace;
     const engine::Tensor adversarial = embedding_shift_adversary(
         context.model, images, clean, context.metric, options_.pgd, context.mining, &trace);
-    StepResult result;
-    result.loss = context.loss(context.model(adversarial), labels, context.mining);
-    result.logs = {{"clean_loss", clean_loss}, {"adversarial_loss", result.loss.detach()}};
-    log_attack(result.logs, trace);
-    result.passes = trace.steps + 1;
-    return result;
+    return adversarial_loss_result(context.loss(context.model(adversarial), labels, context.mining),
+                                   clean_loss, trace);
   }
 
  private:

@@ -30,8 +30,7 @@ class Madry : public Defense {
                   const engine::Tensor& labels) override {
     const losses::Metric metric = context.metric;
     const engine::Tensor clean = clean_embeddings(context.model, images);
-    const losses::Triplets t = losses::mine_triplets(
-        clean, labels, context.miner, metric, context.mining, adversary_mining_margin(metric));
+    const losses::Triplets t = mine_adversary_triplets(context, clean, labels);
     const int64_t b = t.size();
     const engine::Tensor apn_images =
         gather_rows(images, engine::concat({t.anchor, t.positive, t.negative}, 0));
@@ -47,14 +46,10 @@ class Madry : public Defense {
       adversarial = pgd_attack(apn_images, harden, seeded(options_.pgd, context.mining), &trace);
     }
     const engine::Tensor e = context.model(adversarial);
-    StepResult result;
-    result.loss = losses::triplet_loss_rows(e.slice(0, 0, b), e.slice(0, b, 2 * b),
-                                            e.slice(0, 2 * b, 3 * b), metric, context.margin);
-    result.logs = {{"clean_loss", clean_triplet_loss(clean, t, metric, context.margin)},
-                   {"adversarial_loss", result.loss.detach()}};
-    log_attack(result.logs, trace);
-    result.passes = trace.steps + 1;
-    return result;
+    const engine::Tensor loss = losses::triplet_loss_rows(
+        e.slice(0, 0, b), e.slice(0, b, 2 * b), e.slice(0, 2 * b, 3 * b), metric, context.margin);
+    return adversarial_loss_result(loss, clean_triplet_loss(clean, t, metric, context.margin),
+                                   trace);
   }
 
  private:

@@ -27,9 +27,7 @@ class Rest : public Defense {
   StepResult step(TrainingContext& context, const engine::Tensor& images,
                   const engine::Tensor& labels) override {
     const engine::Tensor clean = clean_embeddings(context.model, images);
-    const losses::Triplets t =
-        losses::mine_triplets(clean, labels, context.miner, context.metric, context.mining,
-                              adversary_mining_margin(context.metric));
+    const losses::Triplets t = mine_adversary_triplets(context, clean, labels);
     const int64_t b = t.size();
     const engine::Tensor pn_index = engine::concat({t.positive, t.negative}, 0);
     PgdTrace trace;
@@ -38,15 +36,11 @@ class Rest : public Defense {
         options_.pgd, context.mining, &trace);
     const engine::Tensor e =
         context.model(engine::concat({gather_rows(images, t.anchor), adversarial_pn}, 0));
-    StepResult result;
-    result.loss =
+    const engine::Tensor loss =
         losses::triplet_loss_rows(e.slice(0, 0, b), e.slice(0, b, 2 * b), e.slice(0, 2 * b, 3 * b),
                                   context.metric, context.margin);
-    result.logs = {{"clean_loss", clean_triplet_loss(clean, t, context.metric, context.margin)},
-                   {"adversarial_loss", result.loss.detach()}};
-    log_attack(result.logs, trace);
-    result.passes = trace.steps + 1;
-    return result;
+    return adversarial_loss_result(
+        loss, clean_triplet_loss(clean, t, context.metric, context.margin), trace);
   }
 
  private:

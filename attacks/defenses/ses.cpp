@@ -45,12 +45,10 @@ class Ses : public Defense {
                                    losses::Metric::E);
     }
     const engine::Tensor mean_shift = engine::mean(shift);
-    StepResult result;
-    result.loss = clean_loss + mean_shift * options_.ses_weight;
-    result.logs = {{"clean_loss", clean_loss.detach()}, {"embedding_shift", mean_shift.detach()}};
-    log_attack(result.logs, trace);
-    result.passes = trace.steps + 1;
-    return result;
+    const engine::Tensor loss = clean_loss + mean_shift * options_.ses_weight;
+    return adversarial_step_result(
+        loss, {{"clean_loss", clean_loss.detach()}, {"embedding_shift", mean_shift.detach()}},
+        trace);
   }
 
  private:

@@ -1,125 +1,37 @@
-// ACT (attacks/defenses/act.cpp): with eps = 0 it is the triplet loss on triplets mined on the
-// clean eval-mode embeddings with robrank's adversary band (1.0 for N), the anchors embedded in
-// one train-mode forward and [p; n] in another; with a budget its adversary collapses each
-// positive onto its negative; a step with a budget equals act.cpp's math written out with public
-// pieces on a twin, bit for bit; and it keeps the step contract of defense.h.
+// ACT (attacks/defenses/act.cpp): its collapse objective is a distance; a step with a budget
+// equals act.cpp's math written out with public pieces on a twin, bit for bit. What every recipe
+// promises (the step contract, eps = 0 with its band and its two forwards, the adversary's
+// objective at the clean images and its direction) is in contract_test.cpp.
 #include <catch2/catch.hpp>
-
-#include <cmath>
-#include <vector>
 
 #include "attacks/defenses/common.h"
 #include "attacks/defenses/defense.h"
 #include "attacks/pgd.h"
-#include "engine/nn/batch_norm.h"
 #include "engine/ops.h"
 #include "tests/defenses/fixture.h"
 
 namespace {
 
-using defense_test::Harness;
 using engine::Tensor;
 using losses::Metric;
 using losses::Miner;
 
-// ACT's training loss when nothing is perturbed: f(A) and f([P; N]) in two train-mode forwards
-// of a fresh twin (with BN the batch statistics of each forward are its own).
-double act_clean_loss(Harness& twin, const Tensor& images, const losses::Triplets& t,
-                      Metric metric) {
-  const int64_t b = t.size();
-  const Tensor pn = twin.model->forward(
-      engine::index_select(images, engine::concat({t.positive, t.negative}, 0)));
-  const Tensor a = twin.model->forward(engine::index_select(images, t.anchor));
-  return losses::triplet_loss_rows(a, pn.slice(0, 0, b), pn.slice(0, b, 2 * b), metric,
-                                   losses::default_margin(metric))
-      .item();
-}
-
 }  // namespace
 
-TEST_CASE("ACT with eps = 0 is the triplet loss on triplets mined with band 1.0 for N, 0.2 for C",
-          "[defenses]") {
-  engine::Generator data(21);
-  const defense_test::Spc2Batch batch = defense_test::make_spc2_batch(6, 3, data);
-  for (Metric metric : {Metric::N, Metric::C}) {
-    INFO("metric " << losses::metric_name(metric));
-    const double band = metric == Metric::C ? 0.2 : 1.0;  // robrank-spec §5.4 pitfall 5
-    const double other_band = metric == Metric::C ? 1.0 : 0.2;
-    Harness h(11, 1, metric, Miner::Semihard, 31);
-    Harness twin(11, 1, metric, Miner::Semihard, 31);
-    Harness twin_other(11, 1, metric, Miner::Semihard, 31);
-    twin.model->eval();
-    const Tensor clean = twin.model->forward(batch.images);  // what ACT mines on
-    twin.model->train();
-    engine::Generator g1 = h.mining, g2 = h.mining;  // ACT mines first, from the stream
-    const losses::Triplets t =
-        losses::mine_triplets(clean, batch.labels, Miner::Semihard, metric, g1, band);
-    const losses::Triplets t_other =
-        losses::mine_triplets(clean, batch.labels, Miner::Semihard, metric, g2, other_band);
-    // The premise that makes the band matter: different negatives, different losses.
-    REQUIRE(t.negative.to_indices() != t_other.negative.to_indices());
-    const double expected = act_clean_loss(twin, batch.images, t, metric);
-    const double wrong = act_clean_loss(twin_other, batch.images, t_other, metric);
-    REQUIRE(std::fabs(expected - wrong) > 1e-6);
-    // With BN, one forward of all 3B rows gives other batch statistics (and another loss): the
-    // test would see ACT embedding the anchors together with [p; n].
-    Harness twin_joint(11, 1, metric, Miner::Semihard, 31);
-    const Tensor all = twin_joint.model->forward(
-        engine::index_select(batch.images, engine::concat({t.anchor, t.positive, t.negative}, 0)));
-    const int64_t b = t.size();
-    REQUIRE(std::fabs(losses::triplet_loss_rows(all.slice(0, 0, b), all.slice(0, b, 2 * b),
-                                                all.slice(0, 2 * b, 3 * b), metric,
-                                                losses::default_margin(metric))
-                          .item() -
-                      expected) > 1e-6);
-
-    const auto act =
-        attacks::defenses::make_defense(defense_test::defense_options("act", 0.0, 0.01, 3));
-    const attacks::defenses::StepResult r = act->step(h.context, batch.images, batch.labels);
-    // Bit-identical: eps = 0 leaves every pixel as it was, and the same forwards and loss run.
-    CHECK(r.loss.item() == expected);
-    CHECK(defense_test::log_value(r, "adversarial_loss") == expected);
-  }
-}
-
 TEST_CASE(
-    "ACT's adversary collapses positives onto negatives: attack_objective below its clean "
-    "value",
+    "ACT's collapse objective is a mean distance: well above 0 at the clean images, >= 0 "
+    "after the attack",
     "[defenses]") {
-  // The collapse objective mean_i d(f^(p_i), f^(n_i)) at the clean images, recomputed here from
-  // the same mined triplets (ACT mines first, from the stream) and host-side distances.
+  // One step logs mean_i d(f^(p_i), f^(n_i)) at the clean images (contract_test.cpp recomputes
+  // it by hand on the same batch and seeds).
   engine::Generator data(81);
   const defense_test::Spc2Batch batch = defense_test::make_spc2_batch(6, 3, data);
   for (Metric metric : {Metric::N, Metric::E, Metric::C}) {
     INFO("metric " << losses::metric_name(metric));
-    Harness h(20, 0, metric, Miner::Semihard, 91);  // for the clean side only
-    const Tensor clean = h.model->forward(batch.images).detach();
-    engine::Generator copy = h.mining;
-    const losses::Triplets t =
-        losses::mine_triplets(clean, batch.labels, Miner::Semihard, metric, copy,
-                              attacks::defenses::adversary_mining_margin(metric));
-    const defense_test::Rows rows = defense_test::host_rows(clean);
-    const std::vector<int64_t> p = t.positive.to_indices(), n = t.negative.to_indices();
-    double clean_value = 0.0;
-    for (size_t i = 0; i < p.size(); ++i) {
-      clean_value += defense_test::metric_distance(metric, rows[p[i]], rows[n[i]]);
-    }
-    clean_value /= static_cast<double>(p.size());
-    REQUIRE(clean_value > 0.05);
-
-    auto objective_after = [&](int64_t steps) {
-      Harness fresh(20, 0, metric, Miner::Semihard, 91);
-      return defense_test::log_value(
-          attacks::defenses::make_defense(defense_test::defense_options("act", 0.2, 0.02, steps))
-              ->step(fresh.context, batch.images, batch.labels),
-          "attack_objective");
-    };
-    // One step logs the objective at the clean images (before the step): the formula itself.
-    // 1e-12: host vs engine arithmetic on O(1) values.
-    CHECK(objective_after(1) == Approx(clean_value).margin(1e-12));
-    const double objective = objective_after(5);
-    CHECK(objective < clean_value - 0.01);
-    CHECK(objective >= 0.0);  // a distance
+    CHECK(defense_test::attack_objective_after("act", 1, 20, metric, Miner::Semihard, 91, batch) >
+          0.05);
+    CHECK(defense_test::attack_objective_after("act", 5, 20, metric, Miner::Semihard, 91, batch) >=
+          0.0);
   }
 }
 
@@ -132,15 +44,11 @@ TEST_CASE(
   // the stacked [P; N] images descending mean_i d(f^(p~_i), f^(n~_i)), then train-mode forwards
   // f([P~; N~]) and f(A) (a BN model: the batch statistics show the grouping) and the triplet
   // loss with the loss margin.
-  engine::Generator data(83);
-  const defense_test::Spc2Batch batch = defense_test::make_spc2_batch(6, 3, data);
-  const attacks::PgdOptions pgd{0.15, 0.03, 3, false, 0, 0.0};
-  Harness h(24, 1, Metric::N, Miner::Semihard, 93);
-  Harness twin(24, 1, Metric::N, Miner::Semihard, 93);
-  models::Model& m = *twin.model;
+  defense_test::TwinSetup s(83, 24, 93);
+  const defense_test::Spc2Batch& batch = s.batch;
+  models::Model& m = *s.twin.model;
   const Tensor clean = attacks::defenses::clean_embeddings(m, batch.images);
-  const losses::Triplets t =
-      losses::mine_triplets(clean, batch.labels, Miner::Semihard, Metric::N, twin.mining, 1.0);
+  const losses::Triplets t = s.mine_on_twin(clean);
   const int64_t b = t.size();
   m.eval();
   const Tensor adversarial_pn = attacks::pgd_attack(
@@ -150,7 +58,7 @@ TEST_CASE(
         return engine::mean(
             losses::row_distance(e.slice(0, 0, b), e.slice(0, b, 2 * b), Metric::N));
       },
-      pgd);
+      s.pgd);
   m.train();
   const Tensor pn = m.forward(adversarial_pn);
   const Tensor anchors = m.forward(engine::index_select(batch.images, t.anchor));
@@ -158,27 +66,6 @@ TEST_CASE(
       losses::triplet_loss_rows(anchors, pn.slice(0, 0, b), pn.slice(0, b, 2 * b), Metric::N, 0.2)
           .item();
 
-  const attacks::defenses::StepResult r =
-      attacks::defenses::make_defense(
-          defense_test::defense_options("act", pgd.eps, pgd.alpha, pgd.steps))
-          ->step(h.context, batch.images, batch.labels);
   // The same operations in the same order on the same values: bit-identical.
-  CHECK(r.loss.item() == expected);
-  CHECK(h.mining.offset == twin.mining.offset);
-  CHECK(engine::nn::batch_norm_layers(*h.model)[0]->running_mean().to_vector() ==
-        engine::nn::batch_norm_layers(m)[0]->running_mean().to_vector());
-}
-
-TEST_CASE("ACT: passes = steps + 1, train mode, no weight gradient, differentiable loss",
-          "[defenses]") {
-  engine::Generator data(82);
-  const defense_test::Spc2Batch batch = defense_test::make_spc2_batch(4, 2, data);
-  for (int64_t steps : {1, 4}) {
-    INFO("steps " << steps);
-    Harness h(21, 1, Metric::N, Miner::Semihard, 92);
-    const auto act =
-        attacks::defenses::make_defense(defense_test::defense_options("act", 0.1, 0.02, steps));
-    const attacks::defenses::StepResult r = act->step(h.context, batch.images, batch.labels);
-    defense_test::check_step_contract(*h.model, r, steps + 1);
-  }
+  s.check_matches_twin(s.step(s.options("act")), expected);
 }

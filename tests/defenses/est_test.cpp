@@ -1,8 +1,8 @@
 // EST (attacks/defenses/est.cpp): with eps = 0 it trains on exactly the configured loss of the
-// clean images (train mode) and logs the clean loss of the eval-mode embeddings; with a budget
-// its ES adversary shifts the embeddings; a step with a budget equals est.cpp's math written out
-// with public pieces on a twin, bit for bit; the logged clean loss leaves the mining stream
-// alone; and it keeps the step contract of defense.h.
+// clean images (train mode) and logs the clean loss of the eval-mode embeddings; a step with a
+// budget equals est.cpp's math written out with public pieces on a twin, bit for bit; the logged
+// clean loss leaves the mining stream alone. The step contract and the ES adversary's direction,
+// which every recipe (every ES recipe) shares, are in contract_test.cpp.
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -99,23 +99,6 @@ TEST_CASE("EST's clean_loss log does not change the mining stream training sees"
   CHECK(h.mining.offset == at_training.offset);
 }
 
-TEST_CASE("EST's adversary shifts the embeddings: attack_objective below its clean value",
-          "[defenses]") {
-  // attack_objective = -mean_i d(f^(x~_i), f^(x_i)) before the last step: with one step that is
-  // the clean images' value (fixture.h check_clean_es_objective: about -2e-6 for N and E, ~0 for
-  // C); after 4 steps of 0.02 the embeddings have moved by O(0.1).
-  engine::Generator data(43);
-  const defense_test::Spc2Batch batch = defense_test::make_spc2_batch(4, 2, data);
-  for (Metric metric : {Metric::N, Metric::E, Metric::C}) {
-    INFO("metric " << losses::metric_name(metric));
-    const double one =
-        defense_test::attack_objective_after("est", 1, 15, metric, Miner::Hardest, 53, batch);
-    defense_test::check_clean_es_objective(one, metric);
-    CHECK(defense_test::attack_objective_after("est", 5, 15, metric, Miner::Hardest, 53, batch) <
-          one - 1e-3);
-  }
-}
-
 TEST_CASE(
     "EST's step is its header's math written out: ES adversary on every image, the "
     "configured loss on f(x~)",
@@ -124,39 +107,19 @@ TEST_CASE(
   // clean eval-mode embeddings as the reference, the ES adversary (common.h) on the whole batch
   // drawing from the stream, the configured (semihard) loss on the train-mode f(x~) mining from
   // the stream where the adversary left it; the logged clean loss uses a copy of the stream.
-  engine::Generator data(45);
-  const defense_test::Spc2Batch batch = defense_test::make_spc2_batch(6, 3, data);
-  const attacks::PgdOptions pgd{0.15, 0.03, 3, false, 0, 0.0};
-  Harness h(17, 1, Metric::N, Miner::Semihard, 55);
-  Harness twin(17, 1, Metric::N, Miner::Semihard, 55);
+  defense_test::TwinSetup s(45, 17, 55);
+  const defense_test::Spc2Batch& batch = s.batch;
+  Harness& twin = s.twin;
   const Tensor clean = attacks::defenses::clean_embeddings(*twin.model, batch.images);
   engine::Generator copy = twin.mining;
   const double clean_loss = twin.context.loss(clean, batch.labels, copy).item();
   const Tensor adversarial = attacks::defenses::embedding_shift_adversary(
-      *twin.model, batch.images, clean, Metric::N, pgd, twin.mining, nullptr);
+      *twin.model, batch.images, clean, Metric::N, s.pgd, twin.mining, nullptr);
   const double expected =
       twin.context.loss(twin.model->forward(adversarial), batch.labels, twin.mining).item();
 
-  const attacks::defenses::StepResult r =
-      attacks::defenses::make_defense(
-          defense_test::defense_options("est", pgd.eps, pgd.alpha, pgd.steps))
-          ->step(h.context, batch.images, batch.labels);
+  const attacks::defenses::StepResult r = s.step(s.options("est"));
   // The same operations in the same order on the same values: bit-identical.
-  CHECK(r.loss.item() == expected);
+  s.check_matches_twin(r, expected);
   CHECK(defense_test::log_value(r, "clean_loss") == clean_loss);
-  CHECK(h.mining.offset == twin.mining.offset);
-}
-
-TEST_CASE("EST: passes = steps + 1, train mode, no weight gradient, differentiable loss",
-          "[defenses]") {
-  engine::Generator data(44);
-  const defense_test::Spc2Batch batch = defense_test::make_spc2_batch(4, 2, data);
-  for (int64_t steps : {1, 4}) {
-    INFO("steps " << steps);
-    Harness h(16, 1, Metric::N, Miner::Semihard, 54);
-    const auto est =
-        attacks::defenses::make_defense(defense_test::defense_options("est", 0.1, 0.02, steps));
-    const attacks::defenses::StepResult r = est->step(h.context, batch.images, batch.labels);
-    defense_test::check_step_contract(*h.model, r, steps + 1);
-  }
 }

@@ -1,6 +1,7 @@
 // Shared pieces of the defense tests (attacks/defenses/): a model plus the TrainingContext a
-// recipe runs in, twin models for computing expected values independently, the contract every
-// recipe's step() must keep, and plain host-side (double) distances for hand-computed values.
+// recipe runs in, twin models for computing expected values independently (TwinSetup: the start
+// and the bit-for-bit comparison of a step written out on a twin), the contract every recipe's
+// step() must keep, and plain host-side (double) distances for hand-computed values.
 #pragma once
 
 #include <catch2/catch.hpp>
@@ -14,7 +15,10 @@
 #include <vector>
 
 #include "attacks/defenses/defense.h"
+#include "attacks/pgd.h"
 #include "engine/autograd.h"
+#include "engine/nn/batch_norm.h"
+#include "engine/ops.h"
 #include "engine/random.h"
 #include "engine/tensor.h"
 #include "losses/losses.h"
@@ -158,6 +162,71 @@ inline void check_step_contract(models::Model& model, const StepResult& result,
     for (double g : p.grad().to_vector()) CHECK(std::isfinite(g));
   }
 }
+
+// The triplet loss of one train-mode forward of [A; P; N] (the rows of `t`) through a fresh twin
+// of the recipe's model: what REST, Madry and HM train on when nothing is perturbed.
+inline double one_forward_triplet_loss(Harness& twin, const Tensor& images,
+                                       const losses::Triplets& t, losses::Metric metric) {
+  const Tensor index = engine::concat({t.anchor, t.positive, t.negative}, 0);
+  const Tensor e = twin.model->forward(engine::index_select(images, index));
+  const int64_t b = t.size();
+  return losses::triplet_loss_rows(e.slice(0, 0, b), e.slice(0, b, 2 * b), e.slice(0, 2 * b, 3 * b),
+                                   metric, losses::default_margin(metric))
+      .item();
+}
+
+// The start of a test that writes a recipe's step out with public pieces on a twin: a (6, 3) SPC-2
+// batch, a PGD budget of 3 steps, the harness the recipe steps in and its twin (same weights,
+// same stream; a BN model with one branch, the semihard miner).
+struct TwinSetup {
+  Spc2Batch batch;
+  attacks::PgdOptions pgd = {0.15, 0.03, 3, false, 0, 0.0};
+  Harness h;
+  Harness twin;
+
+  TwinSetup(uint64_t data_seed, uint64_t model_seed, uint64_t mining_seed,
+            losses::Metric metric = losses::Metric::N)
+      : batch(seeded_spc2_batch(data_seed)),
+        h(model_seed, 1, metric, losses::Miner::Semihard, mining_seed),
+        twin(model_seed, 1, metric, losses::Miner::Semihard, mining_seed) {}
+
+  // Recipe `name` with this budget.
+  DefenseOptions options(const std::string& name) const {
+    return defense_options(name, pgd.eps, pgd.alpha, pgd.steps);
+  }
+  // The triplets ACT, REST and Madry attack, written out on the twin for metric N: mined on the
+  // clean embeddings `clean` with the semihard miner and robrank's band 1.0 (common.h
+  // adversary_mining_margin), from the twin's stream.
+  losses::Triplets mine_on_twin(const Tensor& clean) {
+    return losses::mine_triplets(clean, batch.labels, losses::Miner::Semihard, losses::Metric::N,
+                                 twin.mining, 1.0);
+  }
+
+  // One step of the recipe configured by `o` on h.
+  StepResult step(const DefenseOptions& o) {
+    return attacks::defenses::make_defense(o)->step(h.context, batch.images, batch.labels);
+  }
+
+  // What the step must share, bit for bit, with the recipe written out on the twin: the loss, the
+  // stream position after the step, and the BN running statistics (which show how the images
+  // were grouped into train-mode forwards).
+  void check_matches_twin(const StepResult& result, double expected_loss) {
+    CHECK(result.loss.item() == expected_loss);
+    CHECK(h.mining.offset == twin.mining.offset);
+    const std::vector<engine::nn::BatchNorm*> bn = engine::nn::batch_norm_layers(*h.model);
+    const std::vector<engine::nn::BatchNorm*> twin_bn = engine::nn::batch_norm_layers(*twin.model);
+    REQUIRE(bn.size() == twin_bn.size());
+    for (size_t i = 0; i < bn.size(); ++i) {
+      CHECK(bn[i]->running_mean().to_vector() == twin_bn[i]->running_mean().to_vector());
+    }
+  }
+
+ private:
+  static Spc2Batch seeded_spc2_batch(uint64_t seed) {
+    engine::Generator gen(seed);
+    return make_spc2_batch(6, 3, gen);
+  }
+};
 
 // ---- host-side arithmetic for hand-computed expectations ----------------------------------
 

@@ -2,7 +2,8 @@
 // hand, option validation, no attack when the destination is the source miner, the ET early stop,
 // the gradual adversary's previous-loss state (and its checkpoint round trip), miner
 // destinations, ICS, the adversary's direction, two gradual steps equal to hm.h's math written out
-// with public pieces on a twin (bit for bit), and the step contract of defense.h.
+// with public pieces on a twin (bit for bit). The step contract of defense.h, which every recipe
+// shares, is in contract_test.cpp.
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -26,6 +27,7 @@ using attacks::defenses::HmOptions;
 using attacks::defenses::StepResult;
 using Catch::Contains;
 using defense_test::Harness;
+using defense_test::one_forward_triplet_loss;  // HM's training forward when nothing moved
 using engine::Tensor;
 using losses::Metric;
 using losses::Miner;
@@ -68,18 +70,6 @@ double mean(const std::vector<double>& v) {
   double s = 0.0;
   for (double x : v) s += x;
   return s / static_cast<double>(v.size());
-}
-
-// The triplet loss of one train-mode forward of [A; P; N] through a fresh twin (HM's training
-// forward when its adversary left the images as they were).
-double one_forward_triplet_loss(Harness& twin, const Tensor& images, const losses::Triplets& t,
-                                Metric metric) {
-  const Tensor index = engine::concat({t.anchor, t.positive, t.negative}, 0);
-  const Tensor e = twin.model->forward(engine::index_select(images, index));
-  const int64_t b = t.size();
-  return losses::triplet_loss_rows(e.slice(0, 0, b), e.slice(0, b, 2 * b), e.slice(0, 2 * b, 3 * b),
-                                   metric, losses::default_margin(metric))
-      .item();
 }
 
 // HM mines on the clean eval-mode embeddings, normalized for N (hm.h step 1).
@@ -514,22 +504,4 @@ TEST_CASE("HM's step is its header's math written out: two gradual steps with IC
   CHECK(destinations[1] > -0.2 + 1e-3);
   CHECK(ics_values[0] > 1e-4);
   CHECK(ics_values[1] > 1e-4);
-}
-
-TEST_CASE("HM: passes = steps taken + 1, train mode, no weight gradient, differentiable loss",
-          "[defenses]") {
-  engine::Generator data(241);
-  const defense_test::Spc2Batch batch = defense_test::make_spc2_batch(4, 2, data);
-  for (int64_t steps : {1, 4}) {
-    for (bool ics : {false, true}) {
-      INFO("steps " << steps << " ics " << ics);
-      Harness h(30, 1, Metric::N, Miner::Semihard, 251);
-      DefenseOptions o = hm_options("softhard", "g_lga", 0.1, 0.02, steps);
-      o.hm.ics = ics;
-      o.hm.stop_tolerance = 0.0;  // no early stop: exactly `steps` steps
-      const StepResult r =
-          attacks::defenses::make_defense(o)->step(h.context, batch.images, batch.labels);
-      defense_test::check_step_contract(*h.model, r, steps + 1);
-    }
-  }
 }

@@ -15,19 +15,7 @@ using losses::Metric;
 using losses_test::f64;
 using losses_test::index;
 using losses_test::labels_of;
-
-namespace {
-
-losses::Triplets make_triplets(const std::vector<int64_t>& a, const std::vector<int64_t>& p,
-                               const std::vector<int64_t>& n) {
-  losses::Triplets t;
-  t.anchor = index(a);
-  t.positive = index(p);
-  t.negative = index(n);
-  return t;
-}
-
-}  // namespace
+using losses_test::make_triplets;
 
 TEST_CASE("contrastive loss: hand-computed, metric E", "[losses][contrastive]") {
   // Rows (0,0) A, (3,4) A, (0,0.5) B, (0,3) B; triplets (0,1,2) and (2,3,1); margin 1.

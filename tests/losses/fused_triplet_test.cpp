@@ -26,13 +26,11 @@ using engine::Tensor;
 using losses::Metric;
 using losses::Miner;
 using losses_test::f64;
+using losses_test::kAllMetrics;
+using losses_test::kAllMiners;
 using losses_test::labels_of;
 
 namespace {
-
-const Miner kAllMiners[] = {Miner::Random, Miner::Semihard, Miner::Softhard, Miner::Distance,
-                            Miner::Hardest};
-const Metric kAllMetrics[] = {Metric::N, Metric::E, Metric::C};
 
 // What one path produced: loss, dL/dx, triplets and the generator's offset afterwards.
 struct Outcome {

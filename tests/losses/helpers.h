@@ -5,12 +5,13 @@
 #include <vector>
 
 #include "engine/tensor.h"
+#include "losses/distance.h"
+#include "losses/miners.h"
+#include "tests/support/tensors.h"
 
 namespace losses_test {
 
-inline engine::Tensor f64(const std::vector<double>& values, const engine::Shape& shape) {
-  return engine::Tensor::from_vector(values, shape, engine::DType::F64);
-}
+using test::f64;
 
 inline engine::Tensor labels_of(const std::vector<int64_t>& values) {
   return engine::Tensor::from_indices(values, {static_cast<int64_t>(values.size())});
@@ -27,5 +28,22 @@ inline std::vector<int64_t> spc2_labels(int64_t pairs, int64_t classes) {
   }
   return out;
 }
+
+// Triplets with rows `a`, `p`, `n` (anchor i = a[i], ...), written out by hand.
+inline losses::Triplets make_triplets(const std::vector<int64_t>& a, const std::vector<int64_t>& p,
+                                      const std::vector<int64_t>& n) {
+  losses::Triplets t;
+  t.anchor = index(a);
+  t.positive = index(p);
+  t.negative = index(n);
+  return t;
+}
+
+// Every miner and every metric, for the sweeps that must hold for all of them.
+inline const losses::Miner kAllMiners[] = {losses::Miner::Random, losses::Miner::Semihard,
+                                           losses::Miner::Softhard, losses::Miner::Distance,
+                                           losses::Miner::Hardest};
+inline const losses::Metric kAllMetrics[] = {losses::Metric::N, losses::Metric::E,
+                                             losses::Metric::C};
 
 }  // namespace losses_test

@@ -17,17 +17,9 @@ using losses::Metric;
 using losses_test::f64;
 using losses_test::index;
 using losses_test::labels_of;
+using losses_test::make_triplets;
 
 namespace {
-
-losses::Triplets make_triplets(const std::vector<int64_t>& a, const std::vector<int64_t>& p,
-                               const std::vector<int64_t>& n) {
-  losses::Triplets t;
-  t.anchor = index(a);
-  t.positive = index(p);
-  t.negative = index(n);
-  return t;
-}
 
 // Unit rows (1,0), (0.6,0.8), (0.8,0.6), (0,1).
 Tensor unit_rows(double scale) {

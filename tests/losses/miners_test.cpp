@@ -16,12 +16,10 @@ using engine::Tensor;
 using losses::Metric;
 using losses::Miner;
 using losses_test::f64;
+using losses_test::kAllMiners;
 using losses_test::labels_of;
 
 namespace {
-
-const Miner kAllMiners[] = {Miner::Random, Miner::Semihard, Miner::Softhard, Miner::Distance,
-                            Miner::Hardest};
 
 // The constructed 1-D batch (metric E, so distances are |x_i - x_j|):
 //   row    0    1    2    3    4     5    6    7

@@ -22,6 +22,7 @@
 #include "models/embed.h"
 #include "models/registry.h"
 #include "models/weights.h"
+#include "tests/models/helpers.h"
 #include "tests/support/allclose.h"
 #include "tests/support/cuda_guard.h"
 
@@ -31,12 +32,7 @@ namespace nn = engine::nn;
 namespace {
 
 std::shared_ptr<models::Model> build(const std::string& name, int64_t dim, int64_t k = 1) {
-  models::ModelConfig config;
-  config.name = name;
-  config.embedding_dim = dim;
-  config.bn_branches = k;
-  engine::Generator gen(41);
-  auto model = models::build_model(config, gen);
+  auto model = models_test::build_model(41, name, dim, k);
   // Non-trivial BN statistics so the eval path is really exercised.
   engine::Generator stats(42);
   for (nn::BatchNorm* bn : nn::batch_norm_layers(*model)) {

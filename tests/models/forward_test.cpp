@@ -15,6 +15,7 @@
 #include "models/embed.h"
 #include "models/registry.h"
 #include "models/resnet.h"
+#include "tests/models/helpers.h"
 #include "tests/support/allclose.h"
 #include "tests/support/gradcheck.h"
 
@@ -26,14 +27,7 @@ namespace {
 
 std::shared_ptr<models::Model> build(const std::string& name, int64_t dim, int64_t k = 1,
                                      bool frozen = false, bool init = true) {
-  models::ModelConfig config;
-  config.name = name;
-  config.embedding_dim = dim;
-  config.bn_branches = k;
-  config.frozen_bn = frozen;
-  config.init_weights = init;
-  engine::Generator gen(11);
-  return models::build_model(config, gen);
+  return models_test::build_model(11, name, dim, k, frozen, init);
 }
 
 // Gives every BN of `model` non-trivial affine parameters and running statistics (fresh BNs

@@ -16,6 +16,7 @@
 #include "models/registry.h"
 #include "models/resnet.h"
 #include "models/summary.h"
+#include "tests/models/helpers.h"
 #include "tests/support/allclose.h"
 
 using engine::Tensor;
@@ -27,14 +28,7 @@ namespace {
 // the CPU reference RNG makes the re-init of 60M parameters take seconds.
 std::shared_ptr<models::Model> build(const std::string& name, int64_t dim, int64_t k = 1,
                                      bool frozen = false, bool init = true) {
-  models::ModelConfig config;
-  config.init_weights = init;
-  config.name = name;
-  config.embedding_dim = dim;
-  config.bn_branches = k;
-  config.frozen_bn = frozen;
-  engine::Generator gen(1);
-  return models::build_model(config, gen);
+  return models_test::build_model(1, name, dim, k, frozen, init);
 }
 
 }  // namespace

@@ -19,6 +19,7 @@
 #include "models/registry.h"
 #include "models/weights.h"
 #include "tests/io/io_test_util.h"
+#include "tests/models/helpers.h"
 #include "tests/support/allclose.h"
 
 using engine::DType;
@@ -141,13 +142,8 @@ class ScratchDir {
 };
 
 std::shared_ptr<models::Model> build(const std::string& name, int64_t dim, int64_t k = 1) {
-  models::ModelConfig config;
-  config.name = name;
-  config.embedding_dim = dim;
-  config.bn_branches = k;
-  config.init_weights = false;  // every value is overwritten by the load
-  engine::Generator gen(0);
-  return models::build_model(config, gen);
+  // init = false: every value is overwritten by the load.
+  return models_test::build_model(0, name, dim, k, /*frozen=*/false, /*init=*/false);
 }
 
 // Loads the torchvision-named file into the model, checks every value, saves the model and

@@ -11,23 +11,16 @@
 #include "engine/tensor.h"
 #include "tests/support/allclose.h"
 #include "tests/support/gradcheck.h"
+#include "tests/support/tensors.h"
 
 using engine::BatchNormRoute;
 using engine::DType;
 using engine::Shape;
 using engine::Tensor;
+using test::f64;
+using test::f64_leaf;
 
 namespace {
-
-Tensor f64(const std::vector<double>& values, const Shape& shape) {
-  return Tensor::from_vector(values, shape, DType::F64);
-}
-
-Tensor f64_leaf(const std::vector<double>& values, const Shape& shape) {
-  Tensor t = f64(values, shape);
-  t.set_requires_grad(true);
-  return t;
-}
 
 // Host values of `rows` consecutive rows (dim 0) of a contiguous tensor, starting at `first`.
 std::vector<double> host_rows(const Tensor& t, int64_t first, int64_t rows) {

@@ -18,6 +18,7 @@
 #include "engine/tensor.h"
 #include "tests/support/allclose.h"
 #include "tests/support/cuda_guard.h"
+#include "tests/support/tensors.h"
 #include "tests/support/tolerance.h"
 
 using engine::Device;
@@ -27,12 +28,8 @@ using engine::Tensor;
 
 namespace {
 
-Tensor random_f32(const Shape& shape, uint64_t seed, double low = -1.0, double high = 1.0) {
-  engine::Generator gen(seed);
-  return engine::uniform(shape, low, high, gen, DType::F32);
-}
-
 using BinaryFn = std::function<Tensor(const Tensor&, const Tensor&)>;
+using test::random_f32;
 
 struct NamedOp {
   const char* name;

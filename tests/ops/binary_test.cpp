@@ -11,18 +11,12 @@
 #include "kernels/binary/binary.h"
 #include "tests/support/allclose.h"
 #include "tests/support/gradcheck.h"
+#include "tests/support/tensors.h"
 
 using engine::DType;
 using engine::Shape;
 using engine::Tensor;
-
-namespace {
-
-Tensor f64(const std::vector<double>& values, const Shape& shape) {
-  return Tensor::from_vector(values, shape, DType::F64);
-}
-
-}  // namespace
+using test::f64;
 
 TEST_CASE("binary kernel: stride-0 broadcast of a column against a row", "[binary]") {
   using engine::kernels::BinaryOp;

@@ -8,18 +8,12 @@
 #include "engine/tensor.h"
 #include "tests/support/allclose.h"
 #include "tests/support/gradcheck.h"
+#include "tests/support/tensors.h"
 
 using engine::DType;
 using engine::Shape;
 using engine::Tensor;
-
-namespace {
-
-Tensor f64(const std::vector<double>& values, const Shape& shape) {
-  return Tensor::from_vector(values, shape, DType::F64);
-}
-
-}  // namespace
+using test::f64;
 
 TEST_CASE("concat: three inputs along dim 0 and dim 1, by hand", "[concat]") {
   // dim 0: [[1, 2], [3, 4]] ++ [[5, 6]] ++ [[7, 8], [9, 10], [11, 12]] stacks the rows.

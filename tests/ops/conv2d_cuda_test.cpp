@@ -23,7 +23,9 @@
 #include "engine/tensor.h"
 #include "kernels/conv2d/conv2d.h"
 #include "tests/support/allclose.h"
+#include "tests/support/backend_scope.h"
 #include "tests/support/cuda_guard.h"
+#include "tests/support/tensors.h"
 #include "tests/support/tolerance.h"
 
 using engine::Conv2dOptions;
@@ -32,6 +34,8 @@ using engine::Device;
 using engine::DType;
 using engine::Shape;
 using engine::Tensor;
+using test::random_f32;
+using test::rms;
 
 namespace {
 
@@ -62,17 +66,6 @@ std::string describe(const ConvCase& c) {
 int64_t out_size(int64_t in, int64_t k, int64_t stride, int64_t pad, int64_t dilation) {
   const int64_t span = dilation * (k - 1) + 1;
   return in + 2 * pad < span ? 0 : (in + 2 * pad - span) / stride + 1;
-}
-
-Tensor random_f32(const Shape& shape, uint64_t seed) {
-  engine::Generator gen(seed);
-  return engine::uniform(shape, -1.0, 1.0, gen, DType::F32);
-}
-
-double rms(const std::vector<double>& v) {
-  double sum = 0.0;
-  for (double e : v) sum += e * e;
-  return v.empty() ? 0.0 : std::sqrt(sum / static_cast<double>(v.size()));
 }
 
 // |actual - expected| within the reduction tolerance for length L at the reference's scale,
@@ -116,20 +109,6 @@ double cudnn_widening(const std::string& algorithms, const std::string& pass) {
   return transform ? 8.0 : 1.0;
 }
 
-// Restores the process-wide backend when a test ends, also on failure.
-class ConvBackendScope {
- public:
-  explicit ConvBackendScope(ConvBackend backend) : previous_(engine::conv_backend()) {
-    engine::set_conv_backend(backend);
-  }
-  ~ConvBackendScope() { engine::set_conv_backend(previous_); }
-  ConvBackendScope(const ConvBackendScope&) = delete;
-  ConvBackendScope& operator=(const ConvBackendScope&) = delete;
-
- private:
-  ConvBackend previous_;
-};
-
 // The backends to hold to the reference: ours always, cuDNN when the build has it.
 std::vector<ConvBackend> backends() {
   std::vector<ConvBackend> list = {ConvBackend::Ours};
@@ -164,7 +143,7 @@ void require_conv_matches_cpu(const ConvCase& c, uint64_t seed) {
   const int64_t fprop_length = c.C * c.R * c.S, dgrad_length = c.K * c.R * c.S;
   const int64_t wgrad_length = c.N * P * Q;
   for (ConvBackend backend : backends()) {
-    ConvBackendScope scope(backend);
+    test::BackendScope scope(backend);
     const std::string name = engine::backend_name(backend);
     const Tensor xc = leaf(x, DType::F32, Device::cuda()), wc = leaf(w, DType::F32, Device::cuda());
     const Tensor bc = leaf(b, DType::F32, Device::cuda());
@@ -370,7 +349,7 @@ TEST_CASE("conv2d cuda: wgrad split-K path matches and is deterministic", "[conv
   shape.pad_h = shape.pad_w = 1;
   REQUIRE(engine::kernels::conv2d_wgrad_cuda_workspace_size(shape) > 0);
 
-  ConvBackendScope scope(ConvBackend::Ours);
+  test::BackendScope scope(ConvBackend::Ours);
   Tensor x = random_f32({8, 16, 40, 40}, 410).to(Device::cuda());
   Tensor w = random_f32({8, 16, 3, 3}, 411).to(Device::cuda());
   Tensor dy = random_f32({8, 8, 40, 40}, 412).to(Device::cuda());
@@ -412,7 +391,7 @@ TEST_CASE("conv2d cuda: ResNet-18 layer4 shapes at batch 2", "[conv2d][cuda]") {
 TEST_CASE("conv2d cuda: grad(y, {x}) runs dgrad only, with either backend", "[conv2d][cuda]") {
   REQUIRE_CUDA_OR_SKIP();
   for (ConvBackend backend : backends()) {
-    ConvBackendScope scope(backend);
+    test::BackendScope scope(backend);
     Tensor x = random_f32({2, 3, 8, 8}, 900).to(Device::cuda());
     Tensor w = random_f32({4, 3, 3, 3}, 901).to(Device::cuda());
     x.set_requires_grad(true);
@@ -440,7 +419,7 @@ TEST_CASE("conv2d cuda: cudnn backend without cuDNN is a clear error", "[conv2d]
     WARN("skipped: built with cuDNN");
     return;
   }
-  ConvBackendScope scope(ConvBackend::Cudnn);
+  test::BackendScope scope(ConvBackend::Cudnn);
   Tensor x = random_f32({1, 1, 4, 4}, 950).to(Device::cuda());
   Tensor w = random_f32({1, 1, 3, 3}, 951).to(Device::cuda());
   REQUIRE_THROWS_WITH(engine::conv2d(x, w, Tensor()), Catch::Contains("without cuDNN"));

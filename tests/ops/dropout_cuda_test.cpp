@@ -13,20 +13,12 @@
 #include "engine/tensor.h"
 #include "tests/support/allclose.h"
 #include "tests/support/cuda_guard.h"
+#include "tests/support/tensors.h"
 
 using engine::Device;
 using engine::DType;
-using engine::Shape;
 using engine::Tensor;
-
-namespace {
-
-Tensor random_f32(const Shape& shape, uint64_t seed) {
-  engine::Generator gen(seed);
-  return engine::uniform(shape, -1.0, 1.0, gen, DType::F32);
-}
-
-}  // namespace
+using test::random_f32;
 
 TEST_CASE("dropout cuda: same output and gradient as the cpu for the same generator state",
           "[dropout][cuda]") {

@@ -15,18 +15,15 @@
 #include "engine/tensor.h"
 #include "tests/support/allclose.h"
 #include "tests/support/cuda_guard.h"
+#include "tests/support/tensors.h"
 
 using engine::Device;
 using engine::DType;
 using engine::Shape;
 using engine::Tensor;
+using test::random_f32;
 
 namespace {
-
-Tensor random_f32(const Shape& shape, uint64_t seed) {
-  engine::Generator gen(seed);
-  return engine::uniform(shape, -1.0, 1.0, gen, DType::F32);
-}
 
 struct GatherCase {
   Shape x_shape;

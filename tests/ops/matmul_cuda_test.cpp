@@ -20,46 +20,25 @@
 #include "engine/tensor.h"
 #include "kernels/matmul/matmul.h"
 #include "tests/support/allclose.h"
+#include "tests/support/backend_scope.h"
 #include "tests/support/cuda_guard.h"
+#include "tests/support/tensors.h"
 #include "tests/support/tolerance.h"
 
 using engine::Device;
 using engine::DType;
 using engine::GemmBackend;
-using engine::Shape;
 using engine::Tensor;
+using test::random_f32;
+using test::rms;
 
 namespace {
-
-Tensor random_f32(const Shape& shape, uint64_t seed) {
-  engine::Generator gen(seed);
-  return engine::uniform(shape, -1.0, 1.0, gen, DType::F32);
-}
-
-double rms(const std::vector<double>& v) {
-  double sum = 0.0;
-  for (double e : v) sum += e * e;
-  return v.empty() ? 0.0 : std::sqrt(sum / static_cast<double>(v.size()));
-}
 
 void require_dot_close(const std::vector<double>& actual, const std::vector<double>& expected,
                        int64_t length, const std::string& what) {
   const test::Tolerance tol = test::reduction_tolerance(length, std::max(rms(expected), 1e-3));
   test::require_close(actual, expected, tol.atol, tol.rtol, what);
 }
-
-class GemmBackendScope {
- public:
-  explicit GemmBackendScope(GemmBackend backend) : previous_(engine::gemm_backend()) {
-    engine::set_gemm_backend(backend);
-  }
-  ~GemmBackendScope() { engine::set_gemm_backend(previous_); }
-  GemmBackendScope(const GemmBackendScope&) = delete;
-  GemmBackendScope& operator=(const GemmBackendScope&) = delete;
-
- private:
-  GemmBackend previous_;
-};
 
 using GemmFn = void (*)(int64_t, int64_t, int64_t, const float*, const float*, bool, bool, float*,
                         bool);
@@ -189,7 +168,7 @@ TEST_CASE("matmul cuda: matmul and linear gradients through autograd, both backe
           "[matmul][cuda]") {
   REQUIRE_CUDA_OR_SKIP();
   for (GemmBackend backend : {GemmBackend::Ours, GemmBackend::Cublas}) {
-    GemmBackendScope scope(backend);
+    test::BackendScope scope(backend);
     const std::string name = engine::backend_name(backend);
     auto leaf = [](const Tensor& t, DType dtype, Device device) {
       Tensor copy = t.to(dtype).to(device).detach();

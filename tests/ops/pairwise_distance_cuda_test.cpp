@@ -14,8 +14,10 @@
 #include "engine/ops.h"
 #include "engine/random.h"
 #include "engine/tensor.h"
+#include "tests/ops/pairwise_distance_test_util.h"
 #include "tests/support/allclose.h"
 #include "tests/support/cuda_guard.h"
+#include "tests/support/tensors.h"
 #include "tests/support/tolerance.h"
 
 using engine::Device;
@@ -23,25 +25,10 @@ using engine::DistanceMetric;
 using engine::DType;
 using engine::Shape;
 using engine::Tensor;
+using ops_test::metric_name;
+using test::random_f32;
 
 namespace {
-
-Tensor random_f32(const Shape& shape, uint64_t seed, double low = -1.0, double high = 1.0) {
-  engine::Generator gen(seed);
-  return engine::uniform(shape, low, high, gen, DType::F32);
-}
-
-const char* metric_name(DistanceMetric metric) {
-  switch (metric) {
-    case DistanceMetric::Euclidean:
-      return "Euclidean";
-    case DistanceMetric::SquaredEuclidean:
-      return "SquaredEuclidean";
-    case DistanceMetric::Cosine:
-      return "Cosine";
-  }
-  return "?";
-}
 
 const DistanceMetric kMetrics[] = {DistanceMetric::Euclidean, DistanceMetric::SquaredEuclidean,
                                    DistanceMetric::Cosine};

@@ -15,30 +15,18 @@
 #include "engine/ops.h"
 #include "engine/tensor.h"
 #include "kernels/pairwise_distance/pairwise_distance.h"
+#include "tests/ops/pairwise_distance_test_util.h"
 #include "tests/support/allclose.h"
 #include "tests/support/gradcheck.h"
+#include "tests/support/tensors.h"
 
 using engine::DistanceMetric;
 using engine::DType;
 using engine::Tensor;
+using ops_test::metric_name;
+using test::f64;
 
 namespace {
-
-Tensor f64(const std::vector<double>& values, const engine::Shape& shape) {
-  return Tensor::from_vector(values, shape, DType::F64);
-}
-
-const char* metric_name(DistanceMetric metric) {
-  switch (metric) {
-    case DistanceMetric::Euclidean:
-      return "Euclidean";
-    case DistanceMetric::SquaredEuclidean:
-      return "SquaredEuclidean";
-    case DistanceMetric::Cosine:
-      return "Cosine";
-  }
-  return "?";
-}
 
 // Rows for the fast-vs-reference sweep: random values, plus the cases with their own branches --
 // row 0 of b repeats row 0 of a (distance exactly 0, the Euclidean subgradient), and the last row

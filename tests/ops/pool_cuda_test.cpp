@@ -19,20 +19,15 @@
 #include "engine/tensor.h"
 #include "tests/support/allclose.h"
 #include "tests/support/cuda_guard.h"
+#include "tests/support/tensors.h"
 #include "tests/support/tolerance.h"
 
 using engine::Device;
-using engine::DType;
 using engine::Pool2dOptions;
 using engine::Shape;
 using engine::Tensor;
 
 namespace {
-
-Tensor random_f32(const Shape& shape, uint64_t seed) {
-  engine::Generator gen(seed);
-  return engine::uniform(shape, -1.0, 1.0, gen, DType::F32);
-}
 
 Pool2dOptions pool_options(int64_t kernel, int64_t stride, int64_t pad) {
   Pool2dOptions o;
@@ -50,6 +45,7 @@ std::string describe(const Shape& shape, const Pool2dOptions& o) {
 }
 
 using PoolFn = Tensor (*)(const Tensor&, const Pool2dOptions&);
+using test::random_f32;
 
 // Forward and dx for a fixed dy on CUDA vs the f32 CPU op on the same values.
 void require_pool_matches_cpu(PoolFn pool, const Tensor& x, const Pool2dOptions& o,

@@ -12,16 +12,14 @@
 #include "kernels/reduce/reduce.h"
 #include "tests/support/allclose.h"
 #include "tests/support/gradcheck.h"
+#include "tests/support/tensors.h"
 
 using engine::DType;
 using engine::Shape;
 using engine::Tensor;
+using test::f64;
 
 namespace {
-
-Tensor f64(const std::vector<double>& values, const Shape& shape) {
-  return Tensor::from_vector(values, shape, DType::F64);
-}
 
 // x[i][j][k] = 1 + 4i + 2j + k: the numbers 1..8 in a [2, 2, 2] tensor.
 Tensor one_to_eight() { return f64({1, 2, 3, 4, 5, 6, 7, 8}, {2, 2, 2}); }

@@ -11,16 +11,14 @@
 #include "kernels/softmax/softmax.h"
 #include "tests/support/allclose.h"
 #include "tests/support/gradcheck.h"
+#include "tests/support/tensors.h"
 
 using engine::DType;
 using engine::Shape;
 using engine::Tensor;
+using test::f64;
 
 namespace {
-
-Tensor f64(const std::vector<double>& values, const Shape& shape) {
-  return Tensor::from_vector(values, shape, DType::F64);
-}
 
 // Row 0: exp(x) = [1, 2, 3], so softmax = [1/6, 2/6, 3/6]. Row 1: all equal and huge (exp
 // overflows without the max subtraction), so softmax = [1/3, 1/3, 1/3].

@@ -16,19 +16,15 @@
 #include "engine/tensor.h"
 #include "tests/support/allclose.h"
 #include "tests/support/cuda_guard.h"
+#include "tests/support/tensors.h"
 #include "tests/support/tolerance.h"
 
 using engine::Device;
 using engine::DType;
-using engine::Shape;
 using engine::Tensor;
+using test::random_f32;
 
 namespace {
-
-Tensor random_f32(const Shape& shape, uint64_t seed, double low, double high) {
-  engine::Generator gen(seed);
-  return engine::uniform(shape, low, high, gen, DType::F32);
-}
 
 struct UnaryCase {
   const char* name;

@@ -12,22 +12,15 @@
 #include "kernels/unary/unary.h"
 #include "tests/support/allclose.h"
 #include "tests/support/gradcheck.h"
+#include "tests/support/tensors.h"
 
 using engine::DType;
 using engine::Shape;
 using engine::Tensor;
+using test::f64;
+using test::f64_leaf;
 
 namespace {
-
-Tensor f64(const std::vector<double>& values, const Shape& shape) {
-  return Tensor::from_vector(values, shape, DType::F64);
-}
-
-Tensor f64_leaf(const std::vector<double>& values, const Shape& shape) {
-  Tensor t = f64(values, shape);
-  t.set_requires_grad(true);
-  return t;
-}
 
 // dL/dx of L = sum(f(x)), i.e. f'(x) elementwise.
 std::vector<double> derivative(Tensor (*f)(const Tensor&), const Tensor& x) {
