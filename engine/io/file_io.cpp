@@ -2,11 +2,13 @@
 #include "engine/io/file_io.h"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 
 #include "kernels/common/check.h"
 
@@ -68,8 +70,39 @@ std::string atomic_temp_path(const std::string& path) {
   return path + ".tmp." + std::to_string(static_cast<long long>(::getpid()));
 }
 
+// True for the decimal process id of a process that no longer exists. kill(pid, 0) sends nothing;
+// EPERM means the process exists but belongs to another user, so only ESRCH counts as gone.
+bool is_dead_process_id(const std::string& digits) {
+  if (digits.empty() || digits.size() > 9) return false;
+  for (char c : digits) {
+    if (c < '0' || c > '9') return false;
+  }
+  const long pid = std::stol(digits);
+  return pid > 0 && ::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH;
+}
+
+int remove_abandoned_temporaries(const std::string& path) {
+  const std::filesystem::path target(path);
+  const std::string prefix = target.filename().string() + ".tmp.";
+  std::filesystem::path folder = target.parent_path();
+  if (folder.empty()) folder = ".";
+  std::error_code error;
+  std::filesystem::directory_iterator entries(folder, error);
+  if (error) return 0;  // no folder yet: nothing left behind
+  int removed = 0;
+  for (const auto& entry : entries) {
+    const std::string name = entry.path().filename().string();
+    if (name.rfind(prefix, 0) != 0 || !is_dead_process_id(name.substr(prefix.size()))) continue;
+    if (std::filesystem::remove(entry.path(), error)) ++removed;
+    ENGINE_CHECK(!error, entry.path().string(),
+                 ": cannot remove an abandoned temporary file: ", error.message());
+  }
+  return removed;
+}
+
 AtomicFileWriter::AtomicFileWriter(const std::string& path)
     : path_(path), temp_path_(atomic_temp_path(path)) {
+  remove_abandoned_temporaries(path);
   fd_ = ::open(temp_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd_ < 0) fail(path_, ": cannot create temporary file ", temp_path_, ": ", system_error());
 }

@@ -56,4 +56,11 @@ void write_file_atomically(const std::string& path, const std::string& bytes);
 // The temporary name AtomicFileWriter uses for `path` in this process.
 std::string atomic_temp_path(const std::string& path);
 
+// Removes the temporary files "<path>.tmp.<pid>" that writers of `path` left behind when they were
+// killed before commit(): those whose process no longer runs. A live writer's file (another
+// process writing the same path right now) is kept. Returns how many were removed. A killed
+// `dml train` or `dml attack --save-adversarial` can leave gigabytes there; every writer calls
+// this, so the next run that writes the same path cleans up.
+int remove_abandoned_temporaries(const std::string& path);
+
 }  // namespace engine::detail

@@ -14,6 +14,7 @@
 #include "tools/dml/attack_runner.h"
 #include "tools/dml/attack_setup.h"
 #include "tools/dml/commands.h"
+#include "tools/dml/output_files.h"
 
 namespace dml {
 
@@ -35,7 +36,8 @@ const char kUsage[] =
     "                      write every attacked image's adversarial version as float32\n"
     "                      [N, C, H, W], row i = image i of the split (the first N with\n"
     "                      --max-images); written as the batches finish, renamed into place at\n"
-    "                      the end\n";
+    "                      the end; an existing file is refused unless --overwrite\n"
+    "  --overwrite         replace an existing --save-adversarial file\n";
 
 }  // namespace
 
@@ -48,10 +50,13 @@ int run_attack_command(Args& args) {
   const std::string spec_text = args.take_string("--attack");
   const std::string dump_dir = args.take_string("-X", "");
   const std::string save_adversarial = args.take_string("--save-adversarial", "");
+  const ExistingResult existing = take_existing_result_flags(args, /*can_resume=*/false);
   AttackCommonOptions options = take_attack_options(args);
   args.finish();
   refuse_output_over_input(save_adversarial, "--save-adversarial", options.checkpoint,
                            "--checkpoint");
+  check_result_file(save_adversarial, "--save-adversarial", existing);
+  prepare_output_folder(dump_dir, "-X");
   attacks::AttackSpec spec;
   try {
     spec = attacks::parse_attack_spec(spec_text);

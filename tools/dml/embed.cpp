@@ -21,6 +21,7 @@
 #include "models/registry.h"
 #include "models/weights.h"
 #include "tools/dml/commands.h"
+#include "tools/dml/output_files.h"
 #include "tools/dml/split_stream.h"
 
 namespace dml {
@@ -44,7 +45,8 @@ const char* kUsage =
     "  --root DIR           the dataset's directory\n"
     "  --transform R        CUB/CARS/SOP image recipe: robrank (resize 256x256, center crop 224;\n"
     "                       default) or revisiting (shorter side 256, center crop 224)\n"
-    "  --out FILE           output .npy (written atomically)\n"
+    "  --out FILE           output .npy (written atomically; an existing file is refused)\n"
+    "  --overwrite          replace an existing --out file\n"
     "  --device DEV         cpu, cuda or cuda:N (default: cuda when a GPU is present)\n"
     "  --batch-size B       images per forward pass (default 256)\n"
     "  --bn-branches K      batch-norm branches of the weights (default 1); branch 0 embeds\n";
@@ -118,8 +120,10 @@ int run_embed(Args& args) {
   const std::string out = args.take_string("--out");
   const std::optional<std::string> device_text = args.take_optional("--device");
   const int64_t batch_size = args.take_int("--batch-size", 256);
+  const ExistingResult existing = take_existing_result_flags(args, /*can_resume=*/false);
   args.finish();
   refuse_output_over_input(out, "--out", weights, "--weights");
+  check_result_file(out, "--out", existing);
 
   if (!models::is_model_name(config.name)) {
     std::string known;

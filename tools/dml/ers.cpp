@@ -22,6 +22,7 @@
 #include "tools/dml/attack_runner.h"
 #include "tools/dml/attack_setup.h"
 #include "tools/dml/commands.h"
+#include "tools/dml/output_files.h"
 
 namespace dml {
 
@@ -43,8 +44,10 @@ const char kUsage[] =
     "\"complete\"\n"
     "                      is false until the last one has finished)\n"
     "  --resume            keep the attacks an interrupted run already wrote to --out (same\n"
-    "                      checkpoint file and contents, profile, metric, seed, --batch-size,\n"
-    "                      --max-images and --robrank-compat) and run only the rest\n";
+    "                      checkpoint contents, under any path; same profile, metric, seed,\n"
+    "                      --batch-size, --max-images and --robrank-compat) and run only the rest\n"
+    "  --overwrite         replace an existing --out file (without it, or --resume, an existing\n"
+    "                      result is refused before any work)\n";
 
 // FNV-1a (64 bit) of a file's bytes, as 16 hex digits: tells a resumed ERS whether the weights
 // at the checkpoint path are still the ones the finished attacks ran on (a retrained model at
@@ -69,8 +72,8 @@ std::string file_fnv1a64(const std::string& path) {
 }
 
 // The attacks an interrupted `dml ers --out FILE` run finished, after checking that FILE was
-// written for the same checkpoint (path and contents), profile, metric and selection settings
-// (its device may differ).
+// written for the same weights (by their hash: the checkpoint may have been moved or named by
+// another path since), profile, metric and selection settings (its device may differ).
 std::vector<AttackSummary> finished_attacks(const std::string& path, const std::string& checkpoint,
                                             const std::string& weights_hash,
                                             const std::string& profile, const AttackSetup& setup) {
@@ -86,8 +89,12 @@ std::vector<AttackSummary> finished_attacks(const std::string& path, const std::
                        ", this run has " + value.dump());
     }
   };
-  expect("checkpoint", checkpoint);
   expect("weights_fnv1a64", weights_hash);
+  if (previous.value("checkpoint", std::string()) != checkpoint) {
+    std::fprintf(stderr, "ers: %s was written for %s: the same weights as %s\n", path.c_str(),
+                 previous.value("checkpoint", std::string("(no path)")).c_str(),
+                 checkpoint.c_str());
+  }
   expect("profile", profile);
   expect("metric", setup.metric);
   expect("batch_size", setup.run.batch_size);  // the selection draws go batch by batch
@@ -121,10 +128,13 @@ int run_ers(Args& args) {
   }
   const std::string profile = args.take_string("--profile");
   const std::string out_path = args.take_string("--out", "");
-  const bool resume = args.take_flag("--resume");
+  const ExistingResult existing = take_existing_result_flags(args, /*can_resume=*/true);
+  const bool resume = existing == ExistingResult::kResume;
   AttackCommonOptions options = take_attack_options(args);
   args.finish();
   refuse_output_over_input(out_path, "--out", options.checkpoint, "--checkpoint");
+  if (resume && out_path.empty()) throw UsageError("--resume needs --out (the file to resume)");
+  check_result_file(out_path, "--out", existing);
   std::vector<attacks::AttackSpec> specs;
   try {
     for (const std::string& text : attacks::profile_specs(profile)) {
@@ -133,7 +143,6 @@ int run_ers(Args& args) {
   } catch (const engine::Error& e) {
     throw UsageError(std::string("--profile: ") + e.what());
   }
-  if (resume && out_path.empty()) throw UsageError("--resume needs --out (the file to resume)");
   AttackSetup setup = setup_attack(options);
   const std::string weights_hash = file_fnv1a64(options.checkpoint);
 

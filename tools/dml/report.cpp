@@ -26,6 +26,7 @@
 #include "kernels/common/check.h"
 #include "metrics/ers.h"
 #include "tools/dml/commands.h"
+#include "tools/dml/output_files.h"
 #include "tools/dml/report.h"
 #include "tools/dml/svg.h"
 
@@ -243,6 +244,7 @@ int run_report(Args& args) {
     const std::string out = args.take_string("--out", "");
     args.finish();
     if (run_dir.empty()) throw UsageError("--log needs a run directory");
+    check_replaceable_file(out, "--out");
     return report_log(run_dir, out);
   }
   std::vector<std::string> files;
@@ -255,6 +257,7 @@ int run_report(Args& args) {
   const std::optional<std::string> names_text = args.take_optional("--names");
   const std::string out = args.take_string("--out");
   args.finish();
+  check_replaceable_file(out, "--out");
   std::vector<std::string> names;
   if (names_text) {
     names = split_commas(*names_text);

@@ -27,6 +27,7 @@
 #include "kernels/common/check.h"
 #include "metrics/distance.h"
 #include "tools/dml/load_model.h"
+#include "tools/dml/output_files.h"
 #include "tools/dml/report.h"
 #include "tools/dml/split_stream.h"
 
@@ -97,6 +98,7 @@ int run_report_grid(Args& args) {
   const std::optional<std::string> device_text = args.take_optional("--device");
   const std::string out = args.take_string("--out");
   args.finish();
+  check_replaceable_file(out, "--out");
   if (split != "train" && split != "test") {
     throw UsageError("--split must be train or test, got '" + split + "'");
   }

@@ -19,9 +19,11 @@ using nlohmann::json;
 
 constexpr int kCheckpointFormat = 1;
 
-// Keys that may change between a run and its resume without changing the computation.
-const char* const kResumeFreeKeys[] = {"epochs", "eval", "log_every_batches",
-                                       "checkpoint_every_batches", "device"};
+// Keys that may change between a run and its resume without changing the computation. A run is
+// identified by what it computes, not by where it lies: output_dir may differ (a moved or copied
+// run folder resumes).
+const char* const kResumeFreeKeys[] = {
+    "epochs", "eval", "log_every_batches", "checkpoint_every_batches", "device", "output_dir"};
 
 json without_free_keys(json config) {
   for (const char* key : kResumeFreeKeys) config.erase(key);
@@ -112,7 +114,8 @@ OptimizerStates restore_checkpoint(const std::string& path, const TrainConfig& c
         first_difference(without_free_keys(stored), without_free_keys(config.resolved), "");
     if (!differs.empty()) {
       throw UsageError("--resume: config key '" + differs + "' differs from the checkpoint's " +
-                       path + " (only epochs, eval.*, log/checkpoint cadence and device may)");
+                       path +
+                       " (only epochs, eval.*, log/checkpoint cadence, device and output_dir may)");
     }
     std::map<std::string, engine::Tensor> model_state, loss_state, defense_state;
     for (const auto& [name, raw] : file.tensors) {

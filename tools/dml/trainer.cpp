@@ -217,18 +217,16 @@ int train(const TrainConfig& config, const TrainOptions& options) {
   std::filesystem::create_directories(config.output_dir, fs_error);
   ENGINE_CHECK(!fs_error, "output_dir '", config.output_dir, "': ", fs_error.message());
   const std::string ckpt = checkpoint_path(config.output_dir);
-  // Temporary files of checkpoints whose writer was killed mid-write (the rename never happened,
-  // so the previous checkpoint is intact): garbage now. A fresh run (--overwrite included) also
-  // removes the final weights and metrics of the run it replaces, which would otherwise sit beside
-  // the new checkpoint until the new run ends, and be scored by dml eval/ers as if they were its.
-  for (const auto& entry : std::filesystem::directory_iterator(config.output_dir)) {
-    const std::string name = entry.path().filename().string();
-    const bool stale_output =
-        !options.resume && (name == "model.safetensors" || name == "metrics.json");
-    if (name.rfind("checkpoint.safetensors.tmp.", 0) == 0 || stale_output) {
-      std::filesystem::remove(entry.path(), fs_error);
-      ENGINE_CHECK(!fs_error, entry.path().string(), ": cannot remove: ", fs_error.message());
-    }
+  // Temporary files of outputs whose writer was killed mid-write (the rename never happened, so
+  // the previous file is intact): garbage now. A fresh run (--overwrite included) also removes the
+  // final weights and metrics of the run it replaces, which would otherwise sit beside the new
+  // checkpoint until the new run ends, and be scored by dml eval/ers as if they were its.
+  for (const char* name : {"checkpoint.safetensors", "model.safetensors", "metrics.json"}) {
+    const std::filesystem::path output = std::filesystem::path(config.output_dir) / name;
+    engine::detail::remove_abandoned_temporaries(output.string());
+    if (options.resume || name == std::string("checkpoint.safetensors")) continue;
+    std::filesystem::remove(output, fs_error);
+    ENGINE_CHECK(!fs_error, output.string(), ": cannot remove: ", fs_error.message());
   }
 
   engine::Generator init_gen(config.seed);

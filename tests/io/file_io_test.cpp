@@ -1,0 +1,63 @@
+// engine/io/file_io: remove_abandoned_temporaries, the clean-up of the "<path>.tmp.<pid>" files
+// that killed writers leave behind, and AtomicFileWriter calling it.
+#include <catch2/catch.hpp>
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <string>
+
+#include "engine/io/file_io.h"
+#include "tests/io/io_test_util.h"
+
+namespace {
+
+// The id of a process that has ended: a child that exits at once, reaped. (The kernel could hand
+// the number to a new process before the test looks; it hands them out in increasing order, so it
+// will not within the test.)
+std::string dead_process_id() {
+  const pid_t child = ::fork();
+  if (child == 0) ::_exit(0);
+  REQUIRE(child > 0);
+  int status = 0;
+  REQUIRE(::waitpid(child, &status, 0) == child);
+  return std::to_string(child);
+}
+
+void touch(const std::string& path) { test::write_bytes(path, {1, 2, 3}); }
+
+}  // namespace
+
+TEST_CASE("remove_abandoned_temporaries removes a killed writer's file and nothing else",
+          "[io][file_io]") {
+  test::TempDir dir;
+  const std::string target = dir.file("model.safetensors");
+  const std::string dead = dead_process_id();
+  const std::string own = std::to_string(::getpid());
+  touch(target);
+  touch(target + ".tmp." + dead);            // a killed writer's: removed
+  touch(target + ".tmp." + own);             // a live writer's (this process): kept
+  touch(target + ".tmp.notapid");            // not ours to judge: kept
+  touch(target + ".tmp.");                   // no id: kept
+  touch(dir.file("other.npy.tmp." + dead));  // another file's: kept
+  CHECK(engine::detail::remove_abandoned_temporaries(target) == 1);
+  CHECK_FALSE(std::filesystem::exists(target + ".tmp." + dead));
+  CHECK(std::filesystem::exists(target));
+  CHECK(std::filesystem::exists(target + ".tmp." + own));
+  CHECK(std::filesystem::exists(target + ".tmp.notapid"));
+  CHECK(std::filesystem::exists(target + ".tmp."));
+  CHECK(std::filesystem::exists(dir.file("other.npy.tmp." + dead)));
+  // A folder that does not exist holds nothing to remove.
+  CHECK(engine::detail::remove_abandoned_temporaries(dir.file("no/such/file")) == 0);
+}
+
+TEST_CASE("writing a file removes what killed writers of it left", "[io][file_io]") {
+  test::TempDir dir;
+  const std::string target = dir.file("ers.json");
+  const std::string abandoned = target + ".tmp." + dead_process_id();
+  touch(abandoned);
+  engine::detail::write_file_atomically(target, "{}\n");
+  CHECK_FALSE(std::filesystem::exists(abandoned));
+  CHECK(test::read_bytes(target).size() == 3);
+}
