@@ -227,9 +227,8 @@ void pgd_step_cuda(int64_t, const float*, const float*, const float*, float, flo
 }
 
 // ---- fused triplet loss, k-NN ----
-void fused_triplet_cuda(const float*, const int64_t*, int64_t, int64_t, TripletMiner, TripletMetric,
-                        double, uint64_t, uint64_t, float*, float*, int64_t*, int64_t*, int64_t*,
-                        float*) {
+void fused_triplet_cuda(const float*, const int64_t*, int64_t, int64_t, Miner, Metric, double,
+                        uint64_t, uint64_t, float*, float*, int64_t*, int64_t*, int64_t*, float*) {
   no_cuda("fused_triplet_cuda");
 }
 void knn_self_cuda(const float*, const float*, int64_t, int64_t, KnnKey, int64_t, const KnnTiling&,

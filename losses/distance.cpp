@@ -16,25 +16,6 @@ constexpr double kRowDistanceEps = 1e-6;
 
 using engine::Tensor;
 
-Metric parse_metric(const std::string& name) {
-  if (name == "N" || name == "n") return Metric::N;
-  if (name == "E" || name == "e") return Metric::E;
-  if (name == "C" || name == "c") return Metric::C;
-  engine::fail("unknown distance metric '", name, "' (expected N, E or C)");
-}
-
-const char* metric_name(Metric metric) {
-  switch (metric) {
-    case Metric::N:
-      return "N";
-    case Metric::E:
-      return "E";
-    case Metric::C:
-      return "C";
-  }
-  return "?";
-}
-
 double default_margin(Metric metric) { return metric == Metric::E ? 1.0 : 0.2; }
 
 Tensor embed_for_metric(const Tensor& x, Metric metric) {

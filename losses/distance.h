@@ -1,9 +1,5 @@
-// The three distance metrics of the papers (shared/SPEC.md §6; research/robrank-spec.md §3-4) on
-// top of engine ops, and the checks every SPC-2 loss and miner shares.
-//
-//   N  L2-normalize each embedding, then Euclidean distance (the papers' default)
-//   E  Euclidean distance on the raw embeddings
-//   C  cosine distance 1 - cos(x, y) (scale invariant, so normalizing first changes nothing)
+// The three distance metrics of the papers (N, E, C: kernels/common/metric.h) on top of engine
+// ops, and the checks every SPC-2 loss and miner shares.
 //
 // Two ways to measure, because robrank uses two:
 //   * row_distance(a, b): one distance per row pair, as the losses compute it. For N and E it is
@@ -19,18 +15,18 @@
 #pragma once
 
 #include <cstdint>
-#include <string>
 #include <vector>
 
 #include "engine/tensor.h"
+#include "kernels/common/metric.h"
 
 namespace losses {
 
-enum class Metric { N, E, C };
+// The metric and its names are the kernels' (kernels/common/metric.h).
+using engine::kernels::Metric;
+using engine::kernels::metric_name;
+using engine::kernels::parse_metric;
 
-// "N", "E" or "C" (also lower case); anything else throws naming the string.
-Metric parse_metric(const std::string& name);
-const char* metric_name(Metric metric);
 // The triplet margin of the papers: 0.2 for N and C, 1.0 for E.
 double default_margin(Metric metric);
 

@@ -16,37 +16,8 @@ namespace {
 
 using engine::Tensor;
 
-// Uniforms per anchor (losses::mine_triplets draws 2P) and per Philox block.
-constexpr int64_t kDrawsPerAnchor = 2;
+// Uniforms per Philox block (mine_triplets draws kMiningDrawsPerAnchor per anchor).
 constexpr int64_t kUniformsPerBlock = 4;
-
-engine::kernels::TripletMetric kernel_metric(Metric metric) {
-  switch (metric) {
-    case Metric::N:
-      return engine::kernels::TripletMetric::Normalized;
-    case Metric::E:
-      return engine::kernels::TripletMetric::Euclidean;
-    case Metric::C:
-      return engine::kernels::TripletMetric::Cosine;
-  }
-  engine::fail("spc2_triplet_fused: unknown metric ", static_cast<int>(metric));
-}
-
-engine::kernels::TripletMiner kernel_miner(Miner miner) {
-  switch (miner) {
-    case Miner::Random:
-      return engine::kernels::TripletMiner::Random;
-    case Miner::Semihard:
-      return engine::kernels::TripletMiner::Semihard;
-    case Miner::Softhard:
-      return engine::kernels::TripletMiner::Softhard;
-    case Miner::Distance:
-      return engine::kernels::TripletMiner::Distance;
-    case Miner::Hardest:
-      return engine::kernels::TripletMiner::Hardest;
-  }
-  engine::fail("spc2_triplet_fused: unknown miner ", static_cast<int>(miner));
-}
 
 // Shape, dtype and device checks that need no data (the CUDA path reads no labels on the host).
 void check_inputs(const Tensor& embeddings, const Tensor& labels, double margin) {
@@ -86,8 +57,9 @@ FusedTriplet spc2_triplet_fused(const Tensor& embeddings, const Tensor& labels, 
   const bool wants_gradient = engine::needs_tape({embeddings});
 
   // The same Philox blocks engine::uniform({2P}, ...) would take inside mine_triplets.
-  const uint64_t offset = gen.take(
-      static_cast<uint64_t>((pairs * kDrawsPerAnchor + kUniformsPerBlock - 1) / kUniformsPerBlock));
+  const uint64_t offset = gen.take(static_cast<uint64_t>(
+      (pairs * engine::kernels::kMiningDrawsPerAnchor + kUniformsPerBlock - 1) /
+      kUniformsPerBlock));
 
   const Tensor x = embeddings.detach().contiguous();
   const Tensor y = labels.contiguous();
@@ -104,23 +76,20 @@ FusedTriplet spc2_triplet_fused(const Tensor& embeddings, const Tensor& labels, 
   int64_t* negative = out.triplets.negative.data<int64_t>();
 
   if (device.is_cuda()) {
-    engine::kernels::fused_triplet_cuda(x.data<float>(), y.data<int64_t>(), batch, dim,
-                                        kernel_miner(miner), kernel_metric(metric), margin,
-                                        gen.seed, offset, loss.data<float>(),
+    engine::kernels::fused_triplet_cuda(x.data<float>(), y.data<int64_t>(), batch, dim, miner,
+                                        metric, margin, gen.seed, offset, loss.data<float>(),
                                         wants_gradient ? gradient.data<float>() : nullptr, anchor,
                                         positive, negative, out.triplets.hardness.data<float>());
   } else if (x.dtype() == engine::DType::F32) {
     engine::kernels::fused_triplet_cpu<float>(
-        x.data<float>(), y.data<int64_t>(), batch, dim, kernel_miner(miner), kernel_metric(metric),
-        margin, gen.seed, offset, loss.data<float>(),
-        wants_gradient ? gradient.data<float>() : nullptr, anchor, positive, negative,
-        out.triplets.hardness.data<float>());
+        x.data<float>(), y.data<int64_t>(), batch, dim, miner, metric, margin, gen.seed, offset,
+        loss.data<float>(), wants_gradient ? gradient.data<float>() : nullptr, anchor, positive,
+        negative, out.triplets.hardness.data<float>());
   } else {
     engine::kernels::fused_triplet_cpu<double>(
-        x.data<double>(), y.data<int64_t>(), batch, dim, kernel_miner(miner), kernel_metric(metric),
-        margin, gen.seed, offset, loss.data<double>(),
-        wants_gradient ? gradient.data<double>() : nullptr, anchor, positive, negative,
-        out.triplets.hardness.data<double>());
+        x.data<double>(), y.data<int64_t>(), batch, dim, miner, metric, margin, gen.seed, offset,
+        loss.data<double>(), wants_gradient ? gradient.data<double>() : nullptr, anchor, positive,
+        negative, out.triplets.hardness.data<double>());
   }
 
   if (!wants_gradient) {

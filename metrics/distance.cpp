@@ -47,26 +47,6 @@ Points empty_points(Metric metric, int64_t n, int64_t d) {
 
 }  // namespace
 
-Metric parse_metric(const std::string& text) {
-  if (text == "N" || text == "n") return Metric::N;
-  if (text == "E" || text == "e") return Metric::E;
-  if (text == "C" || text == "c") return Metric::C;
-  engine::fail("expected metric N (normalized Euclidean), E (Euclidean) or C (cosine), got '", text,
-               "'");
-}
-
-const char* metric_name(Metric metric) {
-  switch (metric) {
-    case Metric::N:
-      return "N";
-    case Metric::E:
-      return "E";
-    case Metric::C:
-      return "C";
-  }
-  return "?";
-}
-
 Points make_points(const float* values, int64_t n, int64_t d, Metric metric) {
   ENGINE_CHECK(n >= 0 && d >= 1, "metrics: embeddings must be [N, D] with D >= 1, got [", n, ", ",
                d, "]");

@@ -26,14 +26,14 @@
 #include <vector>
 
 #include "engine/tensor.h"
+#include "kernels/common/metric.h"
 
 namespace metrics {
 
-enum class Metric { N, E, C };
-
-// "N", "E" or "C" (also lower case); anything else throws engine::Error naming the text.
-Metric parse_metric(const std::string& text);
-const char* metric_name(Metric metric);  // "N", "E", "C"
+// The metric and its names are the kernels' (kernels/common/metric.h).
+using engine::kernels::Metric;
+using engine::kernels::metric_name;
+using engine::kernels::parse_metric;
 
 struct Points {
   Metric metric = Metric::N;

@@ -38,20 +38,46 @@
 
 namespace attacks::defenses {
 
+// The recipes (`defense.name` in a config), in docs order.
+enum class Recipe { None, Est, Rest, Ses, Act, Madry, Hm, Mdprop };
+
+// The recipe names, in docs order ("none" first).
+const std::vector<std::string>& defense_names();
+// A name of defense_names(); anything else throws engine::Error naming it.
+Recipe parse_recipe(const std::string& name);
+const char* recipe_name(Recipe recipe);
+// Whether the recipe trains on triplet rows itself (act rest madry hm), so the config's loss must
+// be the triplet loss; est, ses and mdprop train with whatever loss is configured.
+bool needs_triplet_loss(Recipe recipe);
+
+// H_D of Hardness Manipulation: a miner's hardness (its triplets' hardness on the clean
+// embeddings), or a pseudo-hardness of seed 002 §3.2 with l = clamp(previous adversarial loss, 0,
+// gamma) / gamma (u = gamma), named as in configs:
+//   Miner  H_D(destination_miner)        the miner's own name: random, semihard, ...
+//   GB     H_D(destination_miner) + xi (1 - l)   "g_b"
+//   GLga   -gamma l   (robrank's gradual)        "g_lga"
+//   G2     -gamma l^2                            "g_2"
+//   GSqrt  -gamma sqrt(l)                        "g_sqrt"
+//   Const0 0,  ConstHalfGamma -gamma / 2,  ConstGamma -gamma
+//          "const_0", "const_half_gamma", "const_gamma"
+enum class HmDestination { Miner, GB, GLga, G2, GSqrt, Const0, ConstHalfGamma, ConstGamma };
+// The PGD objective of HM: Et = mean (min(0, H_S - H_D))^2 (the papers', "et"), L2 = mean
+// (H_S - H_D)^2 ("l2").
+enum class HmObjective { Et, L2 };
+
+// "et" or "l2"; anything else throws engine::Error naming hm.objective.
+HmObjective parse_hm_objective(const std::string& name);
+const char* hm_objective_name(HmObjective objective);
+
 // Hardness Manipulation (seed 002 §3; robrank-spec §5.5).
 struct HmOptions {
-  // H_S: the miner whose triplets are perturbed: random, semihard, softhard, distance or hardest
-  // (losses::parse_miner also takes robrank's letters r m s d h; configs take the full names).
-  std::string source = "softhard";
-  // H_D: a miner (its triplets' hardness on the clean embeddings), or a pseudo-hardness of
-  // seed 002 §3.2 with l = clamp(previous adversarial loss, 0, gamma) / gamma (u = gamma):
-  //   "g_b"    H_D(destination_miner) + xi (1 - l)     "g_lga"   -gamma l   (robrank's gradual)
-  //   "g_2"    -gamma l^2                               "g_sqrt"  -gamma sqrt(l)
-  //   "const_0"  0      "const_half_gamma"  -gamma / 2      "const_gamma"  -gamma
-  std::string destination = "g_lga";
-  std::string destination_miner = "semihard";  // H_D inside g_b
-  // The PGD objective: "et" = mean (min(0, H_S - H_D))^2 (the papers'), "l2" = mean (H_S - H_D)^2.
-  std::string objective = "et";
+  // H_S: the miner whose triplets are perturbed.
+  losses::Miner source = losses::Miner::Softhard;
+  HmDestination destination = HmDestination::GLga;
+  // The miner behind H_D for destination Miner (the miner a config's hm.destination names) and
+  // GB (a config's hm.destination_miner).
+  losses::Miner destination_miner = losses::Miner::Semihard;
+  HmObjective objective = HmObjective::Et;
   double gamma = 0.2;            // the triplet margin, also u of the normalization
   double xi = 0.1;               // g_b's shift
   double initial_loss = 2.0;     // l_{-1}: robrank starts the gradual adversary at 2.0 (l = 1)
@@ -60,35 +86,43 @@ struct HmOptions {
   double stop_tolerance = 1e-7;  // robrank's early stop of the HM attack (attacks/pgd.h)
 };
 
+// Sets hm.destination from its config name: a miner's full name (random ... hardest: Miner, and
+// that miner as hm.destination_miner) or g_b ... const_gamma. Anything else throws engine::Error
+// naming hm.destination.
+void set_hm_destination(HmOptions& hm, const std::string& name);
+// The config name back: the miner's name for Miner, else "g_b" ... "const_gamma".
+std::string hm_destination_name(const HmOptions& hm);
+
+// How MDProp joins its K branch losses (below).
+enum class MdpropReduction { Sum, Mean };
+// "sum" or "mean"; anything else throws engine::Error naming mdprop.reduction.
+MdpropReduction parse_mdprop_reduction(const std::string& name);
+const char* mdprop_reduction_name(MdpropReduction reduction);
+
 // AdvProp-D / MDProp (seed 000 §3, Algorithm 1): branch 0 takes the clean batch, branch k >= 1 the
 // batch perturbed toward targets[k-1] different-class targets (1 = a single-targeted STAX, T > 1 =
 // a multi-targeted MTAX). AdvProp-D = {1}; MDProp = {1, T}; the model needs targets.size() + 1 BN
-// branches. `reduction` joins the K branch losses: "sum" as Algorithm 1 line 11 writes it, or
-// "mean" as eq. 5's expectation over k (1/K of the sum; the same minimizer, but K times less
-// weight against the optimizer's coupled weight decay and 1/K of the step of plain SGD).
+// branches. `reduction` joins the K branch losses: Sum ("sum") as Algorithm 1 line 11 writes it,
+// or Mean ("mean") as eq. 5's expectation over k (1/K of the sum; the same minimizer, but K times
+// less weight against the optimizer's coupled weight decay and 1/K of the step of plain SGD).
 struct MdpropOptions {
   std::vector<int64_t> targets = {1, 5};
-  std::string reduction = "sum";  // sum mean
+  MdpropReduction reduction = MdpropReduction::Sum;
 };
 
 // Every option of every recipe, with the papers' defaults for 28x28 images (SPEC §11: the
 // defense attack is eps = 77/255, alpha = 3/255, 32 steps). A recipe reads only its own fields.
-// `dml train` fills this from the config's "defense" object (docs/config.md).
+// `dml train` fills this from the config's "defense" object (docs/config.md), where every name
+// is parsed once.
 struct DefenseOptions {
-  std::string name = "none";  // none est rest ses act madry hm mdprop
+  Recipe recipe = Recipe::None;
   PgdOptions pgd = {77.0 / 255.0, 3.0 / 255.0, 32, false, 0, 0.0};
   double ses_weight = 1.0;  // SES: weight of the embedding-shift term (robrank: 1.0)
   HmOptions hm;
   MdpropOptions mdprop;
 };
 
-// The recipe names, in docs order ("none" first).
-const std::vector<std::string>& defense_names();
-// Whether the recipe trains on triplet rows itself (act rest madry hm), so the config's loss must
-// be the triplet loss; est, ses and mdprop train with whatever loss is configured.
-bool needs_triplet_loss(const std::string& name);
-
-// Throws engine::Error naming the option when a value is out of range or a name is unknown.
+// Throws engine::Error naming the option when a value is out of range.
 void validate(const DefenseOptions& options);
 
 // What a recipe may use from the trainer.
@@ -135,7 +169,7 @@ class Defense {
   virtual void load_state(const std::map<std::string, engine::Tensor>& state);
 };
 
-// The recipe named by options.name (after validate()); null for "none" (the trainer's vanilla
+// The recipe options.recipe (after validate()); null for Recipe::None (the trainer's vanilla
 // path).
 std::unique_ptr<Defense> make_defense(const DefenseOptions& options);
 

@@ -3,7 +3,6 @@
 
 #include <cmath>
 #include <memory>
-#include <string>
 
 #include "attacks/defenses/common.h"
 #include "attacks/defenses/recipes.h"
@@ -18,35 +17,7 @@ namespace attacks::defenses {
 
 using engine::Tensor;
 
-namespace {
-
-bool is_pseudo_hardness(const std::string& name) {
-  return name == "g_b" || name == "g_lga" || name == "g_2" || name == "g_sqrt" ||
-         name == "const_0" || name == "const_half_gamma" || name == "const_gamma";
-}
-
-bool is_miner(const std::string& name) {
-  try {
-    losses::parse_miner(name);
-    return true;
-  } catch (const engine::Error&) {
-    return false;
-  }
-}
-
-}  // namespace
-
 void validate_hm(const HmOptions& o) {
-  ENGINE_CHECK(is_miner(o.source), "defense option hm.source '", o.source,
-               "' is not a miner (random, semihard, softhard, distance, hardest)");
-  ENGINE_CHECK(is_miner(o.destination) || is_pseudo_hardness(o.destination),
-               "defense option hm.destination '", o.destination,
-               "' is neither a miner nor one of g_b, g_lga, g_2, g_sqrt, const_0, "
-               "const_half_gamma, const_gamma");
-  ENGINE_CHECK(is_miner(o.destination_miner), "defense option hm.destination_miner '",
-               o.destination_miner, "' is not a miner");
-  ENGINE_CHECK(o.objective == "et" || o.objective == "l2", "defense option hm.objective '",
-               o.objective, "' must be et or l2");
   ENGINE_CHECK(std::isfinite(o.gamma) && o.gamma > 0.0,
                "defense option hm.gamma must be a finite number > 0, got ", o.gamma);
   ENGINE_CHECK(std::isfinite(o.xi), "defense option hm.xi must be finite, got ", o.xi);
@@ -57,23 +28,32 @@ void validate_hm(const HmOptions& o) {
                "defense option hm.stop_tolerance must be a finite number >= 0");
 }
 
-bool hm_destination_is_miner(const HmOptions& options) { return is_miner(options.destination); }
-
 Tensor hm_destination_hardness(const HmOptions& o, const Tensor& previous_loss,
                                const Tensor& miner_hardness) {
   engine::NoGradGuard no_grad;
-  const std::string& g = o.destination;
   const Tensor zero = previous_loss.detach() * 0.0;  // [1] on the loss's device and dtype
-  if (g == "const_0") return zero;
-  if (g == "const_half_gamma") return zero - o.gamma / 2.0;
-  if (g == "const_gamma") return zero - o.gamma;
   const Tensor level = engine::clamp(previous_loss.detach(), 0.0, o.gamma) / o.gamma;  // l
-  if (g == "g_lga") return level * -o.gamma;
-  if (g == "g_2") return engine::pow(level, 2.0) * -o.gamma;
-  if (g == "g_sqrt") return engine::sqrt(level) * -o.gamma;
-  ENGINE_CHECK(g == "g_b", "hm_destination_hardness: '", g, "' is not a pseudo-hardness");
-  ENGINE_CHECK(miner_hardness.defined(), "hm_destination_hardness: g_b needs the miner hardness");
-  return miner_hardness.detach() + (level * -o.xi + o.xi);  // H_D + xi (1 - l)
+  switch (o.destination) {
+    case HmDestination::Const0:
+      return zero;
+    case HmDestination::ConstHalfGamma:
+      return zero - o.gamma / 2.0;
+    case HmDestination::ConstGamma:
+      return zero - o.gamma;
+    case HmDestination::GLga:
+      return level * -o.gamma;
+    case HmDestination::G2:
+      return engine::pow(level, 2.0) * -o.gamma;
+    case HmDestination::GSqrt:
+      return engine::sqrt(level) * -o.gamma;
+    case HmDestination::GB:
+      ENGINE_CHECK(miner_hardness.defined(),
+                   "hm_destination_hardness: g_b needs the miner hardness");
+      return miner_hardness.detach() + (level * -o.xi + o.xi);  // H_D + xi (1 - l)
+    case HmDestination::Miner:
+      break;
+  }
+  engine::fail("hm_destination_hardness: '", hm_destination_name(o), "' is not a pseudo-hardness");
 }
 
 namespace {
@@ -92,13 +72,12 @@ class HardnessManipulation : public Defense {
       previous_loss_ = previous_loss_.to(images.device());  // loaded from a checkpoint
     }
     const Tensor clean = losses::embed_for_metric(clean_embeddings(context.model, images), metric);
-    const losses::Miner source = losses::parse_miner(o.source);
     const losses::Triplets s =
-        losses::mine_triplets(clean, labels, source, metric, context.mining, context.margin);
+        losses::mine_triplets(clean, labels, o.source, metric, context.mining, context.margin);
     const int64_t b = s.size();
 
-    const bool miner_destination = hm_destination_is_miner(o);
-    const bool skip_attack = miner_destination && losses::parse_miner(o.destination) == source;
+    const bool miner_destination = o.destination == HmDestination::Miner;
+    const bool skip_attack = miner_destination && o.destination_miner == o.source;
     const Tensor apn_images =
         gather_rows(images, engine::concat({s.anchor, s.positive, s.negative}, 0));
     Tensor adversarial = apn_images;
@@ -106,11 +85,9 @@ class HardnessManipulation : public Defense {
     Tensor destination;
     if (!skip_attack) {
       Tensor miner_hardness;
-      if (miner_destination || o.destination == "g_b") {
-        const losses::Miner dst =
-            losses::parse_miner(miner_destination ? o.destination : o.destination_miner);
-        const losses::Triplets d =
-            losses::mine_triplets(clean, labels, dst, metric, context.mining, context.margin);
+      if (miner_destination || o.destination == HmDestination::GB) {
+        const losses::Triplets d = losses::mine_triplets(clean, labels, o.destination_miner, metric,
+                                                         context.mining, context.margin);
         // Recomputed on the rows with the loss's distance (robrank: F.pairwise_distance, 1e-6).
         miner_hardness =
             losses::triplet_hardness(gather_rows(clean, d.anchor), gather_rows(clean, d.positive),
@@ -120,7 +97,7 @@ class HardnessManipulation : public Defense {
       destination = miner_destination ? miner_hardness
                                       : hm_destination_hardness(o, previous_loss_, miner_hardness);
       EvalModeGuard eval_mode(context.model);
-      const bool et = o.objective == "et";
+      const bool et = o.objective == HmObjective::Et;
       const Objective manipulate = [&](const Tensor& x, int64_t) {
         const Tensor e = context.model(x);
         const Tensor gap = losses::triplet_hardness(e.slice(0, 0, b), e.slice(0, b, 2 * b),

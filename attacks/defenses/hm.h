@@ -27,19 +27,16 @@
 
 namespace attacks::defenses {
 
-// Throws engine::Error naming the option for an unknown miner, destination or objective, or a
-// non-positive gamma.
+// Throws engine::Error naming the option for a non-positive gamma or another value out of range
+// (the names were checked where they were parsed: defense.h).
 void validate_hm(const HmOptions& options);
-
-// Whether options.destination names a miner (else it is a pseudo-hardness function).
-bool hm_destination_is_miner(const HmOptions& options);
 
 // The pseudo-hardness H_D of seed 002 §3.2 from the previous adversarial loss (a one-element
 // tensor): with l = clamp(previous_loss, 0, gamma) / gamma,
 //   g_lga -gamma l,  g_2 -gamma l^2,  g_sqrt -gamma sqrt(l),  g_b miner_hardness + xi (1 - l),
 //   const_0 0,  const_half_gamma -gamma/2,  const_gamma -gamma.
 // miner_hardness [B] is used by g_b only (undefined otherwise). Returns [1] for the functions of
-// l alone, [B] for g_b; no gradient.
+// l alone, [B] for g_b; no gradient. Throws for HmDestination::Miner (no function of l).
 engine::Tensor hm_destination_hardness(const HmOptions& options,
                                        const engine::Tensor& previous_loss,
                                        const engine::Tensor& miner_hardness);

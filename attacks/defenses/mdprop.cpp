@@ -165,7 +165,7 @@ class Mdprop : public Defense {
           {k == 0 ? std::string("clean_loss") : "adversarial_loss_" + std::to_string(k),
            part_loss.detach()});
     }
-    if (options_.mdprop.reduction == "mean")
+    if (options_.mdprop.reduction == MdpropReduction::Mean)
       result.loss = result.loss / static_cast<double>(branches);
     return result;
   }

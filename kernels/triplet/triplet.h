@@ -6,13 +6,14 @@
 // labels [B] with labels[2i] == labels[2i + 1] (losses/distance.h). Triplet i has anchor 2i.
 //
 // Math (exactly losses::mine_triplets followed by losses::triplet_loss, losses/miners.h and
-// losses/triplet.h, with one margin m for semihard's band and the hinge):
+// losses/triplet.h, with one margin m for semihard's band and the hinge; metrics N, E, C of
+// kernels/common/metric.h):
 //   1. y_i = x_i / max(|x_i|, 1e-12) for metrics N and C (|x_i| summed in f64, rounded to T, as
 //      the engine's l2_normalize); y = x for E.
 //   2. Mining distances, as the engine's pairwise_distance kernel computes them on y (f64
 //      accumulation, rounded to T): N, E  d_ij = sqrt(sum_k (y_ik - y_jk)^2)  (exact 0 diagonal);
 //      C  d_ij = 1 - <y_i, y_j> / (max(|y_i|, 1e-12) max(|y_j|, 1e-12)).
-//   3. Mining with the rules of losses/miners.h on d (in f64). Uniforms: anchor i uses elements
+//   3. Mining with the rules of triplet_mining.h on d (in f64). Uniforms: anchor i uses elements
 //      2i (u0) and 2i + 1 (u1) of the Philox uniform stream (seed, offset) -- the same 2P values
 //      losses::mine_triplets draws with engine::uniform({2P}, 0, 1, gen, F64) when gen.offset
 //      == offset: block offset + e / 4, word e % 4, u = philox_uniform01(word). A uniform pick
@@ -41,12 +42,10 @@
 
 #include <cstdint>
 
-namespace engine::kernels {
+#include "kernels/common/metric.h"
+#include "kernels/triplet/triplet_mining.h"
 
-// How the triplet distance is measured (losses::Metric N, E, C).
-enum class TripletMetric { Normalized, Euclidean, Cosine };
-// The miners of losses/miners.h.
-enum class TripletMiner { Random, Semihard, Softhard, Distance, Hardest };
+namespace engine::kernels {
 
 // The largest batch the fused path takes (the CUDA kernels keep a row of B distances per warp
 // and a B x B matrix in a workspace).
@@ -54,14 +53,14 @@ constexpr int64_t kFusedTripletMaxBatch = 1024;
 
 // CPU twin, the oracle: plain loops, f64 accumulation. x, labels and every output on the host.
 template <typename T>
-void fused_triplet_cpu(const T* x, const int64_t* labels, int64_t B, int64_t D, TripletMiner miner,
-                       TripletMetric metric, double margin, uint64_t seed, uint64_t offset, T* loss,
+void fused_triplet_cpu(const T* x, const int64_t* labels, int64_t B, int64_t D, Miner miner,
+                       Metric metric, double margin, uint64_t seed, uint64_t offset, T* loss,
                        T* grad, int64_t* anchor, int64_t* positive, int64_t* negative, T* hardness);
 
 // CUDA (f32, device pointers, current stream; no host synchronization): triplet_cuda.cu.
-void fused_triplet_cuda(const float* x, const int64_t* labels, int64_t B, int64_t D,
-                        TripletMiner miner, TripletMetric metric, double margin, uint64_t seed,
-                        uint64_t offset, float* loss, float* grad, int64_t* anchor,
-                        int64_t* positive, int64_t* negative, float* hardness);
+void fused_triplet_cuda(const float* x, const int64_t* labels, int64_t B, int64_t D, Miner miner,
+                        Metric metric, double margin, uint64_t seed, uint64_t offset, float* loss,
+                        float* grad, int64_t* anchor, int64_t* positive, int64_t* negative,
+                        float* hardness);
 
 }  // namespace engine::kernels

@@ -187,9 +187,8 @@ struct MiningOutputs {
 };
 
 __global__ void mine_kernel(const float* dist, const float* y, const double* y_norm,
-                            const int64_t* labels, int B, int64_t D, TripletMiner miner,
-                            TripletMetric metric, double margin, uint64_t seed, uint64_t offset,
-                            MiningOutputs out) {
+                            const int64_t* labels, int B, int64_t D, Miner miner, Metric metric,
+                            double margin, uint64_t seed, uint64_t offset, MiningOutputs out) {
   const int P = B / 2;
   const int i = blockIdx.x * kAnchorsPerBlock + threadIdx.x / kWarp;
   if (i >= P) return;  // the whole warp leaves together
@@ -202,21 +201,21 @@ __global__ void mine_kernel(const float* dist, const float* y, const double* y_n
 
   int p = partner, n = 0;
   switch (miner) {
-    case TripletMiner::Random:
+    case Miner::Random:
       n = random_negative(row, u0);
       break;
-    case TripletMiner::Semihard:
+    case Miner::Semihard:
       row.d_partner = row.d[partner];
       row.margin = margin;
       n = semihard_negative(row, u0);
       break;
-    case TripletMiner::Softhard:
+    case Miner::Softhard:
       softhard_pair(row, partner, u0, u1, p, n);
       break;
-    case TripletMiner::Distance:
+    case Miner::Distance:
       n = distance_weighted_negative(row, D, u0);
       break;
-    case TripletMiner::Hardest:
+    case Miner::Hardest:
       n = hardest_negative(row, u0);
       break;
   }
@@ -227,7 +226,7 @@ __global__ void mine_kernel(const float* dist, const float* y, const double* y_n
   const float* yn = y + n * D;
   double sum_p = 0.0, sum_n = 0.0;
   for (int64_t k = lane; k < D; k += kWarp) {
-    if (metric == TripletMetric::Cosine) {
+    if (metric == Metric::C) {
       sum_p += double(ya[k]) * double(yp[k]);
       sum_n += double(ya[k]) * double(yn[k]);
     } else {
@@ -242,7 +241,7 @@ __global__ void mine_kernel(const float* dist, const float* y, const double* y_n
   if (lane != 0) return;
 
   double dap, dan;
-  if (metric == TripletMetric::Cosine) {
+  if (metric == Metric::C) {
     const double ra = fmax(y_norm[a], kNormEps);
     dap = 1.0 - sum_p / (ra * fmax(y_norm[p], kNormEps));
     dan = 1.0 - sum_n / (ra * fmax(y_norm[n], kNormEps));
@@ -257,7 +256,7 @@ __global__ void mine_kernel(const float* dist, const float* y, const double* y_n
     hinge = coef_p = coef_n = NAN;
   } else if (h > 0.0) {  // relu: no gradient at exactly 0
     hinge = h;
-    if (metric == TripletMetric::Cosine) {
+    if (metric == Metric::C) {
       coef_p = coef_n = scale;
     } else {
       coef_p = dap > 0.0 ? scale / dap : 0.0;
@@ -321,7 +320,7 @@ __device__ inline double normalize_backward(double g, double z, double z_dot_g, 
 
 __global__ void __launch_bounds__(kGradientThreads)
     loss_gradient_kernel(TripletList t, const float* x, const float* y, const float* x_norm,
-                         const double* y_norm, int B, int64_t D, TripletMetric metric, float* loss,
+                         const double* y_norm, int B, int64_t D, Metric metric, float* loss,
                          float* grad) {
   const int P = B / 2;
   const int r = blockIdx.x;
@@ -360,11 +359,11 @@ __global__ void __launch_bounds__(kGradientThreads)
   }
   __syncthreads();
 
-  const bool cosine = metric == TripletMetric::Cosine;
+  const bool cosine = metric == Metric::C;
   const float* x_row = x + r * D;
   const float* y_row = y + r * D;
   float* grad_row = grad + r * D;
-  if (metric == TripletMetric::Euclidean) {
+  if (metric == Metric::E) {
     for (int64_t k = threadIdx.x; k < D; k += kGradientThreads) {
       grad_row[k] =
           static_cast<float>(row_gradient(t, entries, roles, count, y, y_norm, D, false, k));
@@ -398,16 +397,16 @@ __global__ void __launch_bounds__(kGradientThreads)
 
 }  // namespace
 
-void fused_triplet_cuda(const float* x, const int64_t* labels, int64_t B, int64_t D,
-                        TripletMiner miner, TripletMetric metric, double margin, uint64_t seed,
-                        uint64_t offset, float* loss, float* grad, int64_t* anchor,
-                        int64_t* positive, int64_t* negative, float* hardness) {
+void fused_triplet_cuda(const float* x, const int64_t* labels, int64_t B, int64_t D, Miner miner,
+                        Metric metric, double margin, uint64_t seed, uint64_t offset, float* loss,
+                        float* grad, int64_t* anchor, int64_t* positive, int64_t* negative,
+                        float* hardness) {
   ENGINE_CHECK(B >= 2 && B % 2 == 0 && B <= kFusedTripletMaxBatch && D >= 1,
                "fused_triplet_cuda: expected an SPC-2 batch [B, D] with B even, 2 <= B <= ",
                kFusedTripletMaxBatch, " and D >= 1, got [", B, ", ", D, "]");
   ENGINE_CHECK(std::isfinite(margin), "fused_triplet_cuda: margin must be finite, got ", margin);
   const int batch = static_cast<int>(B), P = batch / 2;
-  const bool normalizes = metric != TripletMetric::Euclidean;
+  const bool normalizes = metric != Metric::E;
   cudaStream_t stream = current_stream();
 
   // Workspace slices: y (N, C), |x|, |y|, distances, hinge, coef_p, coef_n.
@@ -440,7 +439,7 @@ void fused_triplet_cuda(const float* x, const int64_t* labels, int64_t B, int64_
 
   const unsigned tiles = static_cast<unsigned>(ceil_div(B, kDistanceTile));
   mining_distance_kernel<<<dim3(tiles, tiles), kDistanceThreads, 0, stream>>>(
-      y, y_norm, batch, D, metric == TripletMetric::Cosine, dist);
+      y, y_norm, batch, D, metric == Metric::C, dist);
   CUDA_CHECK_LAUNCH("fused_triplet_cuda mining distances [", B, ", ", D, "]");
 
   const MiningOutputs mined{anchor, positive, negative, hardness, hinge, coef_p, coef_n};

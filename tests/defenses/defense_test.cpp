@@ -22,11 +22,11 @@ TEST_CASE("defense_names lists every recipe in docs order, none first", "[defens
 TEST_CASE("needs_triplet_loss: act rest madry hm train on triplet rows themselves", "[defenses]") {
   for (const char* name : {"act", "rest", "madry", "hm"}) {
     INFO(name);
-    CHECK(attacks::defenses::needs_triplet_loss(name));
+    CHECK(attacks::defenses::needs_triplet_loss(attacks::defenses::parse_recipe(name)));
   }
-  for (const char* name : {"none", "est", "ses", "mdprop", "bogus"}) {
+  for (const char* name : {"none", "est", "ses", "mdprop"}) {
     INFO(name);
-    CHECK_FALSE(attacks::defenses::needs_triplet_loss(name));
+    CHECK_FALSE(attacks::defenses::needs_triplet_loss(attacks::defenses::parse_recipe(name)));
   }
 }
 
@@ -34,15 +34,15 @@ TEST_CASE("validate accepts the defaults of every recipe and names the bad optio
           "[defenses]") {
   for (const std::string& name : attacks::defenses::defense_names()) {
     DefenseOptions o;
-    o.name = name;
+    o.recipe = attacks::defenses::parse_recipe(name);
     INFO(name);
+    CHECK(attacks::defenses::recipe_name(o.recipe) == name);
     CHECK_NOTHROW(attacks::defenses::validate(o));
   }
   DefenseOptions o;
-  o.name = "est";
+  o.recipe = attacks::defenses::Recipe::Est;
   SECTION("unknown recipe") {
-    o.name = "trades";
-    CHECK_THROWS_WITH(attacks::defenses::validate(o), Contains("trades"));
+    CHECK_THROWS_WITH(attacks::defenses::parse_recipe("trades"), Contains("trades"));
   }
   SECTION("negative eps") {
     o.pgd.eps = -0.1;
@@ -61,24 +61,24 @@ TEST_CASE("validate accepts the defaults of every recipe and names the bad optio
     CHECK_THROWS_WITH(attacks::defenses::validate(o), Contains("pgd.steps"));
   }
   SECTION("negative ses_weight") {
-    o.name = "ses";
+    o.recipe = attacks::defenses::Recipe::Ses;
     o.ses_weight = -1.0;
     CHECK_THROWS_WITH(attacks::defenses::validate(o), Contains("ses_weight"));
   }
   SECTION("mdprop without adversarial branches") {
-    o.name = "mdprop";
+    o.recipe = attacks::defenses::Recipe::Mdprop;
     o.mdprop.targets = {};
     CHECK_THROWS_WITH(attacks::defenses::validate(o), Contains("mdprop.targets"));
   }
   SECTION("mdprop with a target count of 0") {
-    o.name = "mdprop";
+    o.recipe = attacks::defenses::Recipe::Mdprop;
     o.mdprop.targets = {1, 0};
     CHECK_THROWS_WITH(attacks::defenses::validate(o), Contains("mdprop.targets"));
   }
   SECTION("hm options are validated only for hm") {
     o.hm.gamma = -1.0;
     CHECK_NOTHROW(attacks::defenses::validate(o));
-    o.name = "hm";
+    o.recipe = attacks::defenses::Recipe::Hm;
     CHECK_THROWS_WITH(attacks::defenses::validate(o), Contains("hm.gamma"));
   }
   SECTION("eps = 0 is a valid budget (no attack)") {
@@ -93,13 +93,13 @@ TEST_CASE("make_defense: none is the vanilla path (null), every other name its r
   CHECK(attacks::defenses::make_defense(o) == nullptr);
   for (const std::string& name : attacks::defenses::defense_names()) {
     if (name == "none") continue;
-    o.name = name;
+    o.recipe = attacks::defenses::parse_recipe(name);
     INFO(name);
     const std::unique_ptr<attacks::defenses::Defense> d = attacks::defenses::make_defense(o);
     REQUIRE(d != nullptr);
     CHECK(std::string(d->name()) == name);
   }
-  o.name = "est";
+  o.recipe = attacks::defenses::Recipe::Est;
   o.pgd.steps = 0;
   CHECK_THROWS_AS(attacks::defenses::make_defense(o), engine::Error);  // validated first
 }
@@ -108,7 +108,7 @@ TEST_CASE("stateless recipes have no state and reject any key on load", "[defens
   for (const char* name : {"est", "rest", "ses", "act", "madry", "mdprop"}) {
     INFO(name);
     DefenseOptions o;
-    o.name = name;
+    o.recipe = attacks::defenses::parse_recipe(name);
     const std::unique_ptr<attacks::defenses::Defense> d = attacks::defenses::make_defense(o);
     CHECK(d->state().empty());
     CHECK_NOTHROW(d->load_state({}));

@@ -71,7 +71,7 @@ struct Harness {
 inline DefenseOptions defense_options(const std::string& name, double eps, double alpha,
                                       int64_t steps) {
   DefenseOptions o;
-  o.name = name;
+  o.recipe = attacks::defenses::parse_recipe(name);
   o.pgd.eps = eps;
   o.pgd.alpha = alpha;
   o.pgd.steps = steps;

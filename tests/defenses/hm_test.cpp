@@ -39,7 +39,7 @@ Tensor f64(const std::vector<double>& values) {
 std::vector<double> destination(const std::string& name, double previous_loss,
                                 const std::vector<double>& miner_hardness = {}) {
   HmOptions o;  // gamma 0.2, xi 0.1
-  o.destination = name;
+  attacks::defenses::set_hm_destination(o, name);
   return attacks::defenses::hm_destination_hardness(
              o, f64({previous_loss}), miner_hardness.empty() ? Tensor() : f64(miner_hardness))
       .to_vector();
@@ -48,8 +48,8 @@ std::vector<double> destination(const std::string& name, double previous_loss,
 DefenseOptions hm_options(const std::string& source, const std::string& dest, double eps,
                           double alpha, int64_t steps) {
   DefenseOptions o = defense_test::defense_options("hm", eps, alpha, steps);
-  o.hm.source = source;
-  o.hm.destination = dest;
+  o.hm.source = losses::parse_miner(source);
+  attacks::defenses::set_hm_destination(o.hm, dest);
   return o;
 }
 
@@ -124,33 +124,42 @@ TEST_CASE("hm_destination_hardness: every pseudo-hardness by hand", "[defenses]"
   CHECK_THROWS_AS(destination("g_b", 0.1), engine::Error);
 }
 
-TEST_CASE("validate_hm rejects unknown miners, destinations and objectives, and gamma <= 0",
-          "[defenses]") {
+TEST_CASE(
+    "hm option names parse into their types, unknown ones are rejected by name; "
+    "validate_hm rejects gamma <= 0",
+    "[defenses]") {
   CHECK_NOTHROW(attacks::defenses::validate_hm(HmOptions()));
+  CHECK(HmOptions().destination == attacks::defenses::HmDestination::GLga);  // the default
   for (const char* ok :
        {"random", "semihard", "softhard", "distance", "hardest", "r", "m", "s", "d", "h"}) {
     HmOptions o;
-    o.source = ok;
-    o.destination = ok;
+    attacks::defenses::set_hm_destination(o, ok);
     INFO(ok);
+    CHECK(o.destination == attacks::defenses::HmDestination::Miner);
+    CHECK(o.destination_miner == losses::parse_miner(ok));
+    CHECK(attacks::defenses::hm_destination_name(o) == losses::miner_name(o.destination_miner));
     CHECK_NOTHROW(attacks::defenses::validate_hm(o));
   }
+  for (const char* pseudo :
+       {"g_b", "g_lga", "g_2", "g_sqrt", "const_0", "const_half_gamma", "const_gamma"}) {
+    HmOptions o;
+    o.destination_miner = Miner::Hardest;
+    attacks::defenses::set_hm_destination(o, pseudo);
+    INFO(pseudo);
+    CHECK(o.destination != attacks::defenses::HmDestination::Miner);
+    CHECK(o.destination_miner == Miner::Hardest);  // g_b's miner is left as it was
+    CHECK(attacks::defenses::hm_destination_name(o) == pseudo);
+  }
+  CHECK(attacks::defenses::parse_hm_objective("et") == attacks::defenses::HmObjective::Et);
+  CHECK(attacks::defenses::parse_hm_objective("l2") == attacks::defenses::HmObjective::L2);
   HmOptions o;
-  SECTION("source") {
-    o.source = "g_lga";  // a pseudo-hardness is not a source
-    CHECK_THROWS_WITH(attacks::defenses::validate_hm(o), Contains("hm.source"));
-  }
   SECTION("destination") {
-    o.destination = "g_3";
-    CHECK_THROWS_WITH(attacks::defenses::validate_hm(o), Contains("hm.destination"));
-  }
-  SECTION("destination miner of g_b") {
-    o.destination_miner = "closest";
-    CHECK_THROWS_WITH(attacks::defenses::validate_hm(o), Contains("hm.destination_miner"));
+    CHECK_THROWS_WITH(attacks::defenses::set_hm_destination(o, "g_3"),
+                      Contains("hm.destination") && Contains("g_3"));
   }
   SECTION("objective") {
-    o.objective = "l1";
-    CHECK_THROWS_WITH(attacks::defenses::validate_hm(o), Contains("hm.objective"));
+    CHECK_THROWS_WITH(attacks::defenses::parse_hm_objective("l1"),
+                      Contains("hm.objective") && Contains("l1"));
   }
   SECTION("gamma = 0") {
     o.gamma = 0.0;
@@ -164,9 +173,6 @@ TEST_CASE("validate_hm rejects unknown miners, destinations and objectives, and 
     o.ics_lambda = -0.5;
     CHECK_THROWS_WITH(attacks::defenses::validate_hm(o), Contains("hm.ics_lambda"));
   }
-  CHECK(attacks::defenses::hm_destination_is_miner(o) == false);  // g_lga (the default)
-  o.destination = "hardest";
-  CHECK(attacks::defenses::hm_destination_is_miner(o));
 }
 
 TEST_CASE(
@@ -335,7 +341,7 @@ TEST_CASE("HM with a miner destination aims at that miner's clean hardness (loss
   SECTION("g_b adds xi (1 - l) to its destination miner's hardness") {
     // initial_loss 0.1 -> l = 0.5 -> H_D = H_hardest + 0.1 * 0.5.
     DefenseOptions o = hm_options("semihard", "g_b", 0.1, 0.02, 2);
-    o.hm.destination_miner = "hardest";
+    o.hm.destination_miner = Miner::Hardest;
     o.hm.initial_loss = 0.1;
     Harness h2(27, 0, Metric::N, Miner::Semihard, 191);
     const StepResult r2 =
@@ -356,7 +362,7 @@ TEST_CASE("HM's ICS term: the loss with ICS minus the loss without is the logged
   const defense_test::Spc2Batch batch =
       defense_test::with_identical_pairs(defense_test::make_spc2_batch(6, 3, data));
   DefenseOptions off = hm_options("semihard", "g_lga", 0.3, 0.05, 5);
-  off.hm.objective = "l2";
+  off.hm.objective = attacks::defenses::HmObjective::L2;
   DefenseOptions on = off;
   on.hm.ics = true;
   DefenseOptions on_quarter = on;
@@ -416,7 +422,7 @@ TEST_CASE(
 
     auto objective_after = [&](int64_t steps) {
       DefenseOptions o = hm_options("random", "const_0", 0.2, 0.02, steps);
-      o.hm.objective = objective;
+      o.hm.objective = attacks::defenses::parse_hm_objective(objective);
       o.hm.stop_tolerance = 0.0;  // all steps
       Harness fresh(29, 0, Metric::N, Miner::Semihard, 231);
       return defense_test::log_value(

@@ -175,7 +175,7 @@ TEST_CASE("MDProp with eps = 0 on a model whose branches are copies is K times t
     // reduction "mean" (eq. 5): the same parts, averaged over the K = 3 branches.
     Harness mean_h(31, 3, metric, Miner::Hardest, 311);
     DefenseOptions mean_options = mdprop_options({1, 2}, 0.0, 0.01, 3);
-    mean_options.mdprop.reduction = "mean";
+    mean_options.mdprop.reduction = attacks::defenses::MdpropReduction::Mean;
     const StepResult m = attacks::defenses::make_defense(mean_options)
                              ->step(mean_h.context, batch.images, batch.labels);
     CHECK(m.loss.item() == Approx(clean).epsilon(1e-14));

@@ -35,7 +35,7 @@ std::string usage_error(const json& config) {
 TEST_CASE("config: loss.name accepts every documented loss, and nothing else", "[tools][config]") {
   for (const std::string name :
        {"triplet", "contrastive", "margin", "multi_similarity", "arcface", "lifted", "npair"}) {
-    CHECK(resolve({{"loss", {{"name", name}}}}).loss_name == name);
+    CHECK(dml::loss_name(resolve({{"loss", {{"name", name}}}}).loss) == name);
   }
   const std::string message = usage_error({{"loss", {{"name", "softmax"}}}});
   CHECK_THAT(message, Contains("t.json: config key 'loss.name' must be one of triplet, "
@@ -255,16 +255,17 @@ TEST_CASE("config: every reference config in configs/ resolves, defenses as docu
     ++count;
     const std::string stem = entry.path().stem().string();
     // The file name says the recipe and the attack: *-fgsm is one step, the others the papers'.
-    if (t.defense.name != "none") {
-      CHECK(stem.rfind(t.defense.name, 0) == 0);
+    const std::string recipe = attacks::defenses::recipe_name(t.defense.recipe);
+    if (recipe != "none") {
+      CHECK(stem.rfind(recipe, 0) == 0);
     }
-    if (entry.path().parent_path().filename() == "fashion" && t.defense.name != "none") {
+    if (entry.path().parent_path().filename() == "fashion" && recipe != "none") {
       // SPEC §11: eps = 77/255, alpha = 3/255; eta = 32 (or 1 for FGSM).
       CHECK(t.defense.pgd.eps == Approx(77.0 / 255.0));
       CHECK(t.defense.pgd.alpha == Approx(3.0 / 255.0));
       CHECK(t.defense.pgd.steps == (stem.find("fgsm") != std::string::npos ? 1 : 32));
     }
-    if (t.defense.name == "hm" && t.defense.hm.ics) {
+    if (recipe == "hm" && t.defense.hm.ics) {
       // ICS weight: 0.5, except 0.05 on SOP (CVPR'22 §4; robrank-spec §5.5).
       const bool sop = entry.path().parent_path().filename() == "sop";
       CHECK(t.defense.hm.ics_lambda == Approx(sop ? 0.05 : 0.5));

@@ -6,6 +6,7 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "data/dataset.h"
@@ -150,12 +151,12 @@ class Checker {
 
 // Whether a loss accepts batches in any layout (the others read SPC-2's [a0, p0, a1, p1, ...]).
 bool loss_takes_any_batch(const TrainConfig& t) {
-  return t.loss_name == "arcface" ||
-         (t.loss_name == "multi_similarity" && !t.multi_similarity.spc2_anchors);
+  return t.loss == Loss::ArcFace ||
+         (t.loss == Loss::MultiSimilarity && !t.multi_similarity.spc2_anchors);
 }
 
-bool loss_uses_miner(const std::string& loss) {
-  return loss == "triplet" || loss == "contrastive" || loss == "margin";
+bool loss_uses_miner(Loss loss) {
+  return loss == Loss::Triplet || loss == Loss::Contrastive || loss == Loss::Margin;
 }
 
 // Checks every optimizer.groups entry, fills its defaults in place (so the resolved config and
@@ -199,7 +200,7 @@ std::vector<ParamGroupConfig> resolve_param_groups(json& groups, const Optimizer
 // The defense keys with the recipes' defaults (attacks/defenses/defense.h).
 json defense_schema() {
   const attacks::defenses::DefenseOptions d;
-  return json{{"name", d.name},
+  return json{{"name", attacks::defenses::recipe_name(d.recipe)},
               {"pgd",
                {{"eps", d.pgd.eps},
                 {"alpha", d.pgd.alpha},
@@ -207,17 +208,19 @@ json defense_schema() {
                 {"random_start", d.pgd.random_start}}},
               {"ses_weight", d.ses_weight},
               {"hm",
-               {{"source", d.hm.source},
-                {"destination", d.hm.destination},
-                {"destination_miner", d.hm.destination_miner},
-                {"objective", d.hm.objective},
+               {{"source", losses::miner_name(d.hm.source)},
+                {"destination", attacks::defenses::hm_destination_name(d.hm)},
+                {"destination_miner", losses::miner_name(d.hm.destination_miner)},
+                {"objective", attacks::defenses::hm_objective_name(d.hm.objective)},
                 {"gamma", d.hm.gamma},
                 {"xi", d.hm.xi},
                 {"initial_loss", d.hm.initial_loss},
                 {"ics", d.hm.ics},
                 {"ics_lambda", d.hm.ics_lambda},
                 {"stop_tolerance", d.hm.stop_tolerance}}},
-              {"mdprop", {{"targets", d.mdprop.targets}, {"reduction", d.mdprop.reduction}}}};
+              {"mdprop",
+               {{"targets", d.mdprop.targets},
+                {"reduction", attacks::defenses::mdprop_reduction_name(d.mdprop.reduction)}}}};
 }
 
 const std::vector<std::string> kMinerNames = {"random", "semihard", "softhard", "distance",
@@ -227,21 +230,25 @@ const std::vector<std::string> kMinerNames = {"random", "semihard", "softhard", 
 // rules (the loss a recipe needs, MDProp's BN branches).
 attacks::defenses::DefenseOptions resolve_defense(const Checker& c, const TrainConfig& t) {
   attacks::defenses::DefenseOptions d;
-  d.name = c.one_of("defense.name", attacks::defenses::defense_names());
+  d.recipe =
+      attacks::defenses::parse_recipe(c.one_of("defense.name", attacks::defenses::defense_names()));
   d.pgd.eps = c.number("defense.pgd.eps", 0.0, false);
   d.pgd.alpha = c.number("defense.pgd.alpha", 0.0, false);
   d.pgd.steps = c.integer("defense.pgd.steps", 1);
   d.pgd.random_start = c.flag("defense.pgd.random_start");
   d.ses_weight = c.number("defense.ses_weight", 0.0, false);
-  d.hm.source = c.one_of("defense.hm.source", kMinerNames);
+  d.hm.source = losses::parse_miner(c.one_of("defense.hm.source", kMinerNames));
   std::vector<std::string> destinations = kMinerNames;
   for (const char* g :
        {"g_b", "g_lga", "g_2", "g_sqrt", "const_0", "const_half_gamma", "const_gamma"}) {
     destinations.push_back(g);
   }
-  d.hm.destination = c.one_of("defense.hm.destination", destinations);
-  d.hm.destination_miner = c.one_of("defense.hm.destination_miner", kMinerNames);
-  d.hm.objective = c.one_of("defense.hm.objective", {"et", "l2"});
+  // destination_miner first: a miner named by hm.destination replaces it (set_hm_destination).
+  d.hm.destination_miner =
+      losses::parse_miner(c.one_of("defense.hm.destination_miner", kMinerNames));
+  attacks::defenses::set_hm_destination(d.hm, c.one_of("defense.hm.destination", destinations));
+  d.hm.objective =
+      attacks::defenses::parse_hm_objective(c.one_of("defense.hm.objective", {"et", "l2"}));
   d.hm.gamma = c.number("defense.hm.gamma", 0.0, true);
   d.hm.xi = c.finite("defense.hm.xi");
   d.hm.initial_loss = c.finite("defense.hm.initial_loss");
@@ -262,17 +269,19 @@ attacks::defenses::DefenseOptions resolve_defense(const Checker& c, const TrainC
   if (d.mdprop.targets.empty()) {
     c.fail("defense.mdprop.targets", "must name at least one adversarial branch", targets);
   }
-  d.mdprop.reduction = c.one_of("defense.mdprop.reduction", {"sum", "mean"});
-  if (attacks::defenses::needs_triplet_loss(d.name) && t.sampler_name != "spc2") {
+  d.mdprop.reduction = attacks::defenses::parse_mdprop_reduction(
+      c.one_of("defense.mdprop.reduction", {"sum", "mean"}));
+  if (attacks::defenses::needs_triplet_loss(d.recipe) && t.sampler_name != "spc2") {
     c.fail("defense.name", "mines SPC-2 triplets: it needs sampler.name \"spc2\"",
            c.at("defense.name"));
   }
-  if (attacks::defenses::needs_triplet_loss(d.name) && t.loss_name != "triplet") {
+  if (attacks::defenses::needs_triplet_loss(d.recipe) && t.loss != Loss::Triplet) {
     c.fail("defense.name",
-           "trains on triplets itself: it needs loss.name \"triplet\", not \"" + t.loss_name + "\"",
+           std::string("trains on triplets itself: it needs loss.name \"triplet\", not \"") +
+               loss_name(t.loss) + "\"",
            c.at("defense.name"));
   }
-  if (d.name == "hm" && d.hm.gamma != t.margin) {
+  if (d.recipe == attacks::defenses::Recipe::Hm && d.hm.gamma != t.margin) {
     // The CVPR'22 paper's γ is both the triplet margin and the pseudo-hardness scale (robrank ties
     // both to its margin): two values would train on one and manipulate toward the other.
     c.fail("defense.hm.gamma",
@@ -280,7 +289,7 @@ attacks::defenses::DefenseOptions resolve_defense(const Checker& c, const TrainC
                " (HM's γ is both; set both, e.g. 1.0 for metric E)",
            c.at("defense.hm.gamma"));
   }
-  if (d.name == "mdprop") {
+  if (d.recipe == attacks::defenses::Recipe::Mdprop) {
     if (t.model.name == "c2f2") {
       c.fail("defense.name", "needs a model with batch norm (c2f2-bn or a resnet), not c2f2",
              c.at("defense.name"));
@@ -296,12 +305,39 @@ attacks::defenses::DefenseOptions resolve_defense(const Checker& c, const TrainC
   return d;
 }
 
+// Every loss with its config name, in docs/config.md order.
+const std::vector<std::pair<std::string, Loss>>& loss_table() {
+  static const std::vector<std::pair<std::string, Loss>> table = {
+      {"triplet", Loss::Triplet}, {"contrastive", Loss::Contrastive},
+      {"margin", Loss::Margin},   {"multi_similarity", Loss::MultiSimilarity},
+      {"arcface", Loss::ArcFace}, {"lifted", Loss::Lifted},
+      {"npair", Loss::Npair}};
+  return table;
+}
+
 }  // namespace
 
 const std::vector<std::string>& loss_names() {
-  static const std::vector<std::string> names = {
-      "triplet", "contrastive", "margin", "multi_similarity", "arcface", "lifted", "npair"};
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> out;
+    for (const auto& entry : loss_table()) out.push_back(entry.first);
+    return out;
+  }();
   return names;
+}
+
+Loss parse_loss(const std::string& name) {
+  for (const auto& [known_name, loss] : loss_table()) {
+    if (name == known_name) return loss;
+  }
+  engine::fail("unknown loss '", name, "'");
+}
+
+const char* loss_name(Loss loss) {
+  for (const auto& entry : loss_table()) {
+    if (entry.second == loss) return entry.first.c_str();
+  }
+  return "?";
 }
 
 json default_config_json() {
@@ -480,24 +516,24 @@ TrainConfig resolve_config(const json& config, const std::string& source) {
     c.fail("sampler.drop_last", "applies to sampler spc2 only", c.at("sampler.drop_last"));
   }
 
-  t.loss_name = c.one_of("loss.name", loss_names());
-  t.metric = c.one_of("loss.metric", {"N", "E", "C"});
-  t.miner = c.one_of("loss.miner", {"random", "semihard", "softhard", "distance", "hardest"});
-  if (!loss_uses_miner(t.loss_name) && t.miner != "random") {
+  t.loss = parse_loss(c.one_of("loss.name", loss_names()));
+  t.metric = losses::parse_metric(c.one_of("loss.metric", {"N", "E", "C"}));
+  t.miner = losses::parse_miner(c.one_of("loss.miner", kMinerNames));
+  if (!loss_uses_miner(t.loss) && t.miner != losses::Miner::Random) {
     c.fail("loss.miner",
-           "does not apply to loss '" + t.loss_name + "', which uses no miner (leave it random)",
+           std::string("does not apply to loss '") + loss_name(t.loss) +
+               "', which uses no miner (leave it random)",
            c.at("loss.miner"));
   }
-  const losses::Metric metric = losses::parse_metric(t.metric);
   bool has_margin = true;
   double default_margin = 0.0;
-  if (t.loss_name == "triplet" || t.loss_name == "lifted") {
-    default_margin = losses::default_margin(metric);
-  } else if (t.loss_name == "contrastive") {
+  if (t.loss == Loss::Triplet || t.loss == Loss::Lifted) {
+    default_margin = losses::default_margin(t.metric);
+  } else if (t.loss == Loss::Contrastive) {
     default_margin = losses::kContrastiveMargin;
-  } else if (t.loss_name == "margin") {
+  } else if (t.loss == Loss::Margin) {
     default_margin = losses::MarginLossOptions().margin;
-  } else if (t.loss_name == "arcface") {
+  } else if (t.loss == Loss::ArcFace) {
     default_margin = losses::ArcFaceOptions().margin;
   } else {
     has_margin = false;
@@ -506,14 +542,15 @@ TrainConfig resolve_config(const json& config, const std::string& source) {
     t.margin = default_margin;
   } else if (!has_margin) {
     c.fail("loss.margin",
-           "does not apply to loss '" + t.loss_name + "', which has no margin (leave it null)",
+           std::string("does not apply to loss '") + loss_name(t.loss) +
+               "', which has no margin (leave it null)",
            c.at("loss.margin"));
   } else {
     t.margin = c.number("loss.margin", 0.0, false);
   }
   t.margin_loss.beta = c.finite("loss.margin_loss.beta");
   t.margin_loss.beta_lr = c.number("loss.margin_loss.beta_lr", 0.0, false);
-  t.margin_loss.margin = t.loss_name == "margin" ? t.margin : t.margin_loss.margin;
+  t.margin_loss.margin = t.loss == Loss::Margin ? t.margin : t.margin_loss.margin;
   t.multi_similarity.alpha = c.number("loss.multi_similarity.alpha", 0.0, true);
   t.multi_similarity.beta = c.number("loss.multi_similarity.beta", 0.0, true);
   t.multi_similarity.lambda = c.finite("loss.multi_similarity.lambda");
@@ -522,7 +559,7 @@ TrainConfig resolve_config(const json& config, const std::string& source) {
   t.arcface.scale = c.number("loss.arcface.scale", 0.0, true);
   t.arcface.centers_lr = c.number("loss.arcface.centers_lr", 0.0, false);
   t.arcface.revisiting_compat = c.flag("loss.arcface.revisiting_compat");
-  t.arcface.margin = t.loss_name == "arcface" ? t.margin : t.arcface.margin;
+  t.arcface.margin = t.loss == Loss::ArcFace ? t.margin : t.arcface.margin;
   t.lifted_norm_weight = c.number("loss.lifted.norm_weight", 0.0, false);
   t.npair_norm_weight = c.number("loss.npair.norm_weight", 0.0, false);
 
@@ -545,7 +582,8 @@ TrainConfig resolve_config(const json& config, const std::string& source) {
 
   if (t.sampler_name == "m_per_class" && !loss_takes_any_batch(t)) {
     c.fail("sampler.name",
-           "m_per_class batches have no anchor/partner layout, which loss '" + t.loss_name +
+           std::string("m_per_class batches have no anchor/partner layout, which loss '") +
+               loss_name(t.loss) +
                "' needs (use spc2, or a loss that takes any labeled batch: arcface, or "
                "multi_similarity with spc2_anchors false)",
            c.at("sampler.name"));

@@ -7,7 +7,8 @@
 //      is valid JSON (numbers, true/false, null, quoted strings, arrays), else taken as a string;
 //   3. resolve (resolve_config): every key must exist in the schema (default_config_json(), which
 //      also supplies the defaults of omitted keys) with the schema's type; then the values are
-//      checked (names, ranges) and turned into a TrainConfig.
+//      checked (names, ranges) and turned into a TrainConfig, every name into its enum: the
+//      training step never looks at a string.
 // The resolved JSON (defaults filled in) is what checkpoints store and what a resume compares.
 //
 // Parameter groups (optimizer.groups): an ordered list of {"match", "lr", "weight_decay"}; a
@@ -26,7 +27,9 @@
 
 #include "attacks/defenses/defense.h"
 #include "losses/arcface.h"
+#include "losses/distance.h"
 #include "losses/margin.h"
+#include "losses/miners.h"
 #include "losses/multi_similarity.h"
 #include "models/registry.h"
 
@@ -50,8 +53,14 @@ struct OptimizerConfig {
   std::vector<ParamGroupConfig> groups;           // empty: every parameter in the default group
 };
 
-// loss.name values, in docs/config.md order.
+// The losses `dml train` optimizes (loss.name), in docs/config.md order.
+enum class Loss { Triplet, Contrastive, Margin, MultiSimilarity, ArcFace, Lifted, Npair };
+
+// loss.name values, in docs/config.md order (= Loss order).
 const std::vector<std::string>& loss_names();
+// A name of loss_names(); anything else throws engine::Error naming it.
+Loss parse_loss(const std::string& name);
+const char* loss_name(Loss loss);
 
 struct TrainConfig {
   std::string data_name = "fashion-mnist";
@@ -77,9 +86,9 @@ struct TrainConfig {
   bool with_replacement = false;      // m_per_class: classes and images drawn with replacement
   int64_t max_batches_per_epoch = 0;  // 0 = the whole epoch
   bool drop_last = false;
-  std::string loss_name = "triplet";  // one of loss_names()
-  std::string metric = "N";           // N | E | C
-  std::string miner = "random";       // triplet, contrastive, margin; "random" for the others
+  Loss loss = Loss::Triplet;
+  losses::Metric metric = losses::Metric::N;
+  losses::Miner miner = losses::Miner::Random;  // triplet, contrastive, margin; Random otherwise
   // loss.margin, or the loss's default when null: triplet and lifted default_margin(metric),
   // contrastive 1.0, margin 0.2, arcface 0.5 (radians); unused by multi_similarity and npair.
   double margin = 0.2;
@@ -89,7 +98,7 @@ struct TrainConfig {
   double lifted_norm_weight = 5e-3;                 // loss.lifted.norm_weight
   double npair_norm_weight = 5e-3;                  // loss.npair.norm_weight
   OptimizerConfig optimizer;
-  attacks::defenses::DefenseOptions defense;  // defense.*: name "none" = vanilla training
+  attacks::defenses::DefenseOptions defense;  // defense.*: Recipe::None = vanilla training
   int64_t epochs = 8;
   int64_t eval_every_epochs = 1;  // 0 = only after the last epoch
   int64_t eval_max_images = 0;    // 0 = the whole test split

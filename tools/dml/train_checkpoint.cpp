@@ -131,7 +131,7 @@ OptimizerStates restore_checkpoint(const std::string& path, const TrainConfig& c
       } else if (name.rfind("defense.", 0) == 0 && parts.defense != nullptr) {
         defense_state[name.substr(8)] = t;
       } else {
-        engine::fail(path, ": unexpected tensor '", name, "' for loss ", config.loss_name);
+        engine::fail(path, ": unexpected tensor '", name, "' for loss ", loss_name(config.loss));
       }
     }
     parts.model.load_state_dict(engine::nn::StateDict(model_state));

@@ -139,11 +139,13 @@ std::string format_number(double x) {
 }
 
 std::string defense_summary(const attacks::defenses::DefenseOptions& d) {
-  if (d.name == "none") return "";
-  std::string text = ", defense " + d.name + " (eps " + format_number(d.pgd.eps) + ", alpha " +
-                     format_number(d.pgd.alpha) + ", " + std::to_string(d.pgd.steps) + " steps";
-  if (d.name == "hm") {
-    text += ", HM[" + d.hm.source + ", " + d.hm.destination + "]" + (d.hm.ics ? " & ICS" : "");
+  if (d.recipe == attacks::defenses::Recipe::None) return "";
+  std::string text = ", defense " + std::string(attacks::defenses::recipe_name(d.recipe)) +
+                     " (eps " + format_number(d.pgd.eps) + ", alpha " + format_number(d.pgd.alpha) +
+                     ", " + std::to_string(d.pgd.steps) + " steps";
+  if (d.recipe == attacks::defenses::Recipe::Hm) {
+    text += ", HM[" + std::string(losses::miner_name(d.hm.source)) + ", " +
+            attacks::defenses::hm_destination_name(d.hm) + "]" + (d.hm.ics ? " & ICS" : "");
   }
   return text + ")";
 }
@@ -175,7 +177,7 @@ json model_metadata(const TrainConfig& config) {
           {"bn_branches", config.model.bn_branches},
           {"data", config.data_name},
           {"transform", config.data_transform},
-          {"metric", config.metric},
+          {"metric", losses::metric_name(config.metric)},
           {"dml_commit", build_commit()}};
 }
 
@@ -279,14 +281,14 @@ int train(const TrainConfig& config, const TrainOptions& options) {
                config.data_name.c_str(), config.output_dir.c_str(),
                static_cast<long long>(train_set->size()), static_cast<long long>(test_set->size()),
                config.model.name.c_str(), static_cast<long long>(config.model.embedding_dim),
-               config.loss_name.c_str(), config.metric.c_str(), config.miner.c_str(),
-               config.optimizer.name.c_str(), config.optimizer.lr,
+               loss_name(config.loss), losses::metric_name(config.metric),
+               losses::miner_name(config.miner), config.optimizer.name.c_str(), config.optimizer.lr,
                static_cast<long long>(config.epochs), static_cast<long long>(per_epoch),
                batch_summary(config).c_str(), device.str().c_str(),
                defense_summary(config.defense).c_str(), options.resume ? ", resumed" : "");
 
   EvalSettings eval_settings;
-  eval_settings.metric = config.metric;
+  eval_settings.metric = losses::metric_name(config.metric);
   eval_settings.max_images = config.eval_max_images;
   eval_settings.batch_size = config.eval_batch_size;
   eval_settings.seed = config.seed;
@@ -310,8 +312,8 @@ int train(const TrainConfig& config, const TrainOptions& options) {
       [&](const engine::Tensor& embeddings, const engine::Tensor& labels, engine::Generator& gen) {
         return compute_loss(config, loss, embeddings, labels, gen);
       },
-      losses::parse_metric(config.metric),
-      losses::parse_miner(config.miner),
+      config.metric,
+      config.miner,
       config.margin,
       mining};
 

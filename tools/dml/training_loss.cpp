@@ -61,10 +61,9 @@ std::unique_ptr<engine::optim::Optimizer> make_optimizer(const OptimizerConfig& 
 TrainingLoss make_training_loss(const TrainConfig& config, int64_t num_classes,
                                 engine::Generator& init_gen) {
   TrainingLoss loss;
-  if (config.loss_name == "margin") {
-    loss.margin = std::make_shared<losses::MarginLoss>(losses::parse_metric(config.metric),
-                                                       config.margin_loss);
-  } else if (config.loss_name == "arcface") {
+  if (config.loss == Loss::Margin) {
+    loss.margin = std::make_shared<losses::MarginLoss>(config.metric, config.margin_loss);
+  } else if (config.loss == Loss::ArcFace) {
     loss.arcface = std::make_shared<losses::ArcFaceLoss>(num_classes, config.model.embedding_dim,
                                                          init_gen, config.arcface);
   }
@@ -98,27 +97,30 @@ std::unique_ptr<engine::optim::Optimizer> make_loss_optimizer(const TrainConfig&
 engine::Tensor compute_loss(const TrainConfig& config, const TrainingLoss& loss,
                             const engine::Tensor& embeddings, const engine::Tensor& labels,
                             engine::Generator& mining) {
-  const losses::Metric metric = losses::parse_metric(config.metric);
-  const std::string& name = config.loss_name;
-  if (name == "triplet" || name == "contrastive") {
-    const losses::Triplets triplets = losses::mine_triplets(
-        embeddings, labels, losses::parse_miner(config.miner), metric, mining, config.margin);
-    if (name == "triplet") return losses::triplet_loss(embeddings, triplets, metric, config.margin);
-    return losses::contrastive_loss(embeddings, triplets, metric, config.margin);
+  const losses::Metric metric = config.metric;
+  switch (config.loss) {
+    case Loss::Triplet:
+    case Loss::Contrastive: {
+      const losses::Triplets triplets =
+          losses::mine_triplets(embeddings, labels, config.miner, metric, mining, config.margin);
+      if (config.loss == Loss::Triplet) {
+        return losses::triplet_loss(embeddings, triplets, metric, config.margin);
+      }
+      return losses::contrastive_loss(embeddings, triplets, metric, config.margin);
+    }
+    case Loss::Margin:
+      return loss.margin->spc2_loss(embeddings, labels, config.miner, mining);
+    case Loss::MultiSimilarity:
+      return losses::multi_similarity_loss(embeddings, labels, config.multi_similarity);
+    case Loss::ArcFace:
+      return loss.arcface->loss(embeddings, labels);
+    case Loss::Lifted:
+      return losses::lifted_loss(embeddings, labels, metric, config.margin,
+                                 config.lifted_norm_weight);
+    case Loss::Npair:
+      return losses::npair_loss(embeddings, labels, metric, config.npair_norm_weight);
   }
-  if (name == "margin") {
-    return loss.margin->spc2_loss(embeddings, labels, losses::parse_miner(config.miner), mining);
-  }
-  if (name == "multi_similarity") {
-    return losses::multi_similarity_loss(embeddings, labels, config.multi_similarity);
-  }
-  if (name == "arcface") return loss.arcface->loss(embeddings, labels);
-  if (name == "lifted") {
-    return losses::lifted_loss(embeddings, labels, metric, config.margin,
-                               config.lifted_norm_weight);
-  }
-  ENGINE_CHECK(name == "npair", "dml train: unknown loss '", name, "'");
-  return losses::npair_loss(embeddings, labels, metric, config.npair_norm_weight);
+  engine::fail("dml train: unknown loss ", static_cast<int>(config.loss));
 }
 
 }  // namespace dml
