@@ -43,8 +43,8 @@ std::vector<RecipeCase> recipe_cases() {
     return defense_test::defense_options(name, 0.1, 0.02, 1);
   };
   DefenseOptions hm = recipe("hm");
-  hm.hm.source = "softhard";
-  hm.hm.destination = "g_lga";
+  hm.hm.source = losses::parse_miner("softhard");
+  attacks::defenses::set_hm_destination(hm.hm, "g_lga");
   hm.hm.stop_tolerance = 0.0;  // no early stop: exactly `steps` steps
   DefenseOptions hm_ics = hm;
   hm_ics.hm.ics = true;
