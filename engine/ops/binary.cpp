@@ -15,14 +15,6 @@ namespace {
 using kernels::BinaryOp;
 using kernels::StridedLayout;
 
-// The CUDA kernels are f32 (SPEC §2: f32 everywhere on the GPU; f64 is the CPU's gradient-check
-// precision). A clear error instead of a reinterpretation of the bytes. (Backward passes need no
-// check: a gradient has its forward input's dtype.)
-void check_cuda_f32(const Tensor& t, const char* op) {
-  ENGINE_CHECK(t.dtype() == DType::F32, op, ": the CUDA kernel takes f32, got ", t.str(),
-               " (f64 is CPU-only: convert with .to(DType::F32) or compute on the CPU)");
-}
-
 const char* op_name(BinaryOp op) {
   switch (op) {
     case BinaryOp::Add:
@@ -62,7 +54,6 @@ Tensor binary_forward(BinaryOp op, const Tensor& a, const Tensor& b) {
   Shape out_shape = detail::broadcast_shapes(a.shape(), b.shape(), name);
   ENGINE_CHECK(out_shape.size() <= static_cast<size_t>(kernels::kMaxDims), name, ": at most ",
                kernels::kMaxDims, " dimensions are supported, got ", shape_str(out_shape));
-  if (a.device().is_cuda()) check_cuda_f32(a, name);
   Tensor out = Tensor::empty(out_shape, a.dtype(), a.device());
   if (a.device().is_cuda()) {
     kernels::binary_cuda(op, a.data<float>(), broadcast_layout(a, out_shape), b.data<float>(),

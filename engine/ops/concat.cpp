@@ -45,10 +45,6 @@ Tensor concat(const std::vector<Tensor>& tensors, int64_t dim) {
                  name, " is ", shape_str(t.shape()), ": shapes must match except along dim ", d);
     out_shape[d] += t.size(d);
   }
-  // On CUDA: f32, and i64 for labels; f64 is CPU-only (SPEC §2: f32 everywhere on the GPU).
-  ENGINE_CHECK(first.device().is_cpu() || first.dtype() != DType::F64,
-               "concat: the CUDA kernel takes f32 or i64, got ", first.str(),
-               " (f64 is CPU-only: convert with .to(DType::F32) or compute on the CPU)");
 
   // Each input is `outer` blocks of width size_i(d) * inner (layout in kernels/concat/concat.h).
   int64_t outer = 1;

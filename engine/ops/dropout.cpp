@@ -11,18 +11,6 @@
 #include "kernels/dropout/dropout.h"
 
 namespace engine {
-namespace {
-
-// The CUDA kernels are f32 (SPEC §2: f32 everywhere on the GPU; f64 is the CPU's gradient-check
-// precision). A clear error instead of a reinterpretation of the bytes. (Backward passes need no
-// check: a gradient has its forward input's dtype.)
-void check_cuda_f32(const Tensor& t, const char* op) {
-  ENGINE_CHECK(t.dtype() == DType::F32, op, ": the CUDA kernel takes f32, got ", t.str(),
-               " (f64 is CPU-only: convert with .to(DType::F32) or compute on the CPU)");
-}
-
-}  // namespace
-
 Tensor dropout(const Tensor& x, double p, bool training, Generator& gen) {
   detail::check_defined(x, "dropout", "x");
   detail::check_floating(x, "dropout", "x");
@@ -30,7 +18,6 @@ Tensor dropout(const Tensor& x, double p, bool training, Generator& gen) {
                shape_str(x.shape()), ")");
   if (!training || p == 0.0) return x;
 
-  if (x.device().is_cuda()) check_cuda_f32(x, "dropout");
   const Tensor xc = x.contiguous();
   // The uniforms come from the Philox stream, so the mask is the same on CPU and CUDA.
   const Tensor u = uniform(x.shape(), 0.0, 1.0, gen, x.dtype(), x.device());

@@ -21,10 +21,6 @@ Tensor index_select(const Tensor& x, const Tensor& index) {
                shape_str(index.shape()));
   ENGINE_CHECK(index.device() == x.device(), "index_select: x is on ", x.device().str(),
                " but index is on ", index.device().str());
-  // On CUDA: f32, and i64 for labels; f64 is CPU-only (SPEC §2: f32 everywhere on the GPU).
-  ENGINE_CHECK(x.device().is_cpu() || x.dtype() != DType::F64,
-               "index_select: the CUDA kernel takes f32 or i64, got ", x.str(),
-               " (f64 is CPU-only: convert with .to(DType::F32) or compute on the CPU)");
 
   int64_t rows = x.size(0);
   int64_t row_size = 1;

@@ -8,18 +8,6 @@
 #include "kernels/l2_normalize/l2_normalize.h"
 
 namespace engine {
-namespace {
-
-// The CUDA kernels are f32 (SPEC §2: f32 everywhere on the GPU; f64 is the CPU's gradient-check
-// precision). A clear error instead of a reinterpretation of the bytes. (Backward passes need no
-// check: a gradient has its forward input's dtype.)
-void check_cuda_f32(const Tensor& t, const char* op) {
-  ENGINE_CHECK(t.dtype() == DType::F32, op, ": the CUDA kernel takes f32, got ", t.str(),
-               " (f64 is CPU-only: convert with .to(DType::F32) or compute on the CPU)");
-}
-
-}  // namespace
-
 Tensor l2_normalize(const Tensor& x, double eps) {
   detail::check_defined(x, "l2_normalize", "x");
   detail::check_floating(x, "l2_normalize", "x");
@@ -28,7 +16,6 @@ Tensor l2_normalize(const Tensor& x, double eps) {
   ENGINE_CHECK(eps > 0.0, "l2_normalize: eps must be positive, got ", eps);
   const int64_t N = x.size(0), D = x.size(1);
 
-  if (x.device().is_cuda()) check_cuda_f32(x, "l2_normalize");
   const Tensor xc = x.contiguous();
   Tensor y = Tensor::empty(x.shape(), x.dtype(), x.device());
   Tensor norm = Tensor::empty({N}, x.dtype(), x.device());

@@ -16,14 +16,6 @@ namespace {
 // 1 - <l2_normalize(a), l2_normalize(b)>.
 constexpr double kCosineEps = 1e-12;
 
-// The CUDA kernels are f32 (SPEC §2: f32 everywhere on the GPU; f64 is the CPU's gradient-check
-// precision). A clear error instead of a reinterpretation of the bytes. (Backward passes need no
-// check: a gradient has its forward input's dtype.)
-void check_cuda_f32(const Tensor& t, const char* op) {
-  ENGINE_CHECK(t.dtype() == DType::F32, op, ": the CUDA kernel takes f32, got ", t.str(),
-               " (f64 is CPU-only: convert with .to(DType::F32) or compute on the CPU)");
-}
-
 kernels::PairwiseMetric kernel_metric(DistanceMetric metric) {
   switch (metric) {
     case DistanceMetric::Euclidean:
@@ -49,7 +41,6 @@ Tensor pairwise_distance(const Tensor& a, const Tensor& b, DistanceMetric metric
   const int64_t N = a.size(0), M = b.size(0), D = a.size(1);
   const kernels::PairwiseMetric kmetric = kernel_metric(metric);
 
-  if (a.device().is_cuda()) check_cuda_f32(a, "pairwise_distance");
   const Tensor ac = a.contiguous(), bc = b.contiguous();
   Tensor out = Tensor::empty({N, M}, a.dtype(), a.device());
   if (a.device().is_cuda()) {

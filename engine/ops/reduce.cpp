@@ -17,14 +17,6 @@
 namespace engine {
 namespace {
 
-// The CUDA kernels are f32 (SPEC §2: f32 everywhere on the GPU; f64 is the CPU's gradient-check
-// precision). A clear error instead of a reinterpretation of the bytes. (Backward passes need no
-// check: a gradient has its forward input's dtype.)
-void check_cuda_f32(const Tensor& t, const char* op) {
-  ENGINE_CHECK(t.dtype() == DType::F32, op, ": the CUDA kernel takes f32, got ", t.str(),
-               " (f64 is CPU-only: convert with .to(DType::F32) or compute on the CPU)");
-}
-
 // dx = scale * dy repeated over the reduced dims: dy's elements are laid out like x's shape with
 // the reduced dims set to 1, which is a broadcast layout with stride 0 along those dims.
 Tensor broadcast_back(const Tensor& grad, const Shape& x_shape, const std::vector<bool>& reduced,
@@ -57,7 +49,6 @@ Tensor reduce_sum(const Tensor& x, const std::vector<bool>& reduced, const Shape
                   double scale, const char* op) {
   ENGINE_CHECK(x.dim() <= kernels::kMaxDims, op, ": at most ", kernels::kMaxDims,
                " dimensions are supported, got ", shape_str(x.shape()));
-  if (x.device().is_cuda()) check_cuda_f32(x, op);
   Tensor current = x.contiguous();
   Shape current_shape = x.shape();
 
@@ -190,7 +181,6 @@ Tensor sum_to_shape(const Tensor& grad, const Shape& shape) {
 Tensor logsumexp(const Tensor& x, int64_t dim, bool keepdim) {
   const char* op = "logsumexp";
   check_float_input(x, op);
-  if (x.device().is_cuda()) check_cuda_f32(x, op);
   const int64_t d = detail::normalize_dim(dim, x.dim(), op);
   ReducedDims r = reduced_dims(x, {d}, keepdim, op);
   int64_t outer = 1, inner = 1;

@@ -9,14 +9,6 @@
 namespace engine {
 namespace {
 
-// The CUDA kernels are f32 (SPEC §2: f32 everywhere on the GPU; f64 is the CPU's gradient-check
-// precision). A clear error instead of a reinterpretation of the bytes. (Backward passes need no
-// check: a gradient has its forward input's dtype.)
-void check_cuda_f32(const Tensor& t, const char* op) {
-  ENGINE_CHECK(t.dtype() == DType::F32, op, ": the CUDA kernel takes f32, got ", t.str(),
-               " (f64 is CPU-only: convert with .to(DType::F32) or compute on the CPU)");
-}
-
 // The [outer, n, inner] view of x around `dim` that the kernels work on.
 struct LineView {
   int64_t outer = 1, n = 1, inner = 1;
@@ -35,7 +27,6 @@ Tensor softmax_like(bool log, const Tensor& x, int64_t dim) {
   const char* name = log ? "log_softmax" : "softmax";
   detail::check_defined(x, name, "x");
   detail::check_floating(x, name, "x");
-  if (x.device().is_cuda()) check_cuda_f32(x, name);
   const LineView v = line_view(x.shape(), detail::normalize_dim(dim, x.dim(), name));
   Tensor xc = x.contiguous();
   Tensor y = Tensor::empty(x.shape(), x.dtype(), x.device());
@@ -109,7 +100,6 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& labels) {
                " need one label per row, got labels ", shape_str(labels.shape()));
   ENGINE_CHECK(rows > 0 && classes > 0, name, ": logits ", shape_str(logits.shape()),
                " must have at least one row and one class");
-  if (logits.device().is_cuda()) check_cuda_f32(logits, name);
 
   Tensor xc = logits.contiguous();
   Tensor yc = labels.contiguous();

@@ -15,18 +15,9 @@ namespace {
 using kernels::UnaryOp;
 using kernels::UnaryParams;
 
-// The CUDA kernels are f32 (SPEC §2: f32 everywhere on the GPU; f64 is the CPU's gradient-check
-// precision). A clear error instead of a reinterpretation of the bytes. (Backward passes need no
-// check: a gradient has its forward input's dtype.)
-void check_cuda_f32(const Tensor& t, const char* op) {
-  ENGINE_CHECK(t.dtype() == DType::F32, op, ": the CUDA kernel takes f32, got ", t.str(),
-               " (f64 is CPU-only: convert with .to(DType::F32) or compute on the CPU)");
-}
-
 Tensor unary(UnaryOp op, const char* name, const Tensor& x, UnaryParams params = {}) {
   detail::check_defined(x, name, "x");
   detail::check_floating(x, name, "x");
-  if (x.device().is_cuda()) check_cuda_f32(x, name);
   Tensor xc = x.contiguous();
   Tensor y = Tensor::empty(x.shape(), x.dtype(), x.device());
   if (x.device().is_cuda()) {

@@ -1,5 +1,6 @@
 // axpy, CPU reference: y[i] += alpha * x[i].
 #include "kernels/axpy/axpy.h"
+#include "kernels/common/instantiate.h"
 
 namespace engine::kernels {
 
@@ -8,7 +9,6 @@ void axpy_cpu(int64_t n, T alpha, const T* x, T* y) {
   for (int64_t i = 0; i < n; ++i) y[i] += alpha * x[i];
 }
 
-template void axpy_cpu<float>(int64_t, float, const float*, float*);
-template void axpy_cpu<double>(int64_t, double, const double*, double*);
+ENGINE_INSTANTIATE_FLOATING(axpy_cpu);
 
 }  // namespace engine::kernels

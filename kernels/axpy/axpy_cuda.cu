@@ -11,8 +11,7 @@ namespace engine::kernels {
 
 namespace {
 __global__ void axpy_kernel(int64_t n, float alpha, const float* x, float* y) {
-  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
-       i += int64_t(gridDim.x) * blockDim.x) {
+  for (int64_t i = grid_thread_index(); i < n; i += grid_thread_count()) {
     y[i] += alpha * x[i];
   }
 }

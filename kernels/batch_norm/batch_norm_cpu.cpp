@@ -9,6 +9,7 @@
 #include <cmath>
 
 #include "kernels/batch_norm/batch_norm.h"
+#include "kernels/common/instantiate.h"
 
 namespace engine::kernels {
 namespace {
@@ -126,23 +127,8 @@ void batch_norm_backward_cpu(const BatchNormShape& shape, bool training, const T
   }
 }
 
-template void batch_norm_forward_train_cpu<float>(const BatchNormShape&, const float*, const float*,
-                                                  const float*, float, float, float*, float*,
-                                                  float*, float*, float*);
-template void batch_norm_forward_train_cpu<double>(const BatchNormShape&, const double*,
-                                                   const double*, const double*, double, double,
-                                                   double*, double*, double*, double*, double*);
-template void batch_norm_forward_eval_cpu<float>(const BatchNormShape&, const float*, const float*,
-                                                 const float*, const float*, const float*, float,
-                                                 float*, float*, float*);
-template void batch_norm_forward_eval_cpu<double>(const BatchNormShape&, const double*,
-                                                  const double*, const double*, const double*,
-                                                  const double*, double, double*, double*, double*);
-template void batch_norm_backward_cpu<float>(const BatchNormShape&, bool, const float*,
-                                             const float*, const float*, const float*, const float*,
-                                             float*, float*, float*);
-template void batch_norm_backward_cpu<double>(const BatchNormShape&, bool, const double*,
-                                              const double*, const double*, const double*,
-                                              const double*, double*, double*, double*);
+ENGINE_INSTANTIATE_FLOATING(batch_norm_forward_train_cpu);
+ENGINE_INSTANTIATE_FLOATING(batch_norm_forward_eval_cpu);
+ENGINE_INSTANTIATE_FLOATING(batch_norm_backward_cpu);
 
 }  // namespace engine::kernels

@@ -42,6 +42,7 @@
 #include "kernels/batch_norm/batch_norm.h"
 #include "kernels/common/cuda_check.cuh"
 #include "kernels/common/launch.cuh"
+#include "kernels/common/reduction.cuh"
 
 namespace engine::kernels {
 
@@ -116,7 +117,9 @@ struct Welford {
   }
 };
 
-// Merges every thread's state into thread 0's (blockDim.x == kReduceThreads).
+// Merges every thread's state into thread 0's (blockDim.x == kReduceThreads). The shape of
+// block_reduce (kernels/common/reduction.cuh), written out because a state is three values merged
+// by Chan's formula, and a shuffle moves one value.
 __device__ Welford block_welford(Welford w) {
   constexpr int kWarps = kReduceThreads / 32;
   __shared__ int64_t counts[kWarps];
@@ -135,30 +138,6 @@ __device__ Welford block_welford(Welford w) {
     for (int offset = 16; offset > 0; offset /= 2) total.merge_from_lane(offset);
   }
   return total;  // meaningful in thread 0
-}
-
-// Sums (a, b) over the block into thread 0 (blockDim.x == kReduceThreads).
-__device__ void block_sum2(float& a, float& b) {
-  constexpr int kWarps = kReduceThreads / 32;
-  __shared__ float as[kWarps], bs[kWarps];
-  for (int offset = 16; offset > 0; offset /= 2) {
-    a += __shfl_down_sync(0xffffffffu, a, offset);
-    b += __shfl_down_sync(0xffffffffu, b, offset);
-  }
-  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
-  if (lane == 0) {
-    as[warp] = a;
-    bs[warp] = b;
-  }
-  __syncthreads();
-  if (warp == 0) {
-    a = lane < kWarps ? as[lane] : 0.0f;
-    b = lane < kWarps ? bs[lane] : 0.0f;
-    for (int offset = 16; offset > 0; offset /= 2) {
-      a += __shfl_down_sync(0xffffffffu, a, offset);
-      b += __shfl_down_sync(0xffffffffu, b, offset);
-    }
-  }
 }
 
 // ---- kernels -------------------------------------------------------------------------------
@@ -245,7 +224,9 @@ __global__ void batch_norm_backward_reduce_kernel(BatchNormShape shape, const fl
     sum_dy += dy[i];
     sum_dy_xhat += dy[i] * ((x[i] - mean) * invstd);
   }
-  block_sum2(sum_dy, sum_dy_xhat);
+  __shared__ float scratch[kWarpSize];
+  sum_dy = block_sum(sum_dy, scratch);
+  sum_dy_xhat = block_sum(sum_dy_xhat, scratch);
   if (threadIdx.x != 0) return;
   const int64_t p = shape.route_branch[r] * shape.C + c;
   if (dweight != nullptr) dweight[p] = sum_dy_xhat;

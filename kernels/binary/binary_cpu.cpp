@@ -3,6 +3,7 @@
 #include "kernels/binary/binary.h"
 
 #include "kernels/common/check.h"
+#include "kernels/common/instantiate.h"
 
 namespace engine::kernels {
 namespace {
@@ -54,9 +55,6 @@ void binary_cpu(BinaryOp op, const T* a, StridedLayout a_layout, const T* b, Str
   }
 }
 
-template void binary_cpu<float>(BinaryOp, const float*, StridedLayout, const float*, StridedLayout,
-                                float*, StridedLayout);
-template void binary_cpu<double>(BinaryOp, const double*, StridedLayout, const double*,
-                                 StridedLayout, double*, StridedLayout);
+ENGINE_INSTANTIATE_FLOATING(binary_cpu);
 
 }  // namespace engine::kernels

@@ -42,8 +42,7 @@ __device__ inline float apply(BinaryOp op, float x, float y) {
 __global__ void binary_linear_kernel(BinaryOp op, const float* a, int64_t a_stride, const float* b,
                                      int64_t b_stride, float* out, int64_t out_stride,
                                      int64_t total) {
-  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < total;
-       i += int64_t(gridDim.x) * blockDim.x) {
+  for (int64_t i = grid_thread_index(); i < total; i += grid_thread_count()) {
     out[i * out_stride] = apply(op, a[i * a_stride], b[i * b_stride]);
   }
 }
@@ -52,8 +51,7 @@ __global__ void binary_linear_kernel(BinaryOp op, const float* a, int64_t a_stri
 __global__ void binary_strided_kernel(BinaryOp op, const float* a, StridedLayout a_layout,
                                       const float* b, StridedLayout b_layout, float* out,
                                       StridedLayout out_layout, int64_t total) {
-  for (int64_t flat = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; flat < total;
-       flat += int64_t(gridDim.x) * blockDim.x) {
+  for (int64_t flat = grid_thread_index(); flat < total; flat += grid_thread_count()) {
     int64_t rest = flat, a_offset = 0, b_offset = 0, out_offset = 0;
     for (int d = out_layout.ndim - 1; d >= 0; --d) {
       const int64_t i = rest % out_layout.shape[d];

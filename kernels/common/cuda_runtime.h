@@ -1,5 +1,5 @@
 // The CUDA runtime as the rest of the project sees it: plain C++ declarations, no CUDA headers.
-// Implemented in cuda_runtime.cu; without CUDA, kernels/cuda_stubs.cpp provides versions where
+// Implemented in cuda_runtime.cu; without CUDA, cuda_runtime_stub.cpp provides versions where
 // cuda_device_count() is 0 and everything else throws "built without CUDA".
 //
 // Device discovery is lazy (never at static-initialization time) and total: any CUDA error while

@@ -1,4 +1,5 @@
 // concat, CPU reference (math and layout in concat.h): plain loops, block by block.
+#include "kernels/common/instantiate.h"
 #include "kernels/concat/concat.h"
 
 namespace engine::kernels {
@@ -14,9 +15,7 @@ void concat_cpu(int64_t count, const T* const* inputs, const int64_t* widths, in
   }
 }
 
-template void concat_cpu<float>(int64_t, const float* const*, const int64_t*, int64_t, float*);
-template void concat_cpu<double>(int64_t, const double* const*, const int64_t*, int64_t, double*);
-template void concat_cpu<int64_t>(int64_t, const int64_t* const*, const int64_t*, int64_t,
-                                  int64_t*);
+ENGINE_INSTANTIATE_FLOATING(concat_cpu);
+ENGINE_INSTANTIATE(concat_cpu, int64_t);
 
 }  // namespace engine::kernels

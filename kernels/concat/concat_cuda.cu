@@ -25,8 +25,7 @@ constexpr int kThreads = 256;
 template <typename T>
 __global__ void concat_one_kernel(const T* input, int64_t width, int64_t outer, int64_t total_width,
                                   int64_t prefix, T* out) {
-  for (int64_t f = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; f < outer * width;
-       f += int64_t(gridDim.x) * blockDim.x) {
+  for (int64_t f = grid_thread_index(); f < outer * width; f += grid_thread_count()) {
     const int64_t o = f / width, e = f % width;
     out[o * total_width + prefix + e] = input[f];
   }

@@ -18,6 +18,7 @@
 //   dgrad:  dcol [CRS, PQ] = W^T dY_n,   then dx_n = col2im(dcol)  (col2im = adjoint of im2col)
 //   wgrad:  dW [K, CRS]   = sum_n dY_n col_n^T   (computed as its transpose, sum_n col_n dY_n^T)
 // A 1x1 kernel with stride 1 and no padding needs no im2col: col_n is x_n itself, [C, HW].
+#include "kernels/common/instantiate.h"
 #include "kernels/conv2d/conv2d.h"
 
 #include <Eigen/Core>
@@ -372,26 +373,11 @@ void conv2d_wgrad_fast_cpu(const Conv2dShape& shape, const T* dy, const T* x, T*
   }
 }
 
-template void conv2d_fprop_cpu<float>(const Conv2dShape&, const float*, const float*, const float*,
-                                      float*);
-template void conv2d_dgrad_cpu<float>(const Conv2dShape&, const float*, const float*, float*);
-template void conv2d_wgrad_cpu<float>(const Conv2dShape&, const float*, const float*, float*,
-                                      float*);
-template void conv2d_fprop_fast_cpu<float>(const Conv2dShape&, const float*, const float*,
-                                           const float*, float*);
-template void conv2d_dgrad_fast_cpu<float>(const Conv2dShape&, const float*, const float*, float*);
-template void conv2d_wgrad_fast_cpu<float>(const Conv2dShape&, const float*, const float*, float*,
-                                           float*);
-template void conv2d_fprop_cpu<double>(const Conv2dShape&, const double*, const double*,
-                                       const double*, double*);
-template void conv2d_dgrad_cpu<double>(const Conv2dShape&, const double*, const double*, double*);
-template void conv2d_wgrad_cpu<double>(const Conv2dShape&, const double*, const double*, double*,
-                                       double*);
-template void conv2d_fprop_fast_cpu<double>(const Conv2dShape&, const double*, const double*,
-                                            const double*, double*);
-template void conv2d_dgrad_fast_cpu<double>(const Conv2dShape&, const double*, const double*,
-                                            double*);
-template void conv2d_wgrad_fast_cpu<double>(const Conv2dShape&, const double*, const double*,
-                                            double*, double*);
+ENGINE_INSTANTIATE_FLOATING(conv2d_fprop_cpu);
+ENGINE_INSTANTIATE_FLOATING(conv2d_dgrad_cpu);
+ENGINE_INSTANTIATE_FLOATING(conv2d_wgrad_cpu);
+ENGINE_INSTANTIATE_FLOATING(conv2d_fprop_fast_cpu);
+ENGINE_INSTANTIATE_FLOATING(conv2d_dgrad_fast_cpu);
+ENGINE_INSTANTIATE_FLOATING(conv2d_wgrad_fast_cpu);
 
 }  // namespace engine::kernels

@@ -30,12 +30,10 @@
 // its partial dW to workspace[split] and a second kernel sums the partials in split order, so the
 // result is deterministic (no atomics). db is a separate deterministic block reduction.
 //
-// Tiles (all three passes): block tile 128 x 128 of C, Kdim step 8, 256 threads (16 x 16), each
-// thread an 8 x 8 register tile = two 4-wide strips 64 apart in each direction (so its shared
-// reads are float4 and a warp's stores cover contiguous runs). Shared memory: A and B tiles of
-// 8 x (128 + 4) floats, double-buffered: 16.5 KiB per block; the +4 row padding makes the
-// transposing stores of k-contiguous operands bank-conflict free. Registers: 64 accumulators +
-// 16 fragment values + 8 staged global values + addressing, capped at 128 per thread by
+// Tiles (all three passes): the SGEMM tile shared with matmul (kernels/common/gemm_tile.cuh):
+// block tile 128 x 128 of C, Kdim step 8, 256 threads, an 8 x 8 register tile per thread, A and
+// B tiles double-buffered in shared memory (16.5 KiB per block). Registers: 64 accumulators + 16
+// fragment values + 8 staged global values + addressing, capped at 128 per thread by
 // __launch_bounds__(256, 2) (two blocks per SM). Pipeline: the next tile is read from global
 // memory into registers while the current one is multiplied out of shared memory; one
 // __syncthreads per k step.
@@ -55,6 +53,7 @@
 #include <climits>
 
 #include "kernels/common/cuda_check.cuh"
+#include "kernels/common/gemm_tile.cuh"
 #include "kernels/common/launch.cuh"
 #include "kernels/common/split_k.h"
 #include "kernels/conv2d/conv2d.h"
@@ -63,62 +62,9 @@
 namespace engine::kernels {
 
 using namespace conv2d_detail;
+using namespace gemm_tile;
 
 namespace {
-
-constexpr int kTileM = 128, kTileN = 128, kTileK = 8;
-constexpr int kThreads = 256;
-constexpr int kLd = kTileM + 4;  // padded row length of a shared tile (kTileM == kTileN)
-constexpr int kStaged = 4;       // global values each thread stages per operand per k step
-
-// One pipeline stage: the A tile stored k-major (a[k][m]) and the B tile (b[k][n]).
-struct alignas(16) Stage {
-  float a[kTileK][kLd];
-  float b[kTileK][kLd];
-};
-
-// The 8 rows (or columns) of a thread's register tile: group g owns g*4 .. g*4+3 and the same
-// four 64 further on.
-__device__ __forceinline__ int micro_offset(int group, int i) {
-  return (i / 4) * 64 + group * 4 + (i % 4);
-}
-
-// acc[i][j] += sum over the stage's 8 k of a[k][row i] b[k][col j].
-__device__ __forceinline__ void multiply_stage(const Stage& stage, int mg, int ng,
-                                               float (&acc)[8][8]) {
-#pragma unroll
-  for (int kk = 0; kk < kTileK; ++kk) {
-    const float4 a0 = *reinterpret_cast<const float4*>(&stage.a[kk][mg * 4]);
-    const float4 a1 = *reinterpret_cast<const float4*>(&stage.a[kk][64 + mg * 4]);
-    const float4 b0 = *reinterpret_cast<const float4*>(&stage.b[kk][ng * 4]);
-    const float4 b1 = *reinterpret_cast<const float4*>(&stage.b[kk][64 + ng * 4]);
-    const float a[8] = {a0.x, a0.y, a0.z, a0.w, a1.x, a1.y, a1.z, a1.w};
-    const float b[8] = {b0.x, b0.y, b0.z, b0.w, b1.x, b1.y, b1.z, b1.w};
-#pragma unroll
-    for (int i = 0; i < 8; ++i) {
-#pragma unroll
-      for (int j = 0; j < 8; ++j) acc[i][j] = fmaf(a[i], b[j], acc[i][j]);
-    }
-  }
-}
-
-// Two ways a thread's 4 staged values map into a tile (tid = threadIdx.x):
-//  row-fast: row tid % 128, k = tid / 128 + 2 i   (operand contiguous along its rows, e.g. m)
-//  k-fast:   k = tid % 8,   row = tid / 8 + 32 i  (operand contiguous along k, e.g. w's CRS)
-// Consecutive threads then read consecutive addresses in both cases.
-__device__ __forceinline__ void store_row_fast(float (&tile)[kTileK][kLd],
-                                               const float (&v)[kStaged]) {
-  const int tid = threadIdx.x;
-#pragma unroll
-  for (int i = 0; i < kStaged; ++i) tile[tid / kTileM + 2 * i][tid % kTileM] = v[i];
-}
-
-__device__ __forceinline__ void store_k_fast(float (&tile)[kTileK][kLd],
-                                             const float (&v)[kStaged]) {
-  const int tid = threadIdx.x;
-#pragma unroll
-  for (int i = 0; i < kStaged; ++i) tile[tid % kTileK][tid / kTileK + 32 * i] = v[i];
-}
 
 // ---- fprop ----------------------------------------------------------------------------------
 
@@ -135,18 +81,6 @@ __device__ __forceinline__ void load_fprop_a(const Geometry& g, const float* __r
     const int h = h_base + r * g.dh, w = w_base + s * g.dw;
     const bool inside = row_valid && k < k_end && h >= 0 && h < g.H && w >= 0 && w < g.W;
     v[i] = inside ? x[x_image + (c * g.H + h) * g.W + w] : 0.0f;
-  }
-}
-
-// B k-fast: B[k, n] = w[n Kdim + k] (w viewed as [K, CRS]).
-__device__ __forceinline__ void load_rows_k_contiguous(const float* __restrict__ src, int rows,
-                                                       int kdim, int row0, int k0, int k_end,
-                                                       float (&v)[kStaged]) {
-  const int k = k0 + threadIdx.x % kTileK;
-#pragma unroll
-  for (int i = 0; i < kStaged; ++i) {
-    const int row = row0 + threadIdx.x / kTileK + 32 * i;
-    v[i] = (k < k_end && row < rows) ? src[row * kdim + k] : 0.0f;
   }
 }
 
@@ -176,7 +110,7 @@ __global__ void __launch_bounds__(kThreads, 2)
     if (more) {
       const int k0 = (t + 1) * kTileK;
       load_fprop_a(g, x, row_valid, x_image, h_base, w_base, k0, kdim, va);
-      load_rows_k_contiguous(w, g.K, kdim, n0, k0, kdim, vb);
+      load_k_contiguous(w, g.K, kdim, n0, k0, kdim, vb);  // B[k, n] = w[n Kdim + k]
     }
     if (t >= 0) multiply_stage(stages[t & 1], mg, ng, acc);
     if (more) {
@@ -354,11 +288,8 @@ __global__ void __launch_bounds__(kThreads, 2)
 // dw[i] = sum over splits s = 0, 1, ... of partial[s][i], always in that order.
 __global__ void sum_splits_kernel(const float* __restrict__ partial, int splits, int total,
                                   float* __restrict__ dw) {
-  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < total;
-       i += int64_t(gridDim.x) * blockDim.x) {
-    float sum = 0.0f;
-    for (int s = 0; s < splits; ++s) sum += partial[static_cast<size_t>(s) * total + i];
-    dw[i] = sum;
+  for (int64_t i = grid_thread_index(); i < total; i += grid_thread_count()) {
+    dw[i] = sum_of_splits(partial, splits, total, i);
   }
 }
 

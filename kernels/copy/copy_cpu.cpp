@@ -1,4 +1,5 @@
 // copy_strided and convert, CPU reference.
+#include "kernels/common/instantiate.h"
 #include "kernels/copy/copy.h"
 
 namespace engine::kernels {
@@ -41,17 +42,15 @@ void convert_cpu(const From* src, int64_t n, To* dst) {
   for (int64_t i = 0; i < n; ++i) dst[i] = static_cast<To>(src[i]);
 }
 
-template void copy_strided_cpu<float>(const float*, StridedLayout, float*);
-template void copy_strided_cpu<double>(const double*, StridedLayout, double*);
-template void copy_strided_cpu<int64_t>(const int64_t*, StridedLayout, int64_t*);
-template void copy_into_strided_cpu<float>(const float*, float*, StridedLayout);
-template void copy_into_strided_cpu<double>(const double*, double*, StridedLayout);
-template void copy_into_strided_cpu<int64_t>(const int64_t*, int64_t*, StridedLayout);
-template void convert_cpu<float, double>(const float*, int64_t, double*);
-template void convert_cpu<double, float>(const double*, int64_t, float*);
-template void convert_cpu<int64_t, double>(const int64_t*, int64_t, double*);
-template void convert_cpu<int64_t, float>(const int64_t*, int64_t, float*);
-template void convert_cpu<double, int64_t>(const double*, int64_t, int64_t*);
-template void convert_cpu<float, int64_t>(const float*, int64_t, int64_t*);
+ENGINE_INSTANTIATE_FLOATING(copy_strided_cpu);
+ENGINE_INSTANTIATE(copy_strided_cpu, int64_t);
+ENGINE_INSTANTIATE_FLOATING(copy_into_strided_cpu);
+ENGINE_INSTANTIATE(copy_into_strided_cpu, int64_t);
+ENGINE_INSTANTIATE(convert_cpu, float, double);
+ENGINE_INSTANTIATE(convert_cpu, double, float);
+ENGINE_INSTANTIATE(convert_cpu, int64_t, double);
+ENGINE_INSTANTIATE(convert_cpu, int64_t, float);
+ENGINE_INSTANTIATE(convert_cpu, double, int64_t);
+ENGINE_INSTANTIATE(convert_cpu, float, int64_t);
 
 }  // namespace engine::kernels

@@ -13,8 +13,7 @@ namespace engine::kernels {
 namespace {
 __global__ void copy_strided_kernel(const float* src, StridedLayout layout, float* dst,
                                     int64_t total) {
-  for (int64_t flat = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; flat < total;
-       flat += int64_t(gridDim.x) * blockDim.x) {
+  for (int64_t flat = grid_thread_index(); flat < total; flat += grid_thread_count()) {
     int64_t rest = flat, src_offset = 0;
     for (int d = layout.ndim - 1; d >= 0; --d) {
       int64_t i = rest % layout.shape[d];
@@ -27,8 +26,7 @@ __global__ void copy_strided_kernel(const float* src, StridedLayout layout, floa
 
 __global__ void copy_into_strided_kernel(const float* src, float* dst, StridedLayout layout,
                                          int64_t total) {
-  for (int64_t flat = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; flat < total;
-       flat += int64_t(gridDim.x) * blockDim.x) {
+  for (int64_t flat = grid_thread_index(); flat < total; flat += grid_thread_count()) {
     int64_t rest = flat, dst_offset = 0;
     for (int d = layout.ndim - 1; d >= 0; --d) {
       int64_t i = rest % layout.shape[d];

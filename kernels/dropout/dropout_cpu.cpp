@@ -1,4 +1,5 @@
 // dropout, CPU reference (math and layout in dropout.h). Parallelization: plain loops.
+#include "kernels/common/instantiate.h"
 #include "kernels/dropout/dropout.h"
 
 namespace engine::kernels {
@@ -17,11 +18,7 @@ void dropout_backward_cpu(const T* dy, const T* mask, int64_t n, T* dx) {
   for (int64_t i = 0; i < n; ++i) dx[i] = dy[i] * mask[i];
 }
 
-template void dropout_forward_cpu<float>(const float*, const float*, int64_t, float, float*,
-                                         float*);
-template void dropout_forward_cpu<double>(const double*, const double*, int64_t, double, double*,
-                                          double*);
-template void dropout_backward_cpu<float>(const float*, const float*, int64_t, float*);
-template void dropout_backward_cpu<double>(const double*, const double*, int64_t, double*);
+ENGINE_INSTANTIATE_FLOATING(dropout_forward_cpu);
+ENGINE_INSTANTIATE_FLOATING(dropout_backward_cpu);
 
 }  // namespace engine::kernels

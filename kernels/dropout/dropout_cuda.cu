@@ -21,8 +21,7 @@ constexpr int kThreads = 256;
 
 __global__ void dropout_forward_kernel(const float* x, const float* u, int64_t n, float p,
                                        float keep_scale, float* y, float* mask) {
-  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
-       i += int64_t(gridDim.x) * blockDim.x) {
+  for (int64_t i = grid_thread_index(); i < n; i += grid_thread_count()) {
     const float m = u[i] >= p ? keep_scale : 0.0f;
     mask[i] = m;
     y[i] = x[i] * m;
@@ -30,8 +29,7 @@ __global__ void dropout_forward_kernel(const float* x, const float* u, int64_t n
 }
 
 __global__ void dropout_backward_kernel(const float* dy, const float* mask, int64_t n, float* dx) {
-  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
-       i += int64_t(gridDim.x) * blockDim.x) {
+  for (int64_t i = grid_thread_index(); i < n; i += grid_thread_count()) {
     dx[i] = dy[i] * mask[i];
   }
 }

@@ -1,4 +1,5 @@
 // index_select, CPU reference (math and layout in index_select.h): plain loops over rows.
+#include "kernels/common/instantiate.h"
 #include "kernels/index_select/index_select.h"
 
 #include "kernels/common/check.h"
@@ -26,15 +27,8 @@ void index_select_backward_cpu(const T* dy, const int64_t* index, int64_t count,
   }
 }
 
-template void index_select_forward_cpu<float>(const float*, int64_t, int64_t, const int64_t*,
-                                              int64_t, float*);
-template void index_select_forward_cpu<double>(const double*, int64_t, int64_t, const int64_t*,
-                                               int64_t, double*);
-template void index_select_forward_cpu<int64_t>(const int64_t*, int64_t, int64_t, const int64_t*,
-                                                int64_t, int64_t*);
-template void index_select_backward_cpu<float>(const float*, const int64_t*, int64_t, int64_t,
-                                               int64_t, float*);
-template void index_select_backward_cpu<double>(const double*, const int64_t*, int64_t, int64_t,
-                                                int64_t, double*);
+ENGINE_INSTANTIATE_FLOATING(index_select_forward_cpu);
+ENGINE_INSTANTIATE(index_select_forward_cpu, int64_t);
+ENGINE_INSTANTIATE_FLOATING(index_select_backward_cpu);
 
 }  // namespace engine::kernels

@@ -49,8 +49,7 @@ constexpr int kThreads = 256;
 template <typename T>
 __global__ void index_select_forward_kernel(const T* x, int64_t rows, int64_t row_size,
                                             const int64_t* index, int64_t count, T* out) {
-  for (int64_t f = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; f < count * row_size;
-       f += int64_t(gridDim.x) * blockDim.x) {
+  for (int64_t f = grid_thread_index(); f < count * row_size; f += grid_thread_count()) {
     const int64_t i = f / row_size, e = f % row_size;
     const int64_t row = index[i];
     if (row < 0 || row >= rows) {
@@ -65,8 +64,7 @@ __global__ void index_select_forward_kernel(const T* x, int64_t rows, int64_t ro
 }
 
 __global__ void key_kernel(const int64_t* index, int64_t count, uint64_t* keys) {
-  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < count;
-       i += int64_t(gridDim.x) * blockDim.x) {
+  for (int64_t i = grid_thread_index(); i < count; i += grid_thread_count()) {
     keys[i] =
         static_cast<uint64_t>(index[i]) * static_cast<uint64_t>(count) + static_cast<uint64_t>(i);
   }
@@ -75,8 +73,7 @@ __global__ void key_kernel(const int64_t* index, int64_t count, uint64_t* keys) 
 __global__ void segment_kernel(const uint64_t* sorted, int64_t count, int64_t* position,
                                int64_t* first, int64_t* last) {
   const uint64_t n = static_cast<uint64_t>(count);
-  for (int64_t s = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; s < count;
-       s += int64_t(gridDim.x) * blockDim.x) {
+  for (int64_t s = grid_thread_index(); s < count; s += grid_thread_count()) {
     const uint64_t row = sorted[s] / n;
     position[s] = static_cast<int64_t>(sorted[s] % n);
     if (s == 0 || sorted[s - 1] / n != row) first[row] = s;
@@ -86,8 +83,7 @@ __global__ void segment_kernel(const uint64_t* sorted, int64_t count, int64_t* p
 
 __global__ void sum_rows_kernel(const float* dy, const int64_t* position, const int64_t* first,
                                 const int64_t* last, int64_t rows, int64_t row_size, float* dx) {
-  for (int64_t f = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; f < rows * row_size;
-       f += int64_t(gridDim.x) * blockDim.x) {
+  for (int64_t f = grid_thread_index(); f < rows * row_size; f += grid_thread_count()) {
     const int64_t r = f / row_size, e = f % row_size;
     float sum = 0.0f;
     for (int64_t s = first[r]; s < last[r]; ++s) sum += dy[position[s] * row_size + e];

@@ -32,22 +32,16 @@
 #include "kernels/common/cuda_check.cuh"
 #include "kernels/common/cuda_workspace.cuh"
 #include "kernels/common/launch.cuh"
+#include "kernels/common/reduction.cuh"
 #include "kernels/knn/knn.h"
 #include "kernels/matmul/matmul.h"
 
 namespace engine::kernels {
 namespace {
 
-constexpr int kWarp = 32;
-constexpr unsigned kFullMask = 0xffffffffu;
 constexpr int kMergeThreads = 256;
-constexpr int kRowsPerMergeBlock = kMergeThreads / kWarp;
+constexpr int kRowsPerMergeBlock = kMergeThreads / kWarpSize;
 constexpr int kFinishThreads = 256;
-
-__device__ inline int warp_sum(int v) {
-  for (int offset = kWarp / 2; offset > 0; offset >>= 1) v += __shfl_xor_sync(kFullMask, v, offset);
-  return v;
-}
 
 // The (key, index) order of the whole metrics layer: distance first, the smaller index on ties.
 __device__ inline bool precedes(float key_a, int64_t index_a, float key_b, int64_t index_b) {
@@ -59,9 +53,9 @@ __device__ inline bool precedes(float key_a, int64_t index_a, float key_b, int64
 // same arguments; returns the new size.
 __device__ inline int insert_sorted(float* keys, int64_t* indices, int size, int capacity,
                                     float key, int64_t index) {
-  const int lane = threadIdx.x % kWarp;
+  const int lane = threadIdx.x % kWarpSize;
   int below = 0;
-  for (int e = lane; e < size; e += kWarp) below += precedes(keys[e], indices[e], key, index);
+  for (int e = lane; e < size; e += kWarpSize) below += precedes(keys[e], indices[e], key, index);
   const int position = warp_sum(below);
   // Every lane's reads of the list (the count above, and the caller's reads of the k-th entry
   // since the last insertion) before any lane writes it: shuffles order no memory, only
@@ -70,7 +64,7 @@ __device__ inline int insert_sorted(float* keys, int64_t* indices, int size, int
   const int new_size = size < capacity ? size + 1 : capacity;
   // Move entries [position, new_size - 2] to [position + 1, new_size - 1], 32 at a time from the
   // top: a chunk writes only slots its own lanes or the chunk above have already read.
-  for (int top = new_size - 2; top >= position; top -= kWarp) {
+  for (int top = new_size - 2; top >= position; top -= kWarpSize) {
     const int e = top - lane;
     const bool moves = e >= position;
     float moved_key = 0.0f;
@@ -98,9 +92,9 @@ __global__ void __launch_bounds__(kMergeThreads)
     merge_tile_kernel(const float* dots, int64_t cols, int64_t q0, int64_t rows, int64_t g0,
                       const float* sq_norms, KnnKey key_kind, int k, int* kept, int64_t* indices,
                       float* keys_out) {
-  const int64_t r = int64_t(blockIdx.x) * kRowsPerMergeBlock + threadIdx.x / kWarp;
+  const int64_t r = int64_t(blockIdx.x) * kRowsPerMergeBlock + threadIdx.x / kWarpSize;
   if (r >= rows) return;  // the whole warp leaves together
-  const int lane = threadIdx.x % kWarp;
+  const int lane = threadIdx.x % kWarpSize;
   const int64_t query = q0 + r;
   const float* row = dots + r * cols;
   float* keys = keys_out + query * k;
@@ -111,7 +105,7 @@ __global__ void __launch_bounds__(kMergeThreads)
   float worst_key = size == k ? keys[k - 1] : 0.0f;
   int64_t worst_index = size == k ? best[k - 1] : 0;
 
-  for (int64_t c0 = 0; c0 < cols; c0 += kWarp) {
+  for (int64_t c0 = 0; c0 < cols; c0 += kWarpSize) {
     const int64_t c = c0 + lane;
     const int64_t item = g0 + c;
     float key = 0.0f;
@@ -122,11 +116,11 @@ __global__ void __launch_bounds__(kMergeThreads)
                                        : fmaxf(fmaf(-2.0f, dot, sq_query + sq_norms[item]), 0.0f);
       candidate = size < k || precedes(key, item, worst_key, worst_index);
     }
-    unsigned pending = __ballot_sync(kFullMask, candidate);
+    unsigned pending = __ballot_sync(kFullWarpMask, candidate);
     while (pending != 0) {  // in column order; every lane sees the same candidate
       const int source = __ffs(pending) - 1;
       pending &= pending - 1;
-      const float candidate_key = __shfl_sync(kFullMask, key, source);
+      const float candidate_key = __shfl_sync(kFullWarpMask, key, source);
       const int64_t candidate_item = g0 + c0 + source;
       // The k-th may have improved since the ballot.
       if (size == k && !precedes(candidate_key, candidate_item, worst_key, worst_index)) continue;
@@ -143,8 +137,7 @@ __global__ void __launch_bounds__(kMergeThreads)
 
 // Keys of the finished top-k lists -> distances, in place.
 __global__ void keys_to_distances_kernel(float* values, int64_t count) {
-  for (int64_t e = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; e < count;
-       e += int64_t(gridDim.x) * blockDim.x) {
+  for (int64_t e = grid_thread_index(); e < count; e += grid_thread_count()) {
     values[e] = sqrtf(values[e]);
   }
 }

@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "kernels/common/instantiate.h"
 #include "kernels/l2_normalize/l2_normalize.h"
 
 namespace engine::kernels {
@@ -40,13 +41,7 @@ void l2_normalize_backward_cpu(const T* dy, const T* x, const T* norm, int64_t N
   }
 }
 
-template void l2_normalize_forward_cpu<float>(const float*, int64_t, int64_t, float, float*,
-                                              float*);
-template void l2_normalize_forward_cpu<double>(const double*, int64_t, int64_t, double, double*,
-                                               double*);
-template void l2_normalize_backward_cpu<float>(const float*, const float*, const float*, int64_t,
-                                               int64_t, float, float*);
-template void l2_normalize_backward_cpu<double>(const double*, const double*, const double*,
-                                                int64_t, int64_t, double, double*);
+ENGINE_INSTANTIATE_FLOATING(l2_normalize_forward_cpu);
+ENGINE_INSTANTIATE_FLOATING(l2_normalize_backward_cpu);
 
 }  // namespace engine::kernels

@@ -19,35 +19,15 @@
 //           floor 12 N D bytes / bandwidth.
 #include "kernels/common/cuda_check.cuh"
 #include "kernels/common/launch.cuh"
+#include "kernels/common/reduction.cuh"
 #include "kernels/l2_normalize/l2_normalize.h"
 
 namespace engine::kernels {
 namespace {
 
-constexpr int kWarp = 32;
-constexpr int kRowThreadsMax = 256;
-
-__device__ inline float warp_sum(float v) {
-  for (int offset = kWarp / 2; offset > 0; offset >>= 1) {
-    v += __shfl_xor_sync(0xffffffffu, v, offset);
-  }
-  return v;
-}
-
-// Sum over a 1-D block whose size is a multiple of 32; every thread gets the total. The leading
-// __syncthreads makes calls in consecutive loop iterations safe.
-__device__ inline float block_sum(float v, float* scratch) {
-  const int lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp;
-  v = warp_sum(v);
-  __syncthreads();
-  if (lane == 0) scratch[warp] = v;
-  __syncthreads();
-  return warp_sum(lane < int(blockDim.x / kWarp) ? scratch[lane] : 0.0f);
-}
-
 __global__ void l2_normalize_forward_kernel(const float* x, int64_t N, int64_t D, float eps,
                                             float* y, float* norm) {
-  __shared__ float scratch[kWarp];
+  __shared__ float scratch[kWarpSize];
   for (int64_t i = blockIdx.x; i < N; i += gridDim.x) {
     const float* row = x + i * D;
     float squares = 0.0f;
@@ -61,7 +41,7 @@ __global__ void l2_normalize_forward_kernel(const float* x, int64_t N, int64_t D
 
 __global__ void l2_normalize_backward_kernel(const float* dy, const float* x, const float* norm,
                                              int64_t N, int64_t D, float eps, float* dx) {
-  __shared__ float scratch[kWarp];
+  __shared__ float scratch[kWarpSize];
   for (int64_t i = blockIdx.x; i < N; i += gridDim.x) {
     const float* x_row = x + i * D;
     const float* dy_row = dy + i * D;
@@ -81,19 +61,12 @@ __global__ void l2_normalize_backward_kernel(const float* dy, const float* x, co
   }
 }
 
-int row_threads(int64_t D) {
-  if (D >= kRowThreadsMax) return kRowThreadsMax;
-  return static_cast<int>(ceil_div(D < 1 ? 1 : D, kWarp) * kWarp);
-}
-
-unsigned grid_for_rows(int64_t N) { return static_cast<unsigned>(N < 65535 * 8 ? N : 65535 * 8); }
-
 }  // namespace
 
 void l2_normalize_forward_cuda(const float* x, int64_t N, int64_t D, float eps, float* y,
                                float* norm) {
   if (N == 0) return;
-  l2_normalize_forward_kernel<<<grid_for_rows(N), row_threads(D), 0, current_stream()>>>(
+  l2_normalize_forward_kernel<<<grid_for_items(N), row_block_threads(D), 0, current_stream()>>>(
       x, N, D, eps, y, norm);
   CUDA_CHECK_LAUNCH("l2_normalize_forward_cuda x [", N, ", ", D, "]");
 }
@@ -101,7 +74,7 @@ void l2_normalize_forward_cuda(const float* x, int64_t N, int64_t D, float eps, 
 void l2_normalize_backward_cuda(const float* dy, const float* x, const float* norm, int64_t N,
                                 int64_t D, float eps, float* dx) {
   if (N == 0 || D == 0) return;
-  l2_normalize_backward_kernel<<<grid_for_rows(N), row_threads(D), 0, current_stream()>>>(
+  l2_normalize_backward_kernel<<<grid_for_items(N), row_block_threads(D), 0, current_stream()>>>(
       dy, x, norm, N, D, eps, dx);
   CUDA_CHECK_LAUNCH("l2_normalize_backward_cuda x [", N, ", ", D, "]");
 }

@@ -2,6 +2,7 @@
 // in matmul.h). Parallelization: plain loops for the reference; fixed output tiles over OpenMP
 // threads for the fast path, each tile one single-threaded Eigen product, so the result does not
 // depend on the number of threads (kernels/common/cpu_gemm.h).
+#include "kernels/common/instantiate.h"
 #include "kernels/matmul/matmul.h"
 
 #include <Eigen/Core>
@@ -91,17 +92,9 @@ void column_sums_cpu(int64_t m, int64_t n, const T* dy, T* db) {
   }
 }
 
-template void matmul_cpu<float>(int64_t, int64_t, int64_t, const float*, const float*, bool, bool,
-                                float*, bool);
-template void matmul_cpu<double>(int64_t, int64_t, int64_t, const double*, const double*, bool,
-                                 bool, double*, bool);
-template void matmul_fast_cpu<float>(int64_t, int64_t, int64_t, const float*, const float*, bool,
-                                     bool, float*, bool);
-template void matmul_fast_cpu<double>(int64_t, int64_t, int64_t, const double*, const double*, bool,
-                                      bool, double*, bool);
-template void add_row_bias_cpu<float>(int64_t, int64_t, const float*, float*);
-template void add_row_bias_cpu<double>(int64_t, int64_t, const double*, double*);
-template void column_sums_cpu<float>(int64_t, int64_t, const float*, float*);
-template void column_sums_cpu<double>(int64_t, int64_t, const double*, double*);
+ENGINE_INSTANTIATE_FLOATING(matmul_cpu);
+ENGINE_INSTANTIATE_FLOATING(matmul_fast_cpu);
+ENGINE_INSTANTIATE_FLOATING(add_row_bias_cpu);
+ENGINE_INSTANTIATE_FLOATING(column_sums_cpu);
 
 }  // namespace engine::kernels

@@ -3,12 +3,10 @@
 //
 // Math:    C[i, j] (+)= sum_p op(A)[i, p] op(B)[p, j] (matmul.h); row-major buffers with no
 //          padding; a transposed operand is read in place.
-// Tiles:   block tile 128 (rows of C) x 128 (columns) x 8 (p), 256 threads (16 x 16), each
-//          thread an 8 x 8 register tile made of two 4-wide strips 64 apart per direction, so
-//          its shared-memory reads are float4. Shared memory: A and B tiles of 8 x (128 + 4)
-//          floats, double-buffered (16.5 KiB per block); the +4 padding makes the transposing
-//          stores of p-contiguous operands conflict-free. Registers ~128 per thread
-//          (64 accumulators, 16 fragments, 8 staged loads; __launch_bounds__(256, 2)).
+// Tiles:   the SGEMM tile shared with conv2d (kernels/common/gemm_tile.cuh): block tile 128
+//          (rows of C) x 128 (columns) x 8 (p), 256 threads, an 8 x 8 register tile per thread,
+//          A and B tiles double-buffered in shared memory (16.5 KiB per block). Registers ~128
+//          per thread (64 accumulators, 16 fragments, 8 staged loads; __launch_bounds__(256, 2)).
 // Loads:   each operand is read either along p (A untransposed, B transposed: 8 consecutive
 //          floats per row) or along its rows (A^T, B untransposed: 128 consecutive floats), and
 //          the thread-to-element mapping is chosen so consecutive threads read consecutive
@@ -40,6 +38,7 @@
 
 #include "kernels/common/cuda_check.cuh"
 #include "kernels/common/cuda_workspace.cuh"
+#include "kernels/common/gemm_tile.cuh"
 #include "kernels/common/launch.cuh"
 #include "kernels/matmul/matmul.h"
 
@@ -47,68 +46,34 @@ namespace engine::kernels {
 
 namespace {
 
-constexpr int kTileM = 128, kTileN = 128, kTileK = 8;
-constexpr int kThreads = 256;
-constexpr int kLd = kTileM + 4;  // padded row of a shared tile
-constexpr int kStaged = 4;       // values each thread stages per operand per step
-
-struct alignas(16) Stage {
-  float a[kTileK][kLd];  // op(A) tile, p-major: a[p][row of C]
-  float b[kTileK][kLd];  // op(B) tile: b[p][column of C]
-};
-
-__device__ __forceinline__ int micro_offset(int group, int i) {
-  return (i / 4) * 64 + group * 4 + (i % 4);
-}
-
-__device__ __forceinline__ void multiply_stage(const Stage& stage, int mg, int ng,
-                                               float (&acc)[8][8]) {
-#pragma unroll
-  for (int kk = 0; kk < kTileK; ++kk) {
-    const float4 a0 = *reinterpret_cast<const float4*>(&stage.a[kk][mg * 4]);
-    const float4 a1 = *reinterpret_cast<const float4*>(&stage.a[kk][64 + mg * 4]);
-    const float4 b0 = *reinterpret_cast<const float4*>(&stage.b[kk][ng * 4]);
-    const float4 b1 = *reinterpret_cast<const float4*>(&stage.b[kk][64 + ng * 4]);
-    const float a[8] = {a0.x, a0.y, a0.z, a0.w, a1.x, a1.y, a1.z, a1.w};
-    const float b[8] = {b0.x, b0.y, b0.z, b0.w, b1.x, b1.y, b1.z, b1.w};
-#pragma unroll
-    for (int i = 0; i < 8; ++i) {
-#pragma unroll
-      for (int j = 0; j < 8; ++j) acc[i][j] = fmaf(a[i], b[j], acc[i][j]);
-    }
-  }
-}
+using namespace gemm_tile;
 
 // Loads this thread's 4 values of the tile rows [row0, row0 + 128) x p [k0, k0 + 8) of an
 // operand with `rows` rows and `kdim` p-values, stored p-contiguous (element (row, p) at
-// src[row kdim + p]) or row-contiguous (at src[p rows + row]); p at or past `k_end` (the end of
-// this block's chunk of p) reads zero. Mapping (tid = threadIdx.x):
-//   p-contiguous:   p = k0 + tid % 8,   row = row0 + tid / 8 + 32 i
-//   row-contiguous: row = row0 + tid % 128, p = k0 + tid / 128 + 2 i
+// src[row kdim + p]: the tile's k-fast layout) or row-contiguous (at src[p rows + row]: row-fast);
+// p at or past `k_end` (the end of this block's chunk of p) reads zero.
 __device__ __forceinline__ void load_operand(const float* __restrict__ src, bool p_contiguous,
                                              int rows, int kdim, int k_end, int row0, int k0,
                                              float (&v)[kStaged]) {
-  const int tid = threadIdx.x;
+  if (p_contiguous) {
+    load_k_contiguous(src, rows, kdim, row0, k0, k_end, v);
+    return;
+  }
+  const int row = row0 + threadIdx.x % kTileM;
 #pragma unroll
   for (int i = 0; i < kStaged; ++i) {
-    const int row = p_contiguous ? row0 + tid / kTileK + 32 * i : row0 + tid % kTileM;
-    const int p = p_contiguous ? k0 + tid % kTileK : k0 + tid / kTileM + 2 * i;
-    const bool inside = row < rows && p < k_end;
-    v[i] = inside ? src[p_contiguous ? row * kdim + p : p * rows + row] : 0.0f;
+    const int p = k0 + threadIdx.x / kTileM + 2 * i;
+    v[i] = (row < rows && p < k_end) ? src[p * rows + row] : 0.0f;
   }
 }
 
 // Stores the values load_operand produced at their (p, row) place in the shared tile.
 __device__ __forceinline__ void store_operand(float (&tile)[kTileK][kLd], bool p_contiguous,
                                               const float (&v)[kStaged]) {
-  const int tid = threadIdx.x;
-#pragma unroll
-  for (int i = 0; i < kStaged; ++i) {
-    if (p_contiguous) {
-      tile[tid % kTileK][tid / kTileK + 32 * i] = v[i];
-    } else {
-      tile[tid / kTileM + 2 * i][tid % kTileM] = v[i];
-    }
+  if (p_contiguous) {
+    store_k_fast(tile, v);
+  } else {
+    store_row_fast(tile, v);
   }
 }
 
@@ -162,26 +127,22 @@ __global__ void __launch_bounds__(kThreads, 2)
 // c[i] (+)= sum over chunks s = 0, 1, ... of partial[s][i], always in that order.
 __global__ void sum_gemm_splits_kernel(const float* __restrict__ partial, int splits, int64_t total,
                                        float* __restrict__ c, bool accumulate) {
-  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < total;
-       i += int64_t(gridDim.x) * blockDim.x) {
-    float sum = 0.0f;
-    for (int s = 0; s < splits; ++s) sum += partial[s * total + i];
+  for (int64_t i = grid_thread_index(); i < total; i += grid_thread_count()) {
+    const float sum = sum_of_splits(partial, splits, total, i);
     c[i] = accumulate ? c[i] + sum : sum;
   }
 }
 
 __global__ void add_row_bias_kernel(int64_t m, int64_t n, const float* __restrict__ bias,
                                     float* __restrict__ c) {
-  for (int64_t e = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; e < m * n;
-       e += int64_t(gridDim.x) * blockDim.x) {
+  for (int64_t e = grid_thread_index(); e < m * n; e += grid_thread_count()) {
     c[e] += bias[e % n];
   }
 }
 
 __global__ void column_sums_kernel(int64_t m, int64_t n, const float* __restrict__ dy,
                                    float* __restrict__ db) {
-  for (int64_t j = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; j < n;
-       j += int64_t(gridDim.x) * blockDim.x) {
+  for (int64_t j = grid_thread_index(); j < n; j += grid_thread_count()) {
     float sum = 0.0f;
     for (int64_t i = 0; i < m; ++i) sum += dy[i * n + j];
     db[j] = sum;

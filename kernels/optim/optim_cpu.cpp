@@ -12,6 +12,7 @@
 
 #include "kernels/common/check.h"
 #include "kernels/common/cpu_parallel.h"
+#include "kernels/common/instantiate.h"
 #include "kernels/optim/optim.h"
 
 namespace engine::kernels {
@@ -70,11 +71,7 @@ void adam_update_cpu(int64_t n, T* param, const T* grad, T* exp_avg, T* exp_avg_
   }
 }
 
-template void sgd_update_cpu<float>(int64_t, float*, const float*, float*, const SgdHyper&);
-template void sgd_update_cpu<double>(int64_t, double*, const double*, double*, const SgdHyper&);
-template void adam_update_cpu<float>(int64_t, float*, const float*, float*, float*,
-                                     const AdamHyper&);
-template void adam_update_cpu<double>(int64_t, double*, const double*, double*, double*,
-                                      const AdamHyper&);
+ENGINE_INSTANTIATE_FLOATING(sgd_update_cpu);
+ENGINE_INSTANTIATE_FLOATING(adam_update_cpu);
 
 }  // namespace engine::kernels

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "kernels/common/cpu_parallel.h"
+#include "kernels/common/instantiate.h"
 #include "kernels/pairwise_distance/pairwise_distance.h"
 
 namespace engine::kernels {
@@ -269,28 +270,9 @@ void pairwise_distance_backward_fast_cpu(const T* grad_out, const T* a, const T*
   }
 }
 
-template void pairwise_distance_forward_cpu<float>(const float*, const float*, int64_t, int64_t,
-                                                   int64_t, PairwiseMetric, float, float*);
-template void pairwise_distance_forward_cpu<double>(const double*, const double*, int64_t, int64_t,
-                                                    int64_t, PairwiseMetric, double, double*);
-template void pairwise_distance_backward_cpu<float>(const float*, const float*, const float*,
-                                                    int64_t, int64_t, int64_t, PairwiseMetric,
-                                                    float, float*, float*);
-template void pairwise_distance_backward_cpu<double>(const double*, const double*, const double*,
-                                                     int64_t, int64_t, int64_t, PairwiseMetric,
-                                                     double, double*, double*);
-
-template void pairwise_distance_forward_fast_cpu<float>(const float*, const float*, int64_t,
-                                                        int64_t, int64_t, PairwiseMetric, float,
-                                                        float*);
-template void pairwise_distance_forward_fast_cpu<double>(const double*, const double*, int64_t,
-                                                         int64_t, int64_t, PairwiseMetric, double,
-                                                         double*);
-template void pairwise_distance_backward_fast_cpu<float>(const float*, const float*, const float*,
-                                                         int64_t, int64_t, int64_t, PairwiseMetric,
-                                                         float, float*, float*);
-template void pairwise_distance_backward_fast_cpu<double>(const double*, const double*,
-                                                          const double*, int64_t, int64_t, int64_t,
-                                                          PairwiseMetric, double, double*, double*);
+ENGINE_INSTANTIATE_FLOATING(pairwise_distance_forward_cpu);
+ENGINE_INSTANTIATE_FLOATING(pairwise_distance_backward_cpu);
+ENGINE_INSTANTIATE_FLOATING(pairwise_distance_forward_fast_cpu);
+ENGINE_INSTANTIATE_FLOATING(pairwise_distance_backward_fast_cpu);
 
 }  // namespace engine::kernels

@@ -46,6 +46,7 @@
 #include "kernels/common/cuda_check.cuh"
 #include "kernels/common/cuda_workspace.cuh"
 #include "kernels/common/launch.cuh"
+#include "kernels/common/reduction.cuh"
 #include "kernels/pairwise_distance/pairwise_distance.h"
 
 namespace engine::kernels {
@@ -56,27 +57,8 @@ constexpr int kChunk = 16;  // depth staged in shared memory per step
 constexpr int kSide = 16;   // threads per tile side: 16 x 16
 constexpr int kThreads = kSide * kSide;
 constexpr int kMicro = kTile / kSide;  // 4 x 4 outputs per thread
-constexpr int kWarp = 32;
-constexpr int kRowThreadsMax = 256;
 
 using StageTile = float[kChunk][kTile + 1];  // [k][r]; +1 so transposing stores spread over banks
-
-__device__ inline float warp_sum(float v) {
-  for (int offset = kWarp / 2; offset > 0; offset >>= 1) {
-    v += __shfl_xor_sync(0xffffffffu, v, offset);
-  }
-  return v;
-}
-
-// Sum over a 1-D block whose size is a multiple of 32; every thread gets the total.
-__device__ inline float block_sum(float v, float* scratch) {
-  const int lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp;
-  v = warp_sum(v);
-  __syncthreads();
-  if (lane == 0) scratch[warp] = v;
-  __syncthreads();
-  return warp_sum(lane < int(blockDim.x / kWarp) ? scratch[lane] : 0.0f);
-}
 
 // Stages rows [row0, row0 + 64) x columns [k0, k0 + 16) of a row-major [rows, D] array as
 // tile[k][r]. Element e of the 64 x 16 stage is r = e / 16, k = e % 16: a warp reads two rows'
@@ -231,7 +213,7 @@ __device__ inline float self_coefficient(float sum, const float* norms, int64_t 
 // reduction.
 __global__ void self_rows_kernel(const float* T, int64_t N, int64_t M, const float* norms,
                                  float eps, float* self) {
-  __shared__ float scratch[kWarp];
+  __shared__ float scratch[kWarpSize];
   for (int64_t i = blockIdx.x; i < N; i += gridDim.x) {
     float acc = 0.0f;
     for (int64_t j = threadIdx.x; j < M; j += blockDim.x) acc += T[i * M + j];
@@ -244,8 +226,7 @@ __global__ void self_rows_kernel(const float* T, int64_t N, int64_t M, const flo
 // T[i * M + j] for consecutive j across a warp (coalesced).
 __global__ void self_columns_kernel(const float* T, int64_t N, int64_t M, const float* norms,
                                     float eps, float* self) {
-  for (int64_t j = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; j < M;
-       j += int64_t(gridDim.x) * blockDim.x) {
+  for (int64_t j = grid_thread_index(); j < M; j += grid_thread_count()) {
     float acc = 0.0f;
     for (int64_t i = 0; i < N; ++i) acc += T[i * M + j];
     self[j] = self_coefficient(acc, norms, j, eps);
@@ -326,17 +307,7 @@ __global__ void __launch_bounds__(kThreads)
 }
 
 unsigned grid_for_tiles(int64_t rows, int64_t cols) {
-  const int64_t tiles = ceil_div(rows, kTile) * ceil_div(cols, kTile);
-  return static_cast<unsigned>(tiles < 65535 * 8 ? (tiles < 1 ? 1 : tiles) : 65535 * 8);
-}
-
-unsigned grid_for_rows(int64_t rows) {
-  return static_cast<unsigned>(rows < 65535 * 8 ? (rows < 1 ? 1 : rows) : 65535 * 8);
-}
-
-int row_threads(int64_t length) {
-  if (length >= kRowThreadsMax) return kRowThreadsMax;
-  return static_cast<int>(ceil_div(length < 1 ? 1 : length, kWarp) * kWarp);
+  return grid_for_items(ceil_div(rows, kTile) * ceil_div(cols, kTile));
 }
 
 }  // namespace
@@ -392,8 +363,8 @@ void pairwise_distance_backward_cuda(const float* grad_out, const float* a, cons
   }
   if (grad_a) {
     if (cosine) {
-      self_rows_kernel<<<grid_for_rows(N), row_threads(M), 0, stream>>>(T, N, M, norm_a, eps,
-                                                                        self_a);
+      self_rows_kernel<<<grid_for_items(N), row_block_threads(M), 0, stream>>>(T, N, M, norm_a, eps,
+                                                                               self_a);
       CUDA_CHECK_LAUNCH("pairwise_distance_backward_cuda row sums [", N, ", ", M, "]");
     }
     pair_gemm_kernel<<<grid_for_tiles(N, D), kThreads, 0, stream>>>(coefficients, M, 1, alpha,

@@ -2,6 +2,7 @@
 //
 // Parallelization: one plain loop; elements are independent. Cost: ~8 FLOPs and 4 sizeof(T)
 // bytes per element.
+#include "kernels/common/instantiate.h"
 #include "kernels/pgd_step/pgd_step.h"
 
 namespace engine::kernels {
@@ -40,9 +41,6 @@ void pgd_step_cpu(int64_t n, const T* x, const T* x0, const T* grad, T alpha, T 
   if (max_delta != nullptr) *max_delta = largest;
 }
 
-template void pgd_step_cpu<float>(int64_t, const float*, const float*, const float*, float, float,
-                                  float*, float*);
-template void pgd_step_cpu<double>(int64_t, const double*, const double*, const double*, double,
-                                   double, double*, double*);
+ENGINE_INSTANTIATE_FLOATING(pgd_step_cpu);
 
 }  // namespace engine::kernels

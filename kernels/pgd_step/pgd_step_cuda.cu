@@ -5,14 +5,14 @@
 // Parallel:  one kernel. A grid-stride loop (256 threads per block, at most kMaxBlocks blocks)
 //            reads x, x0, g once and writes x_new once per element, as float4 when all four
 //            pointers are 16-byte aligned (a scalar loop takes the remainder). Each thread keeps
-//            its running max of |x_new - x0|; the block reduces it (warp shuffles, then shared
-//            memory) and one thread per block does atomicMax on the float's bit pattern. That is
-//            valid because the values are >= 0 (|.| clears the sign bit), and for non-negative
-//            IEEE floats the unsigned bit patterns order exactly like the values; NaN (0x7fc...)
-//            sorts above +inf (0x7f800000), so a NaN delta survives the max. max_delta is zeroed
-//            by cudaMemsetAsync on the same stream first: no host synchronization anywhere.
-//            Capping the grid bounds the number of same-address atomics (<= kMaxBlocks), which
-//            would otherwise serialize in L2 for a large batch.
+//            its running max of |x_new - x0|; the block reduces it (kernels/common/reduction.cuh)
+//            and one thread per block does atomicMax on the float's bit pattern. That is valid
+//            because the values are >= 0 (|.| clears the sign bit), and for non-negative IEEE
+//            floats the unsigned bit patterns order exactly like the values; NaN (0x7fc...) sorts
+//            above +inf (0x7f800000), so a NaN delta survives the max. max_delta is zeroed by
+//            cudaMemsetAsync on the same stream first: no host synchronization anywhere. Capping
+//            the grid bounds the number of same-address atomics (<= kMaxBlocks), which would
+//            otherwise serialize in L2 for a large batch.
 // Cost:      ~8 FLOPs and 16 bytes per element (3 reads + 1 write): the floor is 16 n / HBM
 //            bandwidth, i.e. 2x a device-to-device copy of x (8 n) — the ratio `dml bench` reports.
 // Exactness: alpha * sign(g) is computed with __fmul_rn and the rest with __fadd_rn/__fsub_rn,
@@ -22,6 +22,7 @@
 
 #include "kernels/common/cuda_check.cuh"
 #include "kernels/common/launch.cuh"
+#include "kernels/common/reduction.cuh"
 #include "kernels/pgd_step/pgd_step.h"
 
 namespace engine::kernels {
@@ -58,8 +59,7 @@ __global__ void pgd_step_kernel(int64_t n, int64_t n_vec, const float* x, const 
                                 const float* g, float alpha, float eps, float* x_new,
                                 unsigned* max_delta_bits) {
   unsigned largest = 0;  // the bits of +0.0f
-  const int64_t first = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
-  const int64_t stride = int64_t(gridDim.x) * blockDim.x;
+  const int64_t first = grid_thread_index(), stride = grid_thread_count();
 
   // Vector part: elements [0, 4 n_vec), four per thread per iteration.
   const float4* x4 = reinterpret_cast<const float4*>(x);
@@ -81,20 +81,9 @@ __global__ void pgd_step_kernel(int64_t n, int64_t n_vec, const float* x, const 
   }
 
   if (max_delta_bits == nullptr) return;  // uniform across the grid: no divergent barrier
-  for (int offset = 16; offset > 0; offset /= 2) {
-    const unsigned other = __shfl_xor_sync(0xffffffffu, largest, offset);
-    largest = other > largest ? other : largest;
-  }
-  __shared__ unsigned warp_max[kThreads / 32];
-  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
-  if (lane == 0) warp_max[warp] = largest;
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    unsigned block_max = warp_max[0];
-    for (int w = 1; w < kThreads / 32; ++w)
-      block_max = warp_max[w] > block_max ? warp_max[w] : block_max;
-    atomicMax(max_delta_bits, block_max);
-  }
+  __shared__ unsigned scratch[kThreads / kWarpSize];
+  const unsigned block_max = block_reduce(largest, 0u, scratch, MaxOp{});
+  if (threadIdx.x == 0) atomicMax(max_delta_bits, block_max);
 }
 
 bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }

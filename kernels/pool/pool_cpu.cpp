@@ -9,6 +9,7 @@
 // Cost:     forward max/avg: N C P Q kh kw compares/adds; backward the same again (max rescans the
 //           window). Traffic: read x once, write y once: (N C H W + N C P Q) sizeof(T) bytes
 //           (backward: read x/dy, write dx). Global average: N C H W adds, the same bytes.
+#include "kernels/common/instantiate.h"
 #include "kernels/pool/pool.h"
 
 #include <algorithm>
@@ -309,25 +310,13 @@ void adaptive_avg_pool2d_backward_cpu(int64_t planes, int64_t plane_size, const 
   }
 }
 
-template void max_pool2d_forward_cpu<float>(const Pool2dShape&, const float*, float*);
-template void max_pool2d_forward_cpu<double>(const Pool2dShape&, const double*, double*);
-template void max_pool2d_backward_cpu<float>(const Pool2dShape&, const float*, const float*,
-                                             float*);
-template void max_pool2d_backward_cpu<double>(const Pool2dShape&, const double*, const double*,
-                                              double*);
-template void max_pool2d_forward_fast_cpu<float>(const Pool2dShape&, const float*, float*);
-template void max_pool2d_forward_fast_cpu<double>(const Pool2dShape&, const double*, double*);
-template void max_pool2d_backward_fast_cpu<float>(const Pool2dShape&, const float*, const float*,
-                                                  float*);
-template void max_pool2d_backward_fast_cpu<double>(const Pool2dShape&, const double*, const double*,
-                                                   double*);
-template void avg_pool2d_forward_cpu<float>(const Pool2dShape&, const float*, float*);
-template void avg_pool2d_forward_cpu<double>(const Pool2dShape&, const double*, double*);
-template void avg_pool2d_backward_cpu<float>(const Pool2dShape&, const float*, float*);
-template void avg_pool2d_backward_cpu<double>(const Pool2dShape&, const double*, double*);
-template void adaptive_avg_pool2d_forward_cpu<float>(int64_t, int64_t, const float*, float*);
-template void adaptive_avg_pool2d_forward_cpu<double>(int64_t, int64_t, const double*, double*);
-template void adaptive_avg_pool2d_backward_cpu<float>(int64_t, int64_t, const float*, float*);
-template void adaptive_avg_pool2d_backward_cpu<double>(int64_t, int64_t, const double*, double*);
+ENGINE_INSTANTIATE_FLOATING(max_pool2d_forward_cpu);
+ENGINE_INSTANTIATE_FLOATING(max_pool2d_backward_cpu);
+ENGINE_INSTANTIATE_FLOATING(max_pool2d_forward_fast_cpu);
+ENGINE_INSTANTIATE_FLOATING(max_pool2d_backward_fast_cpu);
+ENGINE_INSTANTIATE_FLOATING(avg_pool2d_forward_cpu);
+ENGINE_INSTANTIATE_FLOATING(avg_pool2d_backward_cpu);
+ENGINE_INSTANTIATE_FLOATING(adaptive_avg_pool2d_forward_cpu);
+ENGINE_INSTANTIATE_FLOATING(adaptive_avg_pool2d_backward_cpu);
 
 }  // namespace engine::kernels

@@ -79,8 +79,7 @@ __device__ WindowRange windows_containing(int64_t h, int64_t pad, int64_t kernel
 __global__ void max_pool_forward_kernel(PoolGeometry g, const float* __restrict__ x,
                                         float* __restrict__ y) {
   const int64_t total = g.N * g.C * g.P * g.Q;
-  for (int64_t o = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; o < total;
-       o += int64_t(gridDim.x) * blockDim.x) {
+  for (int64_t o = grid_thread_index(); o < total; o += grid_thread_count()) {
     const int64_t plane = o / (g.P * g.Q), pq = o % (g.P * g.Q);
     const float* in = x + plane * g.H * g.W;
     const int64_t best = window_argmax(g, in, pq / g.Q, pq % g.Q);
@@ -91,8 +90,7 @@ __global__ void max_pool_forward_kernel(PoolGeometry g, const float* __restrict_
 __global__ void max_pool_backward_kernel(PoolGeometry g, const float* __restrict__ x,
                                          const float* __restrict__ dy, float* __restrict__ dx) {
   const int64_t total = g.N * g.C * g.H * g.W;
-  for (int64_t e = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; e < total;
-       e += int64_t(gridDim.x) * blockDim.x) {
+  for (int64_t e = grid_thread_index(); e < total; e += grid_thread_count()) {
     const int64_t plane = e / (g.H * g.W), cell = e % (g.H * g.W);
     const int64_t h = cell / g.W, w = cell % g.W;
     const float* in = x + plane * g.H * g.W;
@@ -113,8 +111,7 @@ __global__ void avg_pool_forward_kernel(PoolGeometry g, const float* __restrict_
                                         float* __restrict__ y) {
   const int64_t total = g.N * g.C * g.P * g.Q;
   const float divisor = static_cast<float>(g.kh * g.kw);
-  for (int64_t o = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; o < total;
-       o += int64_t(gridDim.x) * blockDim.x) {
+  for (int64_t o = grid_thread_index(); o < total; o += grid_thread_count()) {
     const int64_t plane = o / (g.P * g.Q), pq = o % (g.P * g.Q);
     const int64_t p = pq / g.Q, q = pq % g.Q;
     const float* in = x + plane * g.H * g.W;
@@ -135,8 +132,7 @@ __global__ void avg_pool_backward_kernel(PoolGeometry g, const float* __restrict
                                          float* __restrict__ dx) {
   const int64_t total = g.N * g.C * g.H * g.W;
   const float divisor = static_cast<float>(g.kh * g.kw);
-  for (int64_t e = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; e < total;
-       e += int64_t(gridDim.x) * blockDim.x) {
+  for (int64_t e = grid_thread_index(); e < total; e += grid_thread_count()) {
     const int64_t plane = e / (g.H * g.W), cell = e % (g.H * g.W);
     const float* grad_out = dy + plane * g.P * g.Q;
     const WindowRange rows = windows_containing(cell / g.W, g.ph, g.kh, g.sh, g.P);
@@ -151,8 +147,7 @@ __global__ void avg_pool_backward_kernel(PoolGeometry g, const float* __restrict
 
 __global__ void global_avg_forward_kernel(int64_t planes, int64_t plane_size,
                                           const float* __restrict__ x, float* __restrict__ y) {
-  for (int64_t plane = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; plane < planes;
-       plane += int64_t(gridDim.x) * blockDim.x) {
+  for (int64_t plane = grid_thread_index(); plane < planes; plane += grid_thread_count()) {
     const float* in = x + plane * plane_size;
     float sum = 0.0f;
     for (int64_t i = 0; i < plane_size; ++i) sum += in[i];
@@ -163,8 +158,7 @@ __global__ void global_avg_forward_kernel(int64_t planes, int64_t plane_size,
 __global__ void global_avg_backward_kernel(int64_t planes, int64_t plane_size,
                                            const float* __restrict__ dy, float* __restrict__ dx) {
   const int64_t total = planes * plane_size;
-  for (int64_t e = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; e < total;
-       e += int64_t(gridDim.x) * blockDim.x) {
+  for (int64_t e = grid_thread_index(); e < total; e += grid_thread_count()) {
     dx[e] = dy[e / plane_size] / static_cast<float>(plane_size);
   }
 }

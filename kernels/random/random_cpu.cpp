@@ -1,6 +1,7 @@
 // Random tensors, CPU reference: element by element from the Philox stream (see philox.h).
 #include <cmath>
 
+#include "kernels/common/instantiate.h"
 #include "kernels/random/philox.h"
 #include "kernels/random/random.h"
 
@@ -43,9 +44,7 @@ void random_randint_cpu(int64_t* out, int64_t n, uint64_t seed, uint64_t offset,
   }
 }
 
-template void random_uniform_cpu<float>(float*, int64_t, uint64_t, uint64_t, float, float);
-template void random_uniform_cpu<double>(double*, int64_t, uint64_t, uint64_t, double, double);
-template void random_normal_cpu<float>(float*, int64_t, uint64_t, uint64_t, float, float);
-template void random_normal_cpu<double>(double*, int64_t, uint64_t, uint64_t, double, double);
+ENGINE_INSTANTIATE_FLOATING(random_uniform_cpu);
+ENGINE_INSTANTIATE_FLOATING(random_normal_cpu);
 
 }  // namespace engine::kernels

@@ -18,8 +18,7 @@ namespace engine::kernels {
 namespace {
 __global__ void random_uniform_kernel(float* out, int64_t n, uint64_t seed, uint64_t offset,
                                       float low, float high) {
-  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
-       i += int64_t(gridDim.x) * blockDim.x) {
+  for (int64_t i = grid_thread_index(); i < n; i += grid_thread_count()) {
     PhiloxBlock block = philox4x32_10(offset + uint64_t(i) / 4, 0, seed);
     out[i] = low + (high - low) * philox_uniform01(block.word[i % 4]);
   }
@@ -27,8 +26,7 @@ __global__ void random_uniform_kernel(float* out, int64_t n, uint64_t seed, uint
 
 __global__ void random_normal_kernel(float* out, int64_t n, uint64_t seed, uint64_t offset,
                                      float mean, float stddev) {
-  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
-       i += int64_t(gridDim.x) * blockDim.x) {
+  for (int64_t i = grid_thread_index(); i < n; i += grid_thread_count()) {
     PhiloxBlock block = philox4x32_10(offset + uint64_t(i) / 2, 0, seed);
     float u1 = philox_uniform01_open_low(block.word[0]);
     float u2 = philox_uniform01(block.word[1]);

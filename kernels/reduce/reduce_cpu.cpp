@@ -1,5 +1,6 @@
 // reduce, CPU reference: sum along the middle axis of [outer, reduce, inner], and broadcast.
 // Plain single-threaded loops (math, layout and cost: reduce.h).
+#include "kernels/common/instantiate.h"
 #include "kernels/reduce/reduce.h"
 
 namespace engine::kernels {
@@ -32,9 +33,7 @@ void broadcast_cpu(const T* src, StridedLayout layout, T scale, T* dst) {
   }
 }
 
-template void sum_axis_cpu<float>(const float*, int64_t, int64_t, int64_t, float, float*);
-template void sum_axis_cpu<double>(const double*, int64_t, int64_t, int64_t, double, double*);
-template void broadcast_cpu<float>(const float*, StridedLayout, float, float*);
-template void broadcast_cpu<double>(const double*, StridedLayout, double, double*);
+ENGINE_INSTANTIATE_FLOATING(sum_axis_cpu);
+ENGINE_INSTANTIATE_FLOATING(broadcast_cpu);
 
 }  // namespace engine::kernels

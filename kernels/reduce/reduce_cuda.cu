@@ -27,50 +27,27 @@
 #include "kernels/common/cuda_check.cuh"
 #include "kernels/common/cuda_workspace.cuh"
 #include "kernels/common/launch.cuh"
+#include "kernels/common/reduction.cuh"
 #include "kernels/reduce/reduce.h"
 
 namespace engine::kernels {
 namespace {
 
-constexpr int kWarp = 32;
-constexpr int kRowThreadsMax = 256;  // sum_rows_kernel: at most this many threads per row block
-constexpr int kColumns = 32;         // sum_columns_kernel: columns per block (threadIdx.x)
-constexpr int kDepth = 8;            // sum_columns_kernel: threads along r per column (.y)
-constexpr int kThreads = 256;        // 1-D elementwise kernels
+constexpr int kColumns = 32;   // sum_columns_kernel: columns per block (threadIdx.x)
+constexpr int kDepth = 8;      // sum_columns_kernel: threads along r per column (.y)
+constexpr int kThreads = 256;  // 1-D elementwise kernels
 // Enough blocks to keep every SM of a current GPU (132 on H100) busy several times over.
 constexpr int64_t kTargetBlocks = 1024;
 // Only split a reduction if each split still has this many elements per thread (splitting
 // shorter ones costs more in the second pass than it saves).
 constexpr int64_t kMinPerThread = 16;
 
-// Sum of v over the 32 lanes of a warp; every lane gets the total (butterfly: lane l adds lane
-// l ^ offset for offset = 16, 8, 4, 2, 1).
-__device__ inline float warp_sum(float v) {
-  for (int offset = kWarp / 2; offset > 0; offset >>= 1) {
-    v += __shfl_xor_sync(0xffffffffu, v, offset);
-  }
-  return v;
-}
-
-// Sum of v over a 1-D block whose size is a multiple of 32; every thread gets the total.
-// `scratch` is 32 floats of shared memory; the leading __syncthreads lets callers call this
-// back to back (the previous call's readers are done before it is overwritten).
-__device__ inline float block_sum(float v, float* scratch) {
-  const int lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp;
-  const int warps = blockDim.x / kWarp;
-  v = warp_sum(v);
-  __syncthreads();
-  if (lane == 0) scratch[warp] = v;
-  __syncthreads();
-  return warp_sum(lane < warps ? scratch[lane] : 0.0f);
-}
-
 // Work item w = (row o, split s) with o = w / splits, s = w % splits; the split covers
 // r in [s * chunk, min((s + 1) * chunk, reduce)). Output: dst[s * outer + o] = scale * sum (with
 // splits == 1, dst is `out` and this is out[o]).
 __global__ void sum_rows_kernel(const float* x, int64_t outer, int64_t reduce, int64_t splits,
                                 int64_t chunk, float scale, float* dst) {
-  __shared__ float scratch[kWarp];
+  __shared__ float scratch[kWarpSize];
   for (int64_t w = blockIdx.x; w < outer * splits; w += gridDim.x) {
     const int64_t o = w / splits, s = w % splits;
     const int64_t begin = s * chunk;
@@ -117,8 +94,7 @@ __global__ void sum_columns_kernel(const float* x, int64_t outer, int64_t reduce
 // out[k] = scale * sum_{s < splits} partial[s * outputs + k], s in increasing order.
 __global__ void finish_splits_kernel(const float* partial, int64_t outputs, int64_t splits,
                                      float scale, float* out) {
-  for (int64_t k = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; k < outputs;
-       k += int64_t(gridDim.x) * blockDim.x) {
+  for (int64_t k = grid_thread_index(); k < outputs; k += grid_thread_count()) {
     float acc = 0.0f;
     for (int64_t s = 0; s < splits; ++s) acc += partial[s * outputs + k];
     out[k] = scale * acc;
@@ -127,8 +103,7 @@ __global__ void finish_splits_kernel(const float* partial, int64_t outputs, int6
 
 __global__ void broadcast_kernel(const float* src, StridedLayout layout, float scale, float* dst,
                                  int64_t total) {
-  for (int64_t flat = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; flat < total;
-       flat += int64_t(gridDim.x) * blockDim.x) {
+  for (int64_t flat = grid_thread_index(); flat < total; flat += grid_thread_count()) {
     int64_t rest = flat, offset = 0;
     for (int d = layout.ndim - 1; d >= 0; --d) {
       const int64_t i = rest % layout.shape[d];
@@ -149,10 +124,6 @@ int64_t choose_splits(int64_t items, int64_t length, int64_t threads) {
   return splits < 1 ? 1 : splits;
 }
 
-unsigned grid_for_items(int64_t items) {
-  return static_cast<unsigned>(items < 65535 * 8 ? (items < 1 ? 1 : items) : 65535 * 8);
-}
-
 }  // namespace
 
 void sum_axis_cuda(const float* x, int64_t outer, int64_t reduce, int64_t inner, float scale,
@@ -162,9 +133,7 @@ void sum_axis_cuda(const float* x, int64_t outer, int64_t reduce, int64_t inner,
   cudaStream_t stream = current_stream();
 
   const bool rows = inner == 1;
-  // Threads per block: rows use up to 256 (a multiple of 32, no more than the row needs).
-  const int row_threads = static_cast<int>(
-      reduce >= kRowThreadsMax ? kRowThreadsMax : ceil_div(reduce < 1 ? 1 : reduce, kWarp) * kWarp);
+  const int row_threads = row_block_threads(reduce);
   const int64_t items = rows ? outer : outer * ceil_div(inner, kColumns);
   int64_t splits = choose_splits(items, reduce, rows ? row_threads : kDepth);
   int64_t chunk = reduce;

@@ -162,7 +162,7 @@ __global__ void __launch_bounds__(kCountThreads)
 // Step 5: one thread per row. pos_k (k 0-based) = 1 + counts[0] + ... + counts[k].
 __global__ void score_kernel(const int64_t* slot_offsets, const unsigned* counts, int64_t rows,
                              QueryRanking* out) {
-  const int64_t r = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
+  const int64_t r = grid_thread_index();
   if (r >= rows) return;
   const int64_t begin = slot_offsets[r];
   const int64_t relevant = slot_offsets[r + 1] - begin - 1;

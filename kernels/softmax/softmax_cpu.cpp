@@ -1,5 +1,6 @@
 // softmax family, CPU reference (math in softmax.h): one line of the [outer, n, inner] view at a
 // time, element r of line (o, i) at x[(o * n + r) * inner + i].
+#include "kernels/common/instantiate.h"
 #include "kernels/softmax/softmax.h"
 
 #include <algorithm>
@@ -155,32 +156,13 @@ void cross_entropy_backward_cpu(const T* logits, const int64_t* labels, const T*
   }
 }
 
-template void logsumexp_cpu<float>(const float*, int64_t, int64_t, int64_t, float*);
-template void logsumexp_backward_cpu<float>(const float*, const float*, const float*, int64_t,
-                                            int64_t, int64_t, float*);
-template void softmax_cpu<float>(const float*, int64_t, int64_t, int64_t, float*);
-template void softmax_backward_cpu<float>(const float*, const float*, int64_t, int64_t, int64_t,
-                                          float*);
-template void log_softmax_cpu<float>(const float*, int64_t, int64_t, int64_t, float*);
-template void log_softmax_backward_cpu<float>(const float*, const float*, int64_t, int64_t, int64_t,
-                                              float*);
-template void cross_entropy_cpu<float>(const float*, const int64_t*, int64_t, int64_t, float*,
-                                       float*);
-template void cross_entropy_backward_cpu<float>(const float*, const int64_t*, const float*, int64_t,
-                                                int64_t, const float*, float*);
-
-template void logsumexp_cpu<double>(const double*, int64_t, int64_t, int64_t, double*);
-template void logsumexp_backward_cpu<double>(const double*, const double*, const double*, int64_t,
-                                             int64_t, int64_t, double*);
-template void softmax_cpu<double>(const double*, int64_t, int64_t, int64_t, double*);
-template void softmax_backward_cpu<double>(const double*, const double*, int64_t, int64_t, int64_t,
-                                           double*);
-template void log_softmax_cpu<double>(const double*, int64_t, int64_t, int64_t, double*);
-template void log_softmax_backward_cpu<double>(const double*, const double*, int64_t, int64_t,
-                                               int64_t, double*);
-template void cross_entropy_cpu<double>(const double*, const int64_t*, int64_t, int64_t, double*,
-                                        double*);
-template void cross_entropy_backward_cpu<double>(const double*, const int64_t*, const double*,
-                                                 int64_t, int64_t, const double*, double*);
+ENGINE_INSTANTIATE_FLOATING(logsumexp_cpu);
+ENGINE_INSTANTIATE_FLOATING(logsumexp_backward_cpu);
+ENGINE_INSTANTIATE_FLOATING(softmax_cpu);
+ENGINE_INSTANTIATE_FLOATING(softmax_backward_cpu);
+ENGINE_INSTANTIATE_FLOATING(log_softmax_cpu);
+ENGINE_INSTANTIATE_FLOATING(log_softmax_backward_cpu);
+ENGINE_INSTANTIATE_FLOATING(cross_entropy_cpu);
+ENGINE_INSTANTIATE_FLOATING(cross_entropy_backward_cpu);
 
 }  // namespace engine::kernels

@@ -24,23 +24,15 @@
 
 #include "kernels/common/cuda_check.cuh"
 #include "kernels/common/launch.cuh"
+#include "kernels/common/reduction.cuh"
 #include "kernels/softmax/softmax.h"
 
 namespace engine::kernels {
 namespace {
 
-constexpr int kWarp = 32;
-constexpr int kRowThreadsMax = 256;
 constexpr int kThreads = 256;  // thread-per-line and elementwise kernels; the cross-entropy mean
 
 enum class LineOp { Softmax, LogSoftmax, LogSumExp };
-
-__device__ inline float warp_sum(float v) {
-  for (int offset = kWarp / 2; offset > 0; offset >>= 1) {
-    v += __shfl_xor_sync(0xffffffffu, v, offset);
-  }
-  return v;
-}
 
 // max that propagates NaN, as torch.amax and the CPU reference do (fmaxf would skip it and leave
 // a line such as [NaN, -inf] with max -inf, and logsumexp -inf instead of NaN).
@@ -48,32 +40,14 @@ __device__ inline float nan_max(float a, float b) {
   return (isnan(a) || isnan(b)) ? NAN : fmaxf(a, b);
 }
 
-__device__ inline float warp_max(float v) {
-  for (int offset = kWarp / 2; offset > 0; offset >>= 1) {
-    v = nan_max(v, __shfl_xor_sync(0xffffffffu, v, offset));
-  }
-  return v;
-}
+struct NanMaxOp {
+  __device__ float operator()(float a, float b) const { return nan_max(a, b); }
+};
 
-// Block-wide sum / max over a 1-D block whose size is a multiple of 32; every thread gets the
-// result. `scratch` is 32 floats of shared memory; the leading __syncthreads makes back-to-back
-// calls safe (readers of the previous result are done before it is overwritten).
-__device__ inline float block_sum(float v, float* scratch) {
-  const int lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp;
-  v = warp_sum(v);
-  __syncthreads();
-  if (lane == 0) scratch[warp] = v;
-  __syncthreads();
-  return warp_sum(lane < int(blockDim.x / kWarp) ? scratch[lane] : 0.0f);
-}
-
+// The block's max with NaN winning, on the shared block reduction (kernels/common/reduction.cuh,
+// which also has block_sum); every thread gets it.
 __device__ inline float block_max(float v, float* scratch) {
-  const int lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp;
-  v = warp_max(v);
-  __syncthreads();
-  if (lane == 0) scratch[warp] = v;
-  __syncthreads();
-  return warp_max(lane < int(blockDim.x / kWarp) ? scratch[lane] : -INFINITY);
+  return block_reduce(v, -INFINITY, scratch, NanMaxOp{});
 }
 
 // log sum exp from the line's max m and shifted sum s. A line of all -inf has m = -inf: the
@@ -86,7 +60,7 @@ __device__ inline float lse_from(float m, float s) { return isinf(m) ? m : m + l
 // inner == 1: block per line; line `line` is x[line * n + r].
 __global__ void line_forward_rows_kernel(LineOp op, const float* x, int64_t lines, int64_t n,
                                          float* out) {
-  __shared__ float scratch[kWarp];
+  __shared__ float scratch[kWarpSize];
   for (int64_t line = blockIdx.x; line < lines; line += gridDim.x) {
     const float* row = x + line * n;
     float m = -INFINITY;
@@ -112,8 +86,7 @@ __global__ void line_forward_rows_kernel(LineOp op, const float* x, int64_t line
 // base = o * n * inner + i. logsumexp writes out[L].
 __global__ void line_forward_columns_kernel(LineOp op, const float* x, int64_t outer, int64_t n,
                                             int64_t inner, float* out) {
-  for (int64_t line = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; line < outer * inner;
-       line += int64_t(gridDim.x) * blockDim.x) {
+  for (int64_t line = grid_thread_index(); line < outer * inner; line += grid_thread_count()) {
     const int64_t o = line / inner, i = line % inner;
     const int64_t base = o * n * inner + i;
     float m = -INFINITY;
@@ -137,7 +110,7 @@ __global__ void line_forward_columns_kernel(LineOp op, const float* x, int64_t o
 
 __global__ void line_backward_rows_kernel(bool log, const float* y, const float* g, int64_t lines,
                                           int64_t n, float* dx) {
-  __shared__ float scratch[kWarp];
+  __shared__ float scratch[kWarpSize];
   for (int64_t line = blockIdx.x; line < lines; line += gridDim.x) {
     const int64_t base = line * n;
     float acc = 0.0f;
@@ -154,8 +127,7 @@ __global__ void line_backward_rows_kernel(bool log, const float* y, const float*
 
 __global__ void line_backward_columns_kernel(bool log, const float* y, const float* g,
                                              int64_t outer, int64_t n, int64_t inner, float* dx) {
-  for (int64_t line = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; line < outer * inner;
-       line += int64_t(gridDim.x) * blockDim.x) {
+  for (int64_t line = grid_thread_index(); line < outer * inner; line += grid_thread_count()) {
     const int64_t base = (line / inner) * n * inner + line % inner;
     float acc = 0.0f;
     for (int64_t r = 0; r < n; ++r) {
@@ -173,8 +145,7 @@ __global__ void line_backward_columns_kernel(bool log, const float* y, const flo
 // o = f / (n * inner); dx_f = g[o * inner + i] * exp(x_f - lse[o * inner + i]).
 __global__ void logsumexp_backward_kernel(const float* x, const float* lse, const float* g,
                                           int64_t n, int64_t inner, int64_t total, float* dx) {
-  for (int64_t f = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; f < total;
-       f += int64_t(gridDim.x) * blockDim.x) {
+  for (int64_t f = grid_thread_index(); f < total; f += grid_thread_count()) {
     const int64_t line = (f / (n * inner)) * inner + f % inner;
     dx[f] = g[line] * expf(x[f] - lse[line]);
   }
@@ -187,7 +158,7 @@ __global__ void logsumexp_backward_kernel(const float* x, const float* lse, cons
 __global__ void cross_entropy_mean_kernel(const float* logits, const int64_t* labels,
                                           const float* row_lse, int64_t rows, int64_t classes,
                                           float* loss) {
-  __shared__ float scratch[kWarp];
+  __shared__ float scratch[kWarpSize];
   float acc = 0.0f;
   for (int64_t i = threadIdx.x; i < rows; i += blockDim.x) {
     const int64_t label = labels[i];
@@ -208,26 +179,14 @@ __global__ void cross_entropy_backward_kernel(const float* logits, const int64_t
                                               const float* row_lse, int64_t rows, int64_t classes,
                                               const float* grad_loss, float* dx) {
   const float scale = grad_loss[0] / static_cast<float>(rows);
-  for (int64_t f = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; f < rows * classes;
-       f += int64_t(gridDim.x) * blockDim.x) {
+  for (int64_t f = grid_thread_index(); f < rows * classes; f += grid_thread_count()) {
     const int64_t i = f / classes, c = f % classes;
     const float p = expf(logits[f] - row_lse[i]);
     dx[f] = scale * (p - (c == labels[i] ? 1.0f : 0.0f));
   }
 }
 
-// ---- launchers
-// ------------------------------------------------------------------------------------
-
-// Threads for a block-per-row kernel: a multiple of 32, at most 256, no more than n needs.
-int row_threads(int64_t n) {
-  if (n >= kRowThreadsMax) return kRowThreadsMax;
-  return static_cast<int>(ceil_div(n < 1 ? 1 : n, kWarp) * kWarp);
-}
-
-unsigned grid_for_lines(int64_t lines) {
-  return static_cast<unsigned>(lines < 65535 * 8 ? (lines < 1 ? 1 : lines) : 65535 * 8);
-}
+// ---- launchers ----------------------------------------------------------------------------------
 
 void line_forward(LineOp op, const char* what, const float* x, int64_t outer, int64_t n,
                   int64_t inner, float* out) {
@@ -235,7 +194,7 @@ void line_forward(LineOp op, const char* what, const float* x, int64_t outer, in
   // softmax / log_softmax have nothing to write.
   if (outer * inner == 0) return;
   if (inner == 1) {
-    line_forward_rows_kernel<<<grid_for_lines(outer), row_threads(n), 0, current_stream()>>>(
+    line_forward_rows_kernel<<<grid_for_items(outer), row_block_threads(n), 0, current_stream()>>>(
         op, x, outer, n, out);
   } else {
     line_forward_columns_kernel<<<grid_for(outer * inner, kThreads), kThreads, 0,
@@ -248,7 +207,7 @@ void line_backward(bool log, const char* what, const float* y, const float* g, i
                    int64_t n, int64_t inner, float* dx) {
   if (outer * n * inner == 0) return;
   if (inner == 1) {
-    line_backward_rows_kernel<<<grid_for_lines(outer), row_threads(n), 0, current_stream()>>>(
+    line_backward_rows_kernel<<<grid_for_items(outer), row_block_threads(n), 0, current_stream()>>>(
         log, y, g, outer, n, dx);
   } else {
     line_backward_columns_kernel<<<grid_for(outer * inner, kThreads), kThreads, 0,

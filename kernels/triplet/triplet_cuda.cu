@@ -47,6 +47,7 @@
 #include "kernels/common/cuda_check.cuh"
 #include "kernels/common/cuda_workspace.cuh"
 #include "kernels/common/launch.cuh"
+#include "kernels/common/reduction.cuh"
 #include "kernels/random/philox.h"
 #include "kernels/triplet/triplet.h"
 #include "kernels/triplet/triplet_mining.cuh"
@@ -54,7 +55,7 @@
 namespace engine::kernels {
 namespace {
 
-// The warp helpers and the mining rules (triplet_mining.cuh).
+// The mining rules (triplet_mining.cuh).
 using namespace triplet_mining;
 
 constexpr double kNormEps = 1e-12;        // engine::l2_normalize's default eps
@@ -72,18 +73,7 @@ constexpr int kMaxTriplets = static_cast<int>(kFusedTripletMaxBatch / 2);
 // Roles a row plays in one triplet (bit set).
 constexpr int kRoleAnchor = 1, kRolePositive = 2, kRoleNegative = 4;
 
-// ---- warp and block helpers ------------------------------------------------------------------
-
-// Sum over a block of kGradientThreads threads; every thread gets the total. The leading
-// __syncthreads makes back-to-back calls safe.
-__device__ inline double block_sum(double v, double* scratch) {
-  const int lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp;
-  v = warp_sum(v);
-  __syncthreads();
-  if (lane == 0) scratch[warp] = v;
-  __syncthreads();
-  return warp_sum(lane < kGradientThreads / kWarp ? scratch[lane] : 0.0);
-}
+// ---- helpers ---------------------------------------------------------------------------------
 
 // Element e of the Philox uniform stream at (seed, offset), as engine::uniform lays it out.
 __device__ inline double stream_uniform(uint64_t seed, uint64_t offset, int64_t e) {
@@ -190,9 +180,9 @@ __global__ void mine_kernel(const float* dist, const float* y, const double* y_n
                             const int64_t* labels, int B, int64_t D, Miner miner, Metric metric,
                             double margin, uint64_t seed, uint64_t offset, MiningOutputs out) {
   const int P = B / 2;
-  const int i = blockIdx.x * kAnchorsPerBlock + threadIdx.x / kWarp;
+  const int i = blockIdx.x * kAnchorsPerBlock + threadIdx.x / kWarpSize;
   if (i >= P) return;  // the whole warp leaves together
-  const int lane = threadIdx.x % kWarp;
+  const int lane = threadIdx.x % kWarpSize;
   const int a = 2 * i, partner = 2 * i + 1;
   AnchorRow row{dist + static_cast<int64_t>(a) * B, labels, labels[a], B};
   const bool valid_pair = labels[partner] == row.label;
@@ -225,7 +215,7 @@ __global__ void mine_kernel(const float* dist, const float* y, const double* y_n
   const float* yp = y + p * D;
   const float* yn = y + n * D;
   double sum_p = 0.0, sum_n = 0.0;
-  for (int64_t k = lane; k < D; k += kWarp) {
+  for (int64_t k = lane; k < D; k += kWarpSize) {
     if (metric == Metric::C) {
       sum_p += double(ya[k]) * double(yp[k]);
       sum_n += double(ya[k]) * double(yn[k]);
@@ -334,11 +324,11 @@ __global__ void __launch_bounds__(kGradientThreads)
   __shared__ int entries[kMaxTriplets];
   __shared__ unsigned char roles[kMaxTriplets];
   __shared__ int count;
-  __shared__ double scratch[kGradientThreads / kWarp];
-  if (threadIdx.x < kWarp) {  // warp 0: the triplets row r takes part in, in ascending order
+  __shared__ double scratch[kGradientThreads / kWarpSize];
+  if (threadIdx.x < kWarpSize) {  // warp 0: the triplets row r takes part in, in ascending order
     const int lane = threadIdx.x;
     int found = 0;
-    for (int i0 = 0; i0 < P; i0 += kWarp) {
+    for (int i0 = 0; i0 < P; i0 += kWarpSize) {
       const int i = i0 + lane;
       int role = 0;
       // hinge > 0: active; NaN (broken pair): passed on so the row's gradient turns NaN
@@ -347,7 +337,7 @@ __global__ void __launch_bounds__(kGradientThreads)
         if (t.positive[i] == r) role |= kRolePositive;
         if (t.negative[i] == r) role |= kRoleNegative;
       }
-      const unsigned mask = __ballot_sync(kFullMask, role != 0);
+      const unsigned mask = __ballot_sync(kFullWarpMask, role != 0);
       if (role != 0) {
         const int slot = found + __popc(mask & ((1u << lane) - 1u));
         entries[slot] = i;
@@ -443,9 +433,9 @@ void fused_triplet_cuda(const float* x, const int64_t* labels, int64_t B, int64_
   CUDA_CHECK_LAUNCH("fused_triplet_cuda mining distances [", B, ", ", D, "]");
 
   const MiningOutputs mined{anchor, positive, negative, hardness, hinge, coef_p, coef_n};
-  mine_kernel<<<static_cast<unsigned>(ceil_div(P, kAnchorsPerBlock)), kAnchorsPerBlock * kWarp, 0,
-                stream>>>(dist, y, y_norm, labels, batch, D, miner, metric, margin, seed, offset,
-                          mined);
+  mine_kernel<<<static_cast<unsigned>(ceil_div(P, kAnchorsPerBlock)), kAnchorsPerBlock * kWarpSize,
+                0, stream>>>(dist, y, y_norm, labels, batch, D, miner, metric, margin, seed, offset,
+                             mined);
   CUDA_CHECK_LAUNCH("fused_triplet_cuda mining [", B, ", ", D, "]");
 
   const TripletList list{anchor, positive, negative, hinge, coef_p, coef_n};

@@ -13,29 +13,9 @@
 #include <cmath>
 #include <cstdint>
 
+#include "kernels/common/reduction.cuh"
+
 namespace engine::kernels::triplet_mining {
-
-constexpr int kWarp = 32;
-constexpr unsigned kFullMask = 0xffffffffu;
-
-__device__ inline double warp_sum(double v) {
-  for (int offset = kWarp / 2; offset > 0; offset >>= 1) v += __shfl_xor_sync(kFullMask, v, offset);
-  return v;
-}
-
-__device__ inline double warp_max(double v) {
-  for (int offset = kWarp / 2; offset > 0; offset >>= 1) {
-    v = fmax(v, __shfl_xor_sync(kFullMask, v, offset));
-  }
-  return v;
-}
-
-__device__ inline double warp_min(double v) {
-  for (int offset = kWarp / 2; offset > 0; offset >>= 1) {
-    v = fmin(v, __shfl_xor_sync(kFullMask, v, offset));
-  }
-  return v;
-}
 
 // The candidate sets of the mining rules (losses/miners.h).
 enum class Candidates {
@@ -82,21 +62,21 @@ __device__ inline bool is_candidate(const AnchorRow& row, Candidates set, int j)
 
 // How many items of the row are in `set` (the same on every lane).
 __device__ inline int count_candidates(const AnchorRow& row, Candidates set) {
-  const int lane = threadIdx.x % kWarp;
+  const int lane = threadIdx.x % kWarpSize;
   int count = 0;
-  for (int j0 = 0; j0 < row.B; j0 += kWarp) {
+  for (int j0 = 0; j0 < row.B; j0 += kWarpSize) {
     const int j = j0 + lane;
-    count += __popc(__ballot_sync(kFullMask, j < row.B && is_candidate(row, set, j)));
+    count += __popc(__ballot_sync(kFullWarpMask, j < row.B && is_candidate(row, set, j)));
   }
   return count;
 }
 
 // The rank-th (0-based) item of `set` in ascending index order.
 __device__ inline int kth_candidate(const AnchorRow& row, Candidates set, int rank) {
-  const int lane = threadIdx.x % kWarp;
-  for (int j0 = 0; j0 < row.B; j0 += kWarp) {
+  const int lane = threadIdx.x % kWarpSize;
+  for (int j0 = 0; j0 < row.B; j0 += kWarpSize) {
     const int j = j0 + lane;
-    unsigned mask = __ballot_sync(kFullMask, j < row.B && is_candidate(row, set, j));
+    unsigned mask = __ballot_sync(kFullWarpMask, j < row.B && is_candidate(row, set, j));
     const int here = __popc(mask);
     if (rank < here) {
       for (int skip = 0; skip < rank; ++skip) mask &= mask - 1;  // drop the lowest set bits
@@ -134,9 +114,9 @@ __device__ inline void softhard_pair(AnchorRow& row, int partner, double u_negat
     positive = partner;
     return;
   }
-  const int lane = threadIdx.x % kWarp;
+  const int lane = threadIdx.x % kWarpSize;
   double farthest_same = -INFINITY, nearest_other = INFINITY;
-  for (int j = lane; j < row.B; j += kWarp) {
+  for (int j = lane; j < row.B; j += kWarpSize) {
     const double dj = row.d[j];
     if (row.labels[j] == row.label) {
       farthest_same = fmax(farthest_same, dj);
@@ -144,8 +124,8 @@ __device__ inline void softhard_pair(AnchorRow& row, int partner, double u_negat
       nearest_other = fmin(nearest_other, dj);
     }
   }
-  row.farthest_same = warp_max(farthest_same);
-  row.nearest_other = warp_min(nearest_other);
+  row.farthest_same = warp_reduce(farthest_same, MaxOp{});
+  row.nearest_other = warp_reduce(nearest_other, MinOp{});
   const int soft_negatives = count_candidates(row, Candidates::SoftNegatives);
   negative = soft_negatives > 0
                  ? pick_uniform(row, Candidates::SoftNegatives, soft_negatives, u_negative)
@@ -176,11 +156,11 @@ __device__ inline double distance_weight(const AnchorRow& row, int j, double dim
 
 __device__ inline int distance_weighted_negative(const AnchorRow& row, int64_t dim_count,
                                                  double u) {
-  const int lane = threadIdx.x % kWarp;
+  const int lane = threadIdx.x % kWarpSize;
   const double dim = static_cast<double>(dim_count);
   double max_log_weight = -INFINITY;
   bool any_nan = false;
-  for (int j = lane; j < row.B; j += kWarp) {
+  for (int j = lane; j < row.B; j += kWarpSize) {
     const double w = distance_log_weight(row, j, dim);
     if (isnan(w)) {
       any_nan = true;
@@ -188,11 +168,12 @@ __device__ inline int distance_weighted_negative(const AnchorRow& row, int64_t d
       max_log_weight = w;
     }
   }
-  max_log_weight = warp_max(max_log_weight);
-  if (__any_sync(kFullMask, any_nan)) max_log_weight = NAN;  // torch's max propagates NaN
+  max_log_weight = warp_reduce(max_log_weight, MaxOp{});
+  if (__any_sync(kFullWarpMask, any_nan)) max_log_weight = NAN;  // torch's max propagates NaN
 
   double total = 0.0;
-  for (int j = lane; j < row.B; j += kWarp) total += distance_weight(row, j, dim, max_log_weight);
+  for (int j = lane; j < row.B; j += kWarpSize)
+    total += distance_weight(row, j, dim, max_log_weight);
   total = warp_sum(total);
   if (!(total > 0.0)) return pick_uniform(row, Candidates::All, row.B, u);
 
@@ -200,27 +181,27 @@ __device__ inline int distance_weighted_negative(const AnchorRow& row, int64_t d
   const double target = u * total;
   double base = 0.0;
   int last_positive = -1;
-  for (int j0 = 0; j0 < row.B; j0 += kWarp) {
+  for (int j0 = 0; j0 < row.B; j0 += kWarpSize) {
     const double w = distance_weight(row, j0 + lane, dim, max_log_weight);
     double running = w;  // inclusive scan over the lanes
-    for (int offset = 1; offset < kWarp; offset <<= 1) {
-      const double below = __shfl_up_sync(kFullMask, running, offset);
+    for (int offset = 1; offset < kWarpSize; offset <<= 1) {
+      const double below = __shfl_up_sync(kFullWarpMask, running, offset);
       if (lane >= offset) running += below;
     }
-    const unsigned passed = __ballot_sync(kFullMask, w > 0.0 && base + running > target);
+    const unsigned passed = __ballot_sync(kFullWarpMask, w > 0.0 && base + running > target);
     if (passed != 0) return j0 + __ffs(passed) - 1;
-    const unsigned positive = __ballot_sync(kFullMask, w > 0.0);
-    if (positive != 0) last_positive = j0 + (kWarp - 1 - __clz(positive));
-    base += __shfl_sync(kFullMask, running, kWarp - 1);
+    const unsigned positive = __ballot_sync(kFullWarpMask, w > 0.0);
+    if (positive != 0) last_positive = j0 + (kWarpSize - 1 - __clz(positive));
+    base += __shfl_sync(kFullWarpMask, running, kWarpSize - 1);
   }
   return last_positive;  // u * total rounded up to the full sum
 }
 
 __device__ inline int hardest_negative(const AnchorRow& row, double u) {
-  const int lane = threadIdx.x % kWarp;
+  const int lane = threadIdx.x % kWarpSize;
   double best_d = INFINITY;
   int best_j = row.B, first_zero = row.B;  // row.B: none
-  for (int j = lane; j < row.B; j += kWarp) {
+  for (int j = lane; j < row.B; j += kWarpSize) {
     if (row.labels[j] == row.label) continue;
     const double dj = row.d[j];
     if (dj == 0.0) {
@@ -230,14 +211,14 @@ __device__ inline int hardest_negative(const AnchorRow& row, double u) {
       best_j = j;
     }
   }
-  for (int offset = kWarp / 2; offset > 0; offset >>= 1) {  // argmin of (d, j)
-    const double other_d = __shfl_xor_sync(kFullMask, best_d, offset);
-    const int other_j = __shfl_xor_sync(kFullMask, best_j, offset);
+  for (int offset = kWarpSize / 2; offset > 0; offset >>= 1) {  // argmin of (d, j)
+    const double other_d = __shfl_xor_sync(kFullWarpMask, best_d, offset);
+    const int other_j = __shfl_xor_sync(kFullWarpMask, best_j, offset);
     if (other_d < best_d || (other_d == best_d && other_j < best_j)) {
       best_d = other_d;
       best_j = other_j;
     }
-    first_zero = min(first_zero, __shfl_xor_sync(kFullMask, first_zero, offset));
+    first_zero = min(first_zero, __shfl_xor_sync(kFullWarpMask, first_zero, offset));
   }
   if (best_j < row.B) return best_j;
   if (first_zero < row.B) return first_zero;

@@ -1,5 +1,6 @@
 // unary, CPU reference: one plain single-threaded loop per op over contiguous arrays (math,
 // layout and cost: unary.h).
+#include "kernels/common/instantiate.h"
 #include "kernels/unary/unary.h"
 
 #include <algorithm>
@@ -110,11 +111,7 @@ void unary_backward_cpu(UnaryOp op, const T* x, const T* y, const T* grad_y, int
   }
 }
 
-template void unary_cpu<float>(UnaryOp, const float*, int64_t, UnaryParams, float*);
-template void unary_cpu<double>(UnaryOp, const double*, int64_t, UnaryParams, double*);
-template void unary_backward_cpu<float>(UnaryOp, const float*, const float*, const float*, int64_t,
-                                        UnaryParams, float*);
-template void unary_backward_cpu<double>(UnaryOp, const double*, const double*, const double*,
-                                         int64_t, UnaryParams, double*);
+ENGINE_INSTANTIATE_FLOATING(unary_cpu);
+ENGINE_INSTANTIATE_FLOATING(unary_backward_cpu);
 
 }  // namespace engine::kernels

@@ -81,8 +81,7 @@ __device__ inline float backward_one(UnaryOp op, const float* x, const float* y,
 
 __global__ void unary_kernel(UnaryOp op, const float* x, int64_t n, float s, float lo, float hi,
                              float* y) {
-  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
-       i += int64_t(gridDim.x) * blockDim.x) {
+  for (int64_t i = grid_thread_index(); i < n; i += grid_thread_count()) {
     y[i] = forward_one(op, x[i], s, lo, hi);
   }
 }
@@ -90,8 +89,7 @@ __global__ void unary_kernel(UnaryOp op, const float* x, int64_t n, float s, flo
 __global__ void unary_backward_kernel(UnaryOp op, const float* x, const float* y,
                                       const float* grad_y, int64_t n, float s, float lo, float hi,
                                       float* grad_x) {
-  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
-       i += int64_t(gridDim.x) * blockDim.x) {
+  for (int64_t i = grid_thread_index(); i < n; i += grid_thread_count()) {
     grad_x[i] = backward_one(op, x, y, i, grad_y[i], s, lo, hi);
   }
 }

@@ -1,0 +1,9 @@
+// fill_cuda.cu in a build without CUDA: every function throws (kernels/common/cuda_stub.h).
+#include "kernels/common/cuda_stub.h"
+#include "kernels/fill/fill.h"
+
+namespace engine::kernels {
+
+void fill_cuda(float*, int64_t, float) { no_cuda("fill_cuda"); }
+
+}  // namespace engine::kernels
