@@ -1,18 +1,14 @@
-// One attack on one batch (header: attacks/attack.h).
+// Attack spec strings and the driver of one attack on one batch (header: attacks/attack.h); the
+// attacks themselves are defined in attacks/attack_kinds.h.
 #include "attacks/attack.h"
 
 #include <cmath>
 #include <cstdio>
-#include <functional>
-#include <memory>
 #include <set>
 #include <stdexcept>
 
-#include "attacks/measures.h"
-#include "attacks/objectives.h"
-#include "attacks/selection.h"
+#include "attacks/attack_kinds.h"
 #include "engine/autograd.h"
-#include "engine/ops.h"
 #include "engine/random.h"
 #include "kernels/common/check.h"
 #include "models/embed.h"
@@ -23,22 +19,7 @@ namespace {
 using engine::Tensor;
 using losses::Metric;
 
-struct KindName {
-  AttackKind kind;
-  const char* name;
-};
-const KindName kKinds[] = {{AttackKind::CA, "CA"},     {AttackKind::QA, "QA"},
-                           {AttackKind::SPQA, "SPQA"}, {AttackKind::TMA, "TMA"},
-                           {AttackKind::ES, "ES"},     {AttackKind::LTM, "LTM"},
-                           {AttackKind::GTM, "GTM"},   {AttackKind::GTT, "GTT"},
-                           {AttackKind::STAX, "STAX"}, {AttackKind::MTAX, "MTAX"}};
-
-const char* kind_name(AttackKind kind) {
-  for (const KindName& k : kKinds) {
-    if (k.kind == kind) return k.name;
-  }
-  return "?";
-}
+const char* kind_name(AttackKind kind) { return attack_definition(kind).name; }
 
 bool ranks_candidates(AttackKind kind) {
   return kind == AttackKind::CA || kind == AttackKind::QA || kind == AttackKind::SPQA;
@@ -65,68 +46,6 @@ int64_t parse_count(const std::string& spec, const std::string& key, const std::
   return static_cast<int64_t>(number);
 }
 
-// Gallery rows picked by a row-major index list, reshaped to [B, per_row, D] (or [B, D] when
-// per_row is 0).
-Tensor gallery_rows(const Gallery& gallery, const std::vector<int64_t>& indices, int64_t rows,
-                    int64_t per_row) {
-  const Tensor index = Tensor::from_indices(indices, {static_cast<int64_t>(indices.size())},
-                                            gallery.embeddings.device());
-  const Tensor picked = engine::index_select(gallery.embeddings, index);
-  const int64_t d = gallery.embeddings.size(1);
-  return per_row == 0 ? picked.reshape({rows, d}) : picked.reshape({rows, per_row, d});
-}
-
-DistanceTable distance_table(const Tensor& embeddings, const Gallery& gallery,
-                             const std::vector<int64_t>& self_index) {
-  engine::NoGradGuard no_grad;
-  const Tensor d = gallery_distance(embeddings, gallery.embeddings, gallery.metric);
-  DistanceTable table;
-  table.rows = d.size(0);
-  table.gallery = d.size(1);
-  const std::vector<double> values = d.to_vector();
-  table.distances.assign(values.begin(), values.end());
-  table.self_index = self_index;
-  return table;
-}
-
-// The metric's distance between matching rows of a and b [R, D], exactly (no epsilon): robrank's
-// `(Q - c).norm(2)` for N and E, 1 - cos for C.
-std::vector<double> row_metric_distance(const Tensor& a, const Tensor& b, Metric metric) {
-  engine::NoGradGuard no_grad;
-  if (metric == Metric::C) {
-    const Tensor dot = engine::sum(a * b, {1});
-    const Tensor norms = engine::sqrt(engine::sum(a * a, {1}) * engine::sum(b * b, {1}));
-    return ((dot / norms) * -1.0 + 1.0).to_vector();
-  }
-  const Tensor diff = a - b;
-  return engine::sqrt(engine::sum(diff * diff, {1})).to_vector();
-}
-
-std::vector<double> row_cosine(const Tensor& a, const Tensor& b) {
-  engine::NoGradGuard no_grad;
-  const Tensor dot = engine::sum(a * b, {1});
-  const Tensor norms = engine::sqrt(engine::sum(a * a, {1}) * engine::sum(b * b, {1}));
-  return (dot / norms).to_vector();
-}
-
-std::vector<double> percent(const std::vector<double>& fractions) {
-  std::vector<double> out(fractions.size());
-  for (size_t i = 0; i < fractions.size(); ++i) out[i] = 100.0 * fractions[i];
-  return out;
-}
-
-std::vector<double> percent(const std::vector<bool>& hits) {
-  std::vector<double> out(hits.size());
-  for (size_t i = 0; i < hits.size(); ++i) out[i] = hits[i] ? 100.0 : 0.0;
-  return out;
-}
-
-// [B, D] repeated per_row times along a new axis and flattened: row b*per_row + w = a[b].
-Tensor repeat_rows(const Tensor& a, int64_t per_row) {
-  const int64_t rows = a.size(0), d = a.size(1);
-  return a.unsqueeze(1).expand({rows, per_row, d}).reshape({rows * per_row, d});
-}
-
 }  // namespace
 
 AttackSpec parse_attack_spec(const std::string& text) {
@@ -141,9 +60,9 @@ AttackSpec parse_attack_spec(const std::string& text) {
   }
   AttackSpec spec;
   bool known = false;
-  for (const KindName& k : kKinds) {
-    if (parts[0] == k.name) {
-      spec.kind = k.kind;
+  for (const AttackDefinition& definition : kAttackDefinitions) {
+    if (parts[0] == definition.name) {
+      spec.kind = definition.kind;
       known = true;
     }
   }
@@ -312,193 +231,25 @@ BatchResult attack_batch(models::Model& model, const Tensor& images,
   }
   const DistanceTable clean_table = distance_table(clean, gallery, self_index);
 
-  // Per attack: the constants of its objective (chosen from the clean ranking), the objective, and
-  // how to measure an embedding batch (clean or adversarial) with the same selection.
-  std::function<Tensor(const Tensor&, int64_t)> objective;
-  std::function<Measures(const Tensor&)> measure;
-  const int64_t nx = clean_table.gallery;
-  switch (spec.kind) {
-    case AttackKind::CA: {
-      const std::vector<int64_t> picked = spec.raise ? select_uniform(clean_table, spec.W, gen)
-                                                     : select_from_top(clean_table, spec.W, gen);
-      const Tensor queries = gallery_rows(gallery, picked, rows, spec.W);
-      Tensor query_gallery;
-      {
-        engine::NoGradGuard no_grad;
-        query_gallery = gallery_distance(queries.reshape({rows * spec.W, queries.size(2)}),
-                                         gallery.embeddings, metric)
-                            .reshape({rows, spec.W, nx});
-      }
-      const std::vector<double> qg = query_gallery.to_vector();
-      auto qg_float = std::make_shared<std::vector<float>>(qg.begin(), qg.end());
-      // The gallery holds the candidate's own clean copy. Its row entry came from the pairwise
-      // kernel, while the measure computes d(c~, q) with row_metric_distance, so for the clean
-      // candidate (c~ = c) the two are equal up to rounding and "strictly nearer" would be decided
-      // by rounding, differently on CPU and GPU. Measure the copy with the same function as the
-      // candidate: then the clean copy ties with the clean candidate exactly and is never ahead of
-      // it, and it is ahead of a perturbed candidate exactly when d(c, q) < d(c~, q), as robrank.
-      const std::vector<double> copy_to_query = row_metric_distance(
-          repeat_rows(clean, spec.W), queries.reshape({rows * spec.W, queries.size(2)}), metric);
-      for (int64_t b = 0; b < rows; ++b) {
-        if (self_index[b] < 0) continue;
-        for (int64_t w = 0; w < spec.W; ++w) {
-          const int64_t pair = b * spec.W + w;
-          (*qg_float)[pair * nx + self_index[b]] = static_cast<float>(copy_to_query[pair]);
-        }
-      }
-      objective = [=](const Tensor& e, int64_t) {
-        return candidate_attack_loss(e, queries, query_gallery, metric, spec.raise);
-      };
-      measure = [=](const Tensor& e) {
-        const std::vector<double> to_query = row_metric_distance(
-            repeat_rows(e, spec.W), queries.reshape({rows * spec.W, queries.size(2)}), metric);
-        const std::vector<float> c2q(to_query.begin(), to_query.end());
-        return Measures{
-            {label + ":prank", percent(candidate_percentile(*qg_float, c2q, rows, spec.W, nx))}};
-      };
-      break;
-    }
-    case AttackKind::QA:
-    case AttackKind::SPQA: {
-      const std::vector<int64_t> picked = spec.raise
-                                              ? select_uniform(clean_table, spec.M, gen)
-                                              : select_distinct_from_top(clean_table, spec.M, gen);
-      const Tensor candidates = gallery_rows(gallery, picked, rows, spec.M);
-      std::vector<int64_t> references;
-      Tensor reference_rows;
-      if (spec.kind == AttackKind::SPQA) {
-        references = select_semantic_references(clean_table, picked, spec.M, spec.G, spec.raise);
-        ENGINE_CHECK(static_cast<int64_t>(references.size()) == rows * spec.G, label,
-                     ": the gallery is too small for ", spec.G,
-                     " semantic-preserving references per query");
-        reference_rows = gallery_rows(gallery, references, rows, spec.G);
-      }
-      ENGINE_CHECK(spec.kind == AttackKind::QA || spec.zeta > 0.0, label,
-                   ": zeta is not set (the caller fills in default_zeta)");
-      const bool batch_xi = options.robrank_compat;
-      objective = [=](const Tensor& e, int64_t) {
-        // One query-vs-gallery distance matrix per step serves both QA terms.
-        const Tensor to_gallery = gallery_distance(e, gallery.embeddings, metric);
-        if (spec.kind == AttackKind::QA) {
-          return query_attack_loss_from_distances(e, candidates, to_gallery, metric, spec.raise);
-        }
-        return semantic_preserving_query_loss(
-            query_attack_rows_from_distances(e, candidates, to_gallery, metric, spec.raise),
-            query_attack_rows_from_distances(e, reference_rows, to_gallery, metric, true),
-            spec.zeta, batch_xi);
-      };
-      measure = [=](const Tensor& e) {
-        const DistanceTable table = distance_table(e, gallery, self_index);
-        Measures m{{label + ":prank", percent(query_percentile(table, picked, spec.M))}};
-        if (spec.kind == AttackKind::SPQA) {
-          m.push_back({label + ":GTprank", percent(query_percentile(table, references, spec.G))});
-        }
-        return m;
-      };
-      break;
-    }
-    case AttackKind::TMA: {
-      const Tensor targets = gallery_rows(gallery, select_uniform(clean_table, 1, gen), rows, 0);
-      objective = [=](const Tensor& e, int64_t) { return targeted_mismatch_loss(e, targets); };
-      measure = [=](const Tensor& e) { return Measures{{"TMA:cosine", row_cosine(e, targets)}}; };
-      break;
-    }
-    case AttackKind::ES: {
-      // At q~ = q the shift has no gradient, so the first step measures it from q + 1e-7 in every
-      // coordinate, as robrank's evaluation attack (AdvRank, "avoid zero gradient"). Its training
-      // adversaries (EST, REST, SES: embShift) use a random 1e-7 * {-1, 0, 1} instead
-      // (attacks/defenses/common.cpp).
-      const Tensor reference = clean.detach();
-      const Tensor first_reference = reference + 1e-7;
-      objective = [=](const Tensor& e, int64_t step) {
-        return embedding_shift_loss(e, step == 0 ? first_reference : reference, metric);
-      };
-      measure = [=](const Tensor& e) {
-        const DistanceTable table = distance_table(e, gallery, self_index);
-        return Measures{{"ES:D", row_metric_distance(e, reference, metric)},
-                        {"ES:R", percent(recall_at_1(table, labels, gallery.labels))}};
-      };
-      break;
-    }
-    case AttackKind::LTM: {
-      const bool include_self = options.robrank_compat;
-      objective = [=](const Tensor& e, int64_t) {
-        return learning_to_misrank_loss(e, gallery.embeddings, gallery.labels, labels, self_index,
-                                        metric, include_self);
-      };
-      measure = [=](const Tensor& e) {
-        const DistanceTable table = distance_table(e, gallery, self_index);
-        return Measures{{"LTM:r@1", percent(recall_at_1(table, labels, gallery.labels))}};
-      };
-      break;
-    }
-    case AttackKind::GTM: {
-      const Tensor targets =
-          gallery_rows(gallery,
-                       select_greedy_misrank_targets(clean_table, labels, gallery.labels,
-                                                     options.robrank_compat),
-                       rows, 0);
-      objective = [=](const Tensor& e, int64_t) {
-        return greedy_top1_misrank_loss(e, targets, metric);
-      };
-      measure = [=](const Tensor& e) {
-        const DistanceTable table = distance_table(e, gallery, self_index);
-        return Measures{{"GTM:r@1", percent(recall_at_1(table, labels, gallery.labels))}};
-      };
-      break;
-    }
-    case AttackKind::GTT: {
-      const std::vector<int64_t> top1 = select_nearest(clean_table);
-      const Tensor candidates = gallery_rows(gallery, top1, rows, 1);
-      objective = [=](const Tensor& e, int64_t) {
-        return query_attack_loss(e, candidates, gallery.embeddings, metric, false);
-      };
-      measure = [=](const Tensor& e) {
-        const DistanceTable table = distance_table(e, gallery, self_index);
-        return Measures{{"GTT:retain@4", percent(retained_in_top(table, top1, 4))},
-                        {"GTT:retain@1", percent(retained_in_top(table, top1, 1))}};
-      };
-      break;
-    }
-    case AttackKind::STAX:
-    case AttackKind::MTAX: {
-      const int64_t count = spec.kind == AttackKind::STAX ? 1 : spec.T;
-      const Tensor targets = gallery_rows(
-          gallery, select_feature_targets(labels, gallery.labels, count, gen), rows, count);
-      objective = [=](const Tensor& e, int64_t) { return feature_targeted_loss(e, targets); };
-      measure = [=](const Tensor& e) {
-        const DistanceTable table = distance_table(e, gallery, self_index);
-        std::vector<double> squared(static_cast<size_t>(rows), 0.0);
-        {
-          const std::vector<double> d = row_metric_distance(
-              repeat_rows(e, count), targets.reshape({rows * count, targets.size(2)}), Metric::E);
-          for (int64_t b = 0; b < rows; ++b) {
-            for (int64_t j = 0; j < count; ++j) {
-              const double v = d[static_cast<size_t>(b * count + j)];
-              squared[static_cast<size_t>(b)] += v * v / static_cast<double>(count);
-            }
-          }
-        }
-        return Measures{{label + ":r@1", percent(recall_at_1(table, labels, gallery.labels))},
-                        {label + ":sqdist", squared}};
-      };
-      break;
-    }
-  }
+  // The attack's selection from the clean ranking, its objective and its measure
+  // (attacks/attack_kinds.h).
+  const AttackBatch batch{spec,       options, label,       gallery, labels,
+                          self_index, clean,   clean_table, rows};
+  const AttackPlan plan = attack_definition(spec.kind).plan(batch, gen);
 
   BatchResult result;
-  result.clean = measure(clean);
+  result.clean = plan.measure(clean);
   PgdTrace trace;
   // rinit=1: this batch's random start comes from `gen`, so batches (and --seed values) differ.
   result.adversarial_images = pgd_attack(
-      x, [&](const Tensor& input, int64_t step) { return objective(forward(input), step); },
+      x, [&](const Tensor& input, int64_t step) { return plan.objective(forward(input), step); },
       seeded(spec.pgd, gen), &trace);
   Tensor adversarial;
   {
     engine::NoGradGuard no_grad;
     adversarial = forward(result.adversarial_images);
   }
-  result.adversarial = measure(adversarial);
+  result.adversarial = plan.measure(adversarial);
   result.objective = trace.objective_values();
   result.perturbation = measure_perturbation(x, result.adversarial_images);
   check_perturbation(result.perturbation, spec.pgd.eps, label.c_str());

@@ -7,6 +7,8 @@
 //   4. PGD on the images against the attack's objective (attacks/pgd.h, attacks/objectives.h);
 //   5. measure again on the adversarial images with the same selection, and check the
 //      perturbation (max|delta|_inf <= eps + 1e-6, no NaN, pixels in [0, 1]).
+// Steps 2-5 are generic; what each attack kind selects, minimizes and measures is its definition
+// in attacks/attack_kinds.h.
 //
 // Spec strings follow robrank's advrank.py: KIND[:key=value]..., e.g.
 //   CA:pm=+:W=1:eps=0.30196:alpha=0.011764:pgditer=32     SPQA:pm=-:M=1:eps=...

@@ -75,7 +75,7 @@ int run_train(Args& args) {
   }
   if (options.resume && overwrite) throw UsageError("--resume and --overwrite exclude each other");
   // A finished run whose checkpoint was deleted still has its weights: a fresh run would remove
-  // them (trainer.cpp), so it needs --overwrite as well.
+  // them (training_run.cpp, prepare_output_dir), so it needs --overwrite as well.
   for (const std::string& held :
        {checkpoint_path(resolved.output_dir),
         (std::filesystem::path(resolved.output_dir) / "model.safetensors").string()}) {

@@ -28,6 +28,9 @@
 //   mining       Generator(seed ^ kMiningSeedMix), saved as (seed, offset) in checkpoints
 //   k-means      seed (NMI)
 //
+// The loop, train() in trainer.cpp, reads as its steps (sample, step, log, evaluate, checkpoint,
+// stop); each is a method of TrainingRun (training_run.h).
+//
 // Checkpoint: <output_dir>/checkpoint.safetensors, written atomically every
 // checkpoint_every_batches steps and at each epoch's end; what it holds and how --resume restores
 // it bit-identically: train_checkpoint.h.

@@ -1,0 +1,466 @@
+// One run of `dml train`, concern by concern (header: tools/dml/training_run.h; the loop that
+// drives it: dml::train in trainer.cpp).
+#include "tools/dml/training_run.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
+#include "engine/autograd.h"
+#include "engine/io/file_io.h"
+#include "engine/nn/batch_norm.h"
+#include "kernels/common/check.h"
+#include "kernels/common/cuda_runtime.h"
+#include "losses/losses.h"
+#include "models/weights.h"
+#include "tools/dml/args.h"
+
+namespace dml {
+
+using nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+// log.jsonl: one JSON object a line, flushed as written.
+class TrainingLog {
+ public:
+  // `fresh`: start an empty file (a new run, including --overwrite and a run killed before its
+  // first checkpoint); otherwise append (a resumed run).
+  TrainingLog(const std::string& path, bool fresh)
+      : out_(path, fresh ? std::ios::trunc : std::ios::app), path_(path) {
+    ENGINE_CHECK(out_.good(), path, ": cannot open the log for writing");
+  }
+  void write(const json& record) {
+    out_ << record.dump() << '\n';
+    out_.flush();
+    ENGINE_CHECK(out_.good(), path_, ": write failed");
+  }
+
+ private:
+  std::ofstream out_;
+  std::string path_;
+};
+
+namespace {
+
+// Mixed into the seed for the mining generator, so mining and model init draw different streams.
+constexpr uint64_t kMiningSeedMix = engine::kGoldenGamma;
+// The same for the noise of model.aux_bn_noise.
+constexpr uint64_t kAuxNoiseSeedMix = 0xC2B2AE3D27D4EB4Full;
+
+std::unique_ptr<data::Dataset> open_split(const TrainConfig& config, const std::string& split) {
+  try {
+    // Only the training split is augmented; evaluation during training uses the center crop.
+    return data::open_dataset(config.data_name, split, config.data_root,
+                              /*augment=*/split == "train", config.data_transform);
+  } catch (const engine::Error& e) {
+    // A missing or unreadable dataset is a configuration mistake (exit 2), named by its key.
+    throw UsageError("config key 'data' (name '" + config.data_name + "', root '" +
+                     config.data_root + "'): cannot open the " + split + " split: " + e.what());
+  }
+}
+
+// Creates output_dir and removes what must not survive into this run: temporary files of outputs
+// whose writer was killed mid-write (the rename never happened, so the previous file is intact).
+// A fresh run (--overwrite included) also removes the final weights and metrics of the run it
+// replaces, which would otherwise sit beside the new checkpoint until the new run ends, and be
+// scored by dml eval/ers as if they were its.
+void prepare_output_dir(const std::string& output_dir, bool resume) {
+  std::error_code fs_error;
+  std::filesystem::create_directories(output_dir, fs_error);
+  ENGINE_CHECK(!fs_error, "output_dir '", output_dir, "': ", fs_error.message());
+  for (const char* name : {"checkpoint.safetensors", "model.safetensors", "metrics.json"}) {
+    const std::filesystem::path output = std::filesystem::path(output_dir) / name;
+    engine::detail::remove_abandoned_temporaries(output.string());
+    if (resume || name == std::string("checkpoint.safetensors")) continue;
+    std::filesystem::remove(output, fs_error);
+    ENGINE_CHECK(!fs_error, output.string(), ": cannot remove: ", fs_error.message());
+  }
+}
+
+// model.pretrained into the fresh model (config.h); BN aux branches take branch 0's values when
+// the file has none (MDProp's initialization from ImageNet weights).
+void load_pretrained(const TrainConfig& config, models::Model& model) {
+  if (!std::filesystem::is_regular_file(config.pretrained)) {
+    throw UsageError("config key 'model.pretrained': no such file '" + config.pretrained + "'");
+  }
+  models::WeightLoadOptions load;
+  load.aux_from_main = true;
+  load.keep_prefixes = config.pretrained_skip;
+  models::load_weights(model, config.pretrained, load);
+}
+
+std::unique_ptr<data::BatchSampler> make_sampler(const TrainConfig& config,
+                                                 const data::Dataset& train_set) {
+  if (config.sampler_name == "m_per_class") {
+    return std::make_unique<data::MPerClassSampler>(train_set.labels(), config.classes_per_batch,
+                                                    config.images_per_class, config.seed,
+                                                    config.with_replacement);
+  }
+  return std::make_unique<data::Spc2Sampler>(train_set.labels(), config.pairs_per_batch,
+                                             config.seed, config.drop_last);
+}
+
+std::string batch_summary(const TrainConfig& config) {
+  if (config.sampler_name == "m_per_class") {
+    return std::to_string(config.classes_per_batch) + " classes x " +
+           std::to_string(config.images_per_class) + " images" +
+           (config.with_replacement ? " (with replacement)" : "");
+  }
+  return std::to_string(config.pairs_per_batch) + " pairs";
+}
+
+// On --resume: the records of log.jsonl written after the checkpoint (steps > `step`) describe
+// work the resumed run redoes and logs again, and a kill can leave a torn last line; both are
+// dropped (the file rewritten atomically) so the log reads like one uninterrupted run. Returns how
+// many lines were dropped.
+int64_t drop_log_records_after(const std::string& path, int64_t step) {
+  std::ifstream in(path);
+  if (!in) return 0;  // no log yet
+  std::string kept, line;
+  int64_t dropped = 0;
+  while (std::getline(in, line)) {
+    const json record = json::parse(line, nullptr, false);
+    const bool valid = record.is_object();
+    const bool after = valid && record.contains("step") && record["step"].is_number_integer() &&
+                       record["step"].get<int64_t>() > step;
+    if (!valid || after) {
+      ++dropped;
+      continue;
+    }
+    kept += line + '\n';
+  }
+  if (dropped > 0) engine::detail::write_file_atomically(path, kept);
+  return dropped;
+}
+
+std::string format_number(double x) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.3g", x);
+  return text;
+}
+
+std::string defense_summary(const attacks::defenses::DefenseOptions& d) {
+  if (d.recipe == attacks::defenses::Recipe::None) return "";
+  std::string text = ", defense " + std::string(attacks::defenses::recipe_name(d.recipe)) +
+                     " (eps " + format_number(d.pgd.eps) + ", alpha " + format_number(d.pgd.alpha) +
+                     ", " + std::to_string(d.pgd.steps) + " steps";
+  if (d.recipe == attacks::defenses::Recipe::Hm) {
+    text += ", HM[" + std::string(losses::miner_name(d.hm.source)) + ", " +
+            attacks::defenses::hm_destination_name(d.hm) + "]" + (d.hm.ics ? " & ICS" : "");
+  }
+  return text + ")";
+}
+
+double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+}  // namespace
+
+TrainingRun::TrainingRun(const TrainConfig& config, const TrainOptions& options)
+    : config_(config),
+      options_(options),
+      device_(parse_device_option(config.device, "config key 'device'")),
+      train_set_(open_split(config, "train")),
+      test_set_(open_split(config, "test")),
+      checkpoint_(checkpoint_path(config.output_dir)),
+      mining_(config.seed ^ kMiningSeedMix) {
+  prepare_output_dir(config.output_dir, options.resume);
+  engine::Generator init_gen(config.seed);
+  build(init_gen);
+  restore_or_start();
+  const int64_t full_epoch = sampler_->batches_per_epoch();
+  per_epoch_ = config.max_batches_per_epoch > 0 ? std::min(config.max_batches_per_epoch, full_epoch)
+                                                : full_epoch;
+  tty_ = isatty(fileno(stderr)) != 0;
+  open_log();
+  print_opening_line();
+
+  eval_settings_.metric = losses::metric_name(config.metric);
+  eval_settings_.max_images = config.eval_max_images;
+  eval_settings_.batch_size = config.eval_batch_size;
+  eval_settings_.seed = config.seed;
+  context_ =
+      std::make_unique<attacks::defenses::TrainingContext>(attacks::defenses::TrainingContext{
+          *model_,
+          [this](const engine::Tensor& embeddings, const engine::Tensor& labels,
+                 engine::Generator& gen) {
+            return compute_loss(config_, loss_, embeddings, labels, gen);
+          },
+          config.metric, config.miner, config.margin, mining_});
+  run_start_ = Clock::now();
+  first_step_ = run_.step;
+}
+
+TrainingRun::~TrainingRun() = default;
+
+RunParts TrainingRun::parts() {
+  return RunParts{*model_, loss_, defense_.get(), *sampler_, mining_, run_};
+}
+
+// The model (then ArcFace's centers) draw from init_gen; the aux-BN noise has its own stream, so
+// it does not move any other draw of the run.
+void TrainingRun::build(engine::Generator& init_gen) {
+  model_ = models::build_model(config_.model, init_gen);
+  if (!config_.pretrained.empty() && !options_.resume) load_pretrained(config_, *model_);
+  if (config_.aux_bn_noise > 0.0 && !options_.resume) {
+    engine::Generator noise_gen(config_.seed ^ kAuxNoiseSeedMix);
+    engine::nn::perturb_batch_norm_aux_branches(*model_, config_.aux_bn_noise, noise_gen);
+  }
+  sampler_ = make_sampler(config_, *train_set_);
+  loss_ = make_training_loss(config_, train_set_->num_classes(), init_gen);
+  defense_ = attacks::defenses::make_defense(config_.defense);
+}
+
+// On --resume everything of parts() comes from the checkpoint; then model and loss move to the
+// device, and the optimizers are built (they hold the parameter handles) and, on --resume, given
+// their checkpointed states.
+void TrainingRun::restore_or_start() {
+  OptimizerStates optimizer_states;
+  if (options_.resume) optimizer_states = restore_checkpoint(checkpoint_, config_, parts());
+  model_->to(device_);
+  if (loss_.module() != nullptr) loss_.module()->to(device_);
+  optimizer_ = make_optimizer(config_.optimizer, *model_);
+  loss_optimizer_ = make_loss_optimizer(config_, loss_);
+  if (options_.resume) {
+    optimizer_->load_state_dict(optimizer_states.model);
+    if (loss_optimizer_) loss_optimizer_->load_state_dict(optimizer_states.loss);
+  }
+}
+
+void TrainingRun::open_log() {
+  const std::string log_path = (std::filesystem::path(config_.output_dir) / "log.jsonl").string();
+  if (options_.resume) {
+    const int64_t dropped = drop_log_records_after(log_path, run_.step);
+    if (dropped > 0) {
+      std::fprintf(stderr, "train: %s: dropped %lld record(s) after the checkpoint's step %lld\n",
+                   log_path.c_str(), static_cast<long long>(dropped),
+                   static_cast<long long>(run_.step));
+    }
+  }
+  log_ = std::make_unique<TrainingLog>(log_path, /*fresh=*/!options_.resume);
+}
+
+void TrainingRun::print_opening_line() const {
+  const TrainConfig& c = config_;
+  std::fprintf(stderr,
+               "train: %s -> %s (%lld train / %lld test images), %s D=%lld, %s %s/%s, %s lr "
+               "%g, %lld epochs x %lld batches of %s, device %s%s%s\n",
+               c.data_name.c_str(), c.output_dir.c_str(),
+               static_cast<long long>(train_set_->size()),
+               static_cast<long long>(test_set_->size()), c.model.name.c_str(),
+               static_cast<long long>(c.model.embedding_dim), loss_name(c.loss),
+               losses::metric_name(c.metric), losses::miner_name(c.miner), c.optimizer.name.c_str(),
+               c.optimizer.lr, static_cast<long long>(c.epochs), static_cast<long long>(per_epoch_),
+               batch_summary(c).c_str(), device_.str().c_str(), defense_summary(c.defense).c_str(),
+               options_.resume ? ", resumed" : "");
+}
+
+std::vector<std::vector<int64_t>> TrainingRun::rest_of_epoch(int64_t first) const {
+  std::vector<std::vector<int64_t>> batches = sampler_->rest_of_epoch();
+  batches.resize(static_cast<size_t>(per_epoch_ - first));
+  return batches;
+}
+
+data::LoaderOptions TrainingRun::loader_options(int64_t epoch, int64_t first) const {
+  data::LoaderOptions loader_options;
+  loader_options.seed = config_.seed;
+  loader_options.epoch = epoch;
+  loader_options.first_batch = first;
+  loader_options.num_workers = static_cast<int>(config_.num_workers);
+  return loader_options;
+}
+
+// The batch's loss (the defense's step when there is one: it crafts its adversarial examples and
+// counts its passes), its check, backward and the optimizer step(s).
+StepOutcome TrainingRun::step(const data::Batch& batch, int64_t epoch) {
+  const Clock::time_point step_start = Clock::now();
+  const int64_t passes_before = run_.window_passes;
+  model_->train();
+  const engine::Tensor images = batch.images.to(device_);
+  const engine::Tensor labels = batch.labels.to(device_);
+  StepOutcome outcome;
+  engine::Tensor loss_value;
+  if (defense_ != nullptr) {
+    attacks::defenses::StepResult result = defense_->step(*context_, images, labels);
+    loss_value = result.loss;
+    outcome.defense_logs = std::move(result.logs);
+    run_.window_passes += result.passes;
+    run_.passes += result.passes;
+  } else {
+    loss_value = compute_loss(config_, loss_, (*model_)(images), labels, mining_);
+    run_.window_passes += 1;
+    run_.passes += 1;
+  }
+  const double value = loss_value.item();
+  ENGINE_CHECK(std::isfinite(value), "training loss is ", value, " at epoch ", epoch + 1,
+               ", batch ", batch.number + 1, "/", per_epoch_, " (step ", run_.step + 1,
+               "); lower optimizer.lr or check the data");
+  optimizer_->zero_grad();
+  if (loss_optimizer_) loss_optimizer_->zero_grad();
+  engine::backward(loss_value);
+  optimizer_->step();
+  if (loss_optimizer_) loss_optimizer_->step();
+  record_step_time(step_start, images.size(0), passes_before);
+  sampler_->next();  // advance the cursor past this batch
+  ++run_.step;
+  run_.window_loss_sum += value;
+  ++run_.window_batches;
+  outcome.loss = value;
+  outcome.images = images.size(0);
+  return outcome;
+}
+
+// `dml bench --train`: the step's wall time, with the device synchronized so that queued GPU
+// work is counted.
+void TrainingRun::record_step_time(Clock::time_point step_start, int64_t images,
+                                   int64_t passes_before) const {
+  if (options_.timing == nullptr) return;
+  if (device_.is_cuda()) engine::kernels::cuda_synchronize();
+  options_.timing->seconds.push_back(seconds_since(step_start));
+  options_.timing->images = images;
+  options_.timing->passes = run_.window_passes - passes_before;
+}
+
+bool TrainingRun::progress_due(const data::Batch& batch) const {
+  return (batch.number + 1) % config_.log_every_batches == 0 || batch.number + 1 == per_epoch_;
+}
+
+void TrainingRun::log_progress(int64_t epoch, const data::Batch& batch, const StepOutcome& step,
+                               ProgressWindow& window) {
+  const bool last = batch.number + 1 == per_epoch_;
+  const double seconds = seconds_since(window.since);
+  const double rate = seconds > 0 ? window.images / seconds : 0.0;
+  json record = {{"type", "train"},
+                 {"epoch", epoch + 1},
+                 {"batch", batch.number + 1},
+                 {"batches", per_epoch_},
+                 {"step", run_.step},
+                 {"loss", step.loss},
+                 {"mean_loss", run_.window_loss_sum / run_.window_batches},
+                 {"lr", optimizer_->lr(0)},
+                 {"images_per_s", rate}};
+  if (loss_.margin) record["beta"] = loss_.margin->beta().item();
+  const double passes_per_batch = static_cast<double>(run_.window_passes) / run_.window_batches;
+  if (defense_ != nullptr) {
+    record["passes_per_batch"] = passes_per_batch;
+    for (const auto& [name, tensor] : step.defense_logs) record[name] = tensor.item();
+  }
+  log_->write(record);
+  const std::string cost =
+      defense_ != nullptr ? "  " + format_number(passes_per_batch) + " passes/batch" : "";
+  const int64_t steps_left = config_.epochs * per_epoch_ - run_.step;
+  const std::string eta =
+      steps_left > 0
+          ? "  eta " + format_duration(seconds_since(run_start_) / double(run_.step - first_step_) *
+                                       double(steps_left))
+          : "";
+  std::fprintf(stderr, "%sepoch %lld/%lld  batch %lld/%lld  loss %.4f  %.0f images/s%s%s%s",
+               tty_ ? "\r" : "", static_cast<long long>(epoch + 1),
+               static_cast<long long>(config_.epochs), static_cast<long long>(batch.number + 1),
+               static_cast<long long>(per_epoch_), run_.window_loss_sum / run_.window_batches, rate,
+               cost.c_str(), eta.c_str(), tty_ && !last ? "\x1b[K" : "\n");
+  std::fflush(stderr);
+  window = ProgressWindow{};
+  run_.window_loss_sum = 0.0;
+  run_.window_batches = 0;
+  run_.window_passes = 0;
+}
+
+void TrainingRun::advance_to_next_epoch(int64_t epoch) {
+  data::SamplerState next_state = sampler_->state();
+  next_state.epoch = epoch + 1;
+  next_state.batch = 0;
+  sampler_->restore(next_state);
+}
+
+bool TrainingRun::evaluation_due(int64_t epoch) const {
+  const bool due =
+      (config_.eval_every_epochs > 0 && (epoch + 1) % config_.eval_every_epochs == 0) ||
+      epoch + 1 == config_.epochs;
+  return due && run_.epochs_evaluated < epoch + 1;
+}
+
+void TrainingRun::evaluate(int64_t epoch) {
+  final_eval_ = evaluate_now(epoch, /*write_record=*/true);
+  run_.epochs_evaluated = epoch + 1;
+}
+
+metrics::Evaluation TrainingRun::evaluate_now(int64_t epoch, bool write_record) {
+  const Clock::time_point eval_start = Clock::now();
+  const metrics::Evaluation e = evaluate_model(*model_, *test_set_, eval_settings_);
+  eval_seconds_ += seconds_since(eval_start);
+  json record = {{"type", "eval"}, {"epoch", epoch + 1}, {"step", run_.step}, {"images", e.n}};
+  const nlohmann::ordered_json values = metrics::metrics_json(e);
+  for (const auto& item : values.items()) record[item.key()] = item.value();
+  if (write_record) log_->write(record);
+  std::fprintf(stderr, "eval: epoch %lld, %lld images: recall@1 %.2f%%, map_at_r10 %.2f%%\n",
+               static_cast<long long>(epoch + 1), static_cast<long long>(e.n),
+               100.0 * e.retrieval.recall[0], 100.0 * e.retrieval.map_at_r10);
+  return e;
+}
+
+bool TrainingRun::checkpoint_due() const {
+  return config_.checkpoint_every_batches > 0 && run_.step % config_.checkpoint_every_batches == 0;
+}
+
+void TrainingRun::save_checkpoint() {
+  dml::save_checkpoint(checkpoint_, config_, parts(), *optimizer_, loss_optimizer_.get());
+}
+
+bool TrainingRun::stop_requested() const {
+  return options_.stop_after_batches > 0 && run_.step == options_.stop_after_batches;
+}
+
+int TrainingRun::stop() const {
+  std::fprintf(stderr,
+               "train: stopped after %lld steps (--stop-after-batches); "
+               "checkpoint %s\n",
+               static_cast<long long>(run_.step), checkpoint_.c_str());
+  return 0;
+}
+
+int TrainingRun::finish() {
+  const std::string weights =
+      (std::filesystem::path(config_.output_dir) / "model.safetensors").string();
+  models::save_weights(*model_, weights,
+                       {{"format", "pt"}, {"dml_model", model_metadata(config_).dump()}});
+  if (!final_eval_) {
+    // Resumed after the last evaluation (killed before the weights were written): the checkpoint
+    // counts that evaluation, whose record is in the log already; recompute it for metrics.json.
+    final_eval_ = evaluate_now(config_.epochs - 1, /*write_record=*/false);
+  }
+  nlohmann::ordered_json summary = metrics::metrics_json(*final_eval_);
+  summary["images"] = final_eval_->n;
+  summary["epochs"] = config_.epochs;
+  summary["steps"] = run_.step;
+  summary["passes"] = run_.passes;  // forward/backward passes (training cost, SPEC §9)
+  engine::detail::write_file_atomically(
+      (std::filesystem::path(config_.output_dir) / "metrics.json").string(),
+      summary.dump(2) + "\n");
+  // Wall time of this process only: a resumed run says which steps it ran.
+  const double process_seconds = seconds_since(run_start_);
+  std::string resumed_steps;
+  if (first_step_ > 0 && run_.step > first_step_) {
+    resumed_steps = ", steps " + std::to_string(first_step_ + 1) + " to " +
+                    std::to_string(run_.step) + " in this process";
+  } else if (first_step_ > 0) {
+    resumed_steps = ", no steps in this process";
+  }
+  std::printf(
+      "trained %s for %lld epochs (%lld steps, %s forward/backward passes per step) in %s, "
+      "%s of it evaluating%s; weights %s\n\n",
+      config_.model.name.c_str(), static_cast<long long>(config_.epochs),
+      static_cast<long long>(run_.step),
+      format_number(run_.step > 0 ? static_cast<double>(run_.passes) / run_.step : 0.0).c_str(),
+      format_duration(process_seconds).c_str(), format_duration(eval_seconds_).c_str(),
+      resumed_steps.c_str(), weights.c_str());
+  print_metrics_table(*final_eval_, config_.data_name + " test");
+  return 0;
+}
+
+}  // namespace dml
