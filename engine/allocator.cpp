@@ -12,8 +12,10 @@
 #include <limits>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <vector>
 
+#include "engine/host_memory.h"
 #include "kernels/common/check.h"
 #include "kernels/common/cuda_runtime.h"
 
@@ -70,6 +72,21 @@ void note_alloc(AllocatorStats& stats, std::size_t bytes) {
   if (stats.bytes_in_use > stats.peak_bytes_in_use) stats.peak_bytes_in_use = stats.bytes_in_use;
 }
 
+// A host block this large is checked against what the process may still take (host_memory.h):
+// Linux hands out more than it has and kills the process later, without a word, when the pages
+// are touched. Smaller blocks are not worth the reads of /proc and /sys.
+constexpr std::size_t kHostCheckThreshold = 16u << 20;
+
+void refuse_what_cannot_fit(std::size_t bytes, const AllocatorStats& host) {
+  const std::optional<HostMemoryBudget> budget =
+      host_memory_budget(static_cast<uint64_t>(host.bytes_in_use));
+  if (!budget || bytes <= budget->bytes) return;
+  fail("host out of memory: a tensor of ", format_bytes(bytes), " (", bytes,
+       " bytes) does not fit in the ", format_bytes(budget->bytes), " this process may still use (",
+       budget->limit, "; tensors in use: ", format_bytes(static_cast<uint64_t>(host.bytes_in_use)),
+       ")");
+}
+
 void release_cuda_cache_locked(State& s) {
   for (auto& [size, blocks] : s.cuda_free_blocks) {
     for (void* ptr : blocks) kernels::cuda_free(ptr);
@@ -85,6 +102,7 @@ void* allocate(std::size_t bytes, Device device) {
   std::lock_guard<std::mutex> lock(s.mutex);
   if (device.is_cpu()) {
     std::size_t rounded = round_up(bytes == 0 ? 1 : bytes, kHostAlignment);
+    if (rounded >= kHostCheckThreshold) refuse_what_cannot_fit(rounded, s.host);
     void* ptr = std::aligned_alloc(kHostAlignment, rounded);
     ENGINE_CHECK(ptr != nullptr, "host out of memory: asked for ", bytes, " bytes (",
                  bytes / (1024.0 * 1024.0), " MiB)");

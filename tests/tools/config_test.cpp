@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "tests/io/io_test_util.h"
 #include "tools/dml/args.h"
 #include "tools/dml/config.h"
 
@@ -272,4 +273,32 @@ TEST_CASE("config: every reference config in configs/ resolves, defenses as docu
     }
   }
   CHECK(count >= 25);  // quick + 11 fashion + 4 cub + mdprop + 4 cars + 4 sop
+}
+
+TEST_CASE("config: a file that is not a clean JSON object is a usage error naming the key",
+          "[tools][config]") {
+  test::TempDir dir;
+  auto load = [&](const std::string& text) {
+    test::write_bytes(dir.file("c.json"), std::vector<uint8_t>(text.begin(), text.end()));
+    return dml::load_config_file(dir.file("c.json"));
+  };
+  // A number beyond a double's range: nlohmann throws out_of_range, which was "unexpected error".
+  REQUIRE_THROWS_AS(load(R"({"epochs": 1e999})"), dml::UsageError);
+  REQUIRE_THROWS_WITH(load(R"({"epochs": 1e999})"),
+                      Contains("not valid JSON (at key 'epochs')") && Contains("c.json"));
+  REQUIRE_THROWS_WITH(load(R"({"optimizer": {"groups": [{"match": "fc", "lr": -1e999}]}})"),
+                      Contains("at key 'optimizer.groups.lr'"));
+  // The same key twice: a parser keeps one silently, so the config would not do what it says.
+  REQUIRE_THROWS_WITH(load(R"({"epochs": 1, "epochs": 2})"),
+                      Contains("key 'epochs' is written twice"));
+  REQUIRE_THROWS_WITH(load(R"({"loss": {"name": "triplet", "metric": "E", "metric": "C"}})"),
+                      Contains("key 'loss.metric' is written twice"));
+  // The same key in two objects is no duplicate.
+  CHECK(load(R"({"loss": {"margin": 0.2}, "defense": {"hm": {"margin": 0.2}}})").is_object());
+  REQUIRE_THROWS_WITH(load(R"({"epochs": 1,})"), Contains("not valid JSON"));
+  REQUIRE_THROWS_WITH(load("[1, 2]"), Contains("must hold a JSON object"));
+  REQUIRE_THROWS_AS(dml::load_config_file(dir.file("")), dml::UsageError);
+  REQUIRE_THROWS_WITH(dml::load_config_file(dir.file("")), Contains("is a folder"));
+  REQUIRE_THROWS_WITH(dml::load_config_file(dir.file("missing.json")),
+                      Contains("cannot be opened"));
 }

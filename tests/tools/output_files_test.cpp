@@ -15,6 +15,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "engine/io/npy.h"
+#include "engine/io/safetensors.h"
+#include "kernels/common/check.h"
 #include "tests/io/io_test_util.h"
 #include "tests/tools/tiny_training.h"
 #include "tools/dml/args.h"
@@ -197,4 +200,59 @@ TEST_CASE("a moved run folder resumes, and a new run cleans what a killed writer
   CHECK(read_text(dir.file("moved/metrics.json")) == read_text(dir.file("whole/metrics.json")));
   CHECK(test::read_bytes(dir.file("moved/model.safetensors")) ==
         test::read_bytes(dir.file("whole/model.safetensors")));
+}
+
+TEST_CASE("dml train --resume before any checkpoint says to start without it", "[tools][output]") {
+  test::TempDir dir;
+  dml::TrainOptions resume;
+  resume.resume = true;
+  const dml::TrainConfig config = tiny_training::tiny_config("triplet", dir.file("run"), 2);
+  REQUIRE_THROWS_AS(dml::train(config, resume), dml::UsageError);
+  REQUIRE_THROWS_WITH(dml::train(config, resume),
+                      Catch::Contains("no checkpoint at") && Catch::Contains("without --resume"));
+}
+
+TEST_CASE("a bad metric is blamed on its source: the option, or the file's metadata",
+          "[tools][output]") {
+  test::TempDir dir;
+  // The tiny model's weights with the metric of its metadata spoiled.
+  engine::SafetensorsFile file = engine::read_safetensors(tiny_checkpoint());
+  json model = json::parse(file.metadata.at("dml_model"));
+  model["metric"] = "Q";
+  file.metadata["dml_model"] = model.dump();
+  engine::write_safetensors(dir.file("spoiled.safetensors"), file);
+  auto eval = [&](const std::string& checkpoint, std::vector<std::string> extra) {
+    std::vector<std::string> tokens = {"--checkpoint", checkpoint, "--device",
+                                       "cpu",          "--root",   tiny_training::data_root()};
+    tokens.insert(tokens.end(), extra.begin(), extra.end());
+    dml::Args args(tokens);
+    return dml::run_eval(args);
+  };
+  REQUIRE_THROWS_AS(eval(tiny_checkpoint(), {"--metric", "Q"}), dml::UsageError);
+  REQUIRE_THROWS_WITH(eval(tiny_checkpoint(), {"--metric", "Q"}), Catch::Contains("--metric"));
+  REQUIRE_THROWS_AS(eval(dir.file("spoiled.safetensors"), {}), engine::Error);
+  REQUIRE_THROWS_WITH(eval(dir.file("spoiled.safetensors"), {}),
+                      Catch::Contains("spoiled.safetensors: malformed model metadata: metric") &&
+                          !Catch::Contains("--metric"));
+  // A sound option is taken as the config takes it (lower case included).
+  CHECK(eval(tiny_checkpoint(), {"--metric", "c", "--max-images", "10", "--json"}) == 0);
+}
+
+TEST_CASE("dml embed --labels-out writes the labels dml metrics needs", "[tools][output]") {
+  test::TempDir dir;
+  REQUIRE(embed(tiny_checkpoint(), dir.file("e.npy"), {"--labels-out", dir.file("l.npy")}) == 0);
+  const engine::Tensor labels = engine::load_npy(dir.file("l.npy"));
+  REQUIRE(labels.dtype() == engine::DType::I64);
+  REQUIRE(labels.shape() ==
+          engine::Shape{30});  // tiny_training's test split: image i, class i % 10
+  const std::vector<double> values = labels.to_vector();
+  for (size_t i = 0; i < values.size(); ++i) CHECK(values[i] == static_cast<double>(i % 10));
+  dml::Args metrics({"--embeddings", dir.file("e.npy"), "--labels", dir.file("l.npy"), "--json"});
+  CHECK(dml::run_metrics(metrics) == 0);
+  // Images from a file have no labels to write.
+  write_text(dir.file("images.npy"), "");
+  dml::Args no_labels({"--model", "c2f2", "--embedding-dim", "8", "--weights", tiny_checkpoint(),
+                       "--input", dir.file("images.npy"), "--out", dir.file("x.npy"),
+                       "--labels-out", dir.file("y.npy")});
+  REQUIRE_THROWS_WITH(dml::run_embed(no_labels), Catch::Contains("--labels-out go with --data"));
 }

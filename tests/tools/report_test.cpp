@@ -3,7 +3,9 @@
 // grid PNG of a tiny trained model, each checked against values worked out by hand or
 // independently (pixel coordinates from the documented layouts; the grid's neighbours by a
 // brute-force distance loop over the model's embeddings). Errors: usage mistakes and bad files.
+#include <fcntl.h>
 #include <stb/stb_image.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <catch2/catch.hpp>
@@ -186,6 +188,14 @@ TEST_CASE("report --log: a plain run, a resumed log, and bad logs", "[report]") 
     CHECK(points[1].second == Approx(80.0).margin(kPixel));
     for (size_t i = 1; i < points.size(); ++i) CHECK(points[i].first > points[i - 1].first);
   }
+  SECTION("a last line cut short by a kill is left out") {
+    // No newline after it: the trainer was killed mid-write. The run is plotted up to there.
+    write_text(run + "/log.jsonl",
+               train_record(1, 1.0, 1, 1) + train_record(2, 1.0, 1, 1) + "{\"type\":\"tra");
+    REQUIRE(report({"--log", run, "--out", out}) == 0);
+    const std::vector<Polyline> curves = polylines(read_text(out));
+    CHECK(find_curve(curves, "mean_loss").points.size() == 2);
+  }
   SECTION("a malformed line is an error naming the file and line") {
     write_text(run + "/log.jsonl", train_record(1, 1.0, 1, 1) + "{\"type\":\"train\",\n");
     REQUIRE_THROWS_WITH(report({"--log", run, "--out", out}),
@@ -284,6 +294,57 @@ TEST_CASE("report --ers: 2 x 11 bars with heights of the normalized values", "[r
   CHECK(b[0].fill != b[1].fill);
 }
 
+namespace {
+
+// What `body` writes to the process's standard error (fd 2, as fprintf(stderr) writes it).
+template <typename Body>
+std::string standard_error_of(const std::string& capture_file, Body body) {
+  std::fflush(stderr);
+  const int saved = ::dup(2);
+  const int file = ::open(capture_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  REQUIRE((saved >= 0 && file >= 0));
+  ::dup2(file, 2);
+  ::close(file);
+  body();
+  std::fflush(stderr);
+  ::dup2(saved, 2);
+  ::close(saved);
+  return read_text(capture_file);
+}
+
+}  // namespace
+
+TEST_CASE("report --ers warns when the files were attacked under different conditions",
+          "[report]") {
+  test::TempDir dir;
+  const std::vector<double> raw = {20, 30, 10, 40, 0.5, 1.0, 60, 55, 45, 35};
+  auto with = [&](const std::string& name, const std::string& extra) {
+    std::string text = ers_json(raw, 48.5);
+    text.insert(1, extra + ",");
+    write_text(dir.file(name), text);
+    return dir.file(name);
+  };
+  const std::string all = with("all.json", R"("images":10000,"robrank_compat":true)");
+  const std::string same = with("same.json", R"("images":10000,"robrank_compat":true)");
+  const std::string fewer = with("fewer.json", R"("images":500,"robrank_compat":true)");
+  const std::string papers = with("papers.json", R"("images":10000,"robrank_compat":false)");
+  const std::string out = dir.file("ers.svg");
+  const std::string log = dir.file("stderr.txt");
+  CHECK(standard_error_of(log, [&] {
+          report({"--ers", all, "--ers", same, "--out", out});
+        }).find("different conditions") == std::string::npos);
+  const std::string images = standard_error_of(log, [&] {
+    report({"--ers", all, "--ers", fewer, "--out", out});
+  });
+  CHECK_THAT(images, Catch::Contains("different conditions") && Catch::Contains("500 images") &&
+                         Catch::Contains("10000 images"));
+  const std::string mode = standard_error_of(log, [&] {
+    report({"--ers", all, "--ers", papers, "--out", out});
+  });
+  CHECK_THAT(mode,
+             Catch::Contains("different conditions") && Catch::Contains("robrank_compat false"));
+}
+
 TEST_CASE("report --ers: a negative normalized value hangs below the zero line", "[report]") {
   test::TempDir dir;
   // ES:D 2.5 -> 100 (2 - 2.5) / 2 = -25; the others 50: ERS (9 * 50 - 25) / 10 = 42.5.
@@ -356,7 +417,7 @@ Split load_split(const std::string& model_path) {
   const auto dataset = data::open_dataset("mnist", "test", tiny_training::data_root());
   const int64_t n = dataset->size();
   const dml::TrainedModel trained = dml::load_trained_model(model_path, engine::Device::cpu());
-  REQUIRE(trained.metric == "N");
+  REQUIRE(trained.metric == metrics::Metric::N);
   engine::Tensor images = engine::Tensor::empty({n, 1, 28, 28});
   Split split;
   engine::Generator gen(0);

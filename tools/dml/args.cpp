@@ -144,6 +144,16 @@ void take_backend_options(Args& args) {
   }
 }
 
+std::optional<engine::kernels::Metric> take_metric_option(Args& args) {
+  const std::optional<std::string> text = args.take_optional("--metric");
+  if (!text) return std::nullopt;
+  try {
+    return engine::kernels::parse_metric(*text);
+  } catch (const engine::Error& e) {
+    throw UsageError(std::string("--metric: ") + e.what());
+  }
+}
+
 void refuse_output_over_input(const std::string& output, const std::string& output_option,
                               const std::string& input, const std::string& input_option) {
   if (output.empty() || input.empty()) return;

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "engine/device.h"
+#include "kernels/common/metric.h"
 
 namespace dml {
 
@@ -69,6 +70,9 @@ extern const char kBackendUsage[];
 // for a CUDA device that is not there.
 engine::Device parse_device_option(const std::optional<std::string>& text,
                                    const std::string& what = "--device");
+
+// --metric N|E|C (kernels/common/metric.h), if given; UsageError naming --metric for another value.
+std::optional<engine::kernels::Metric> take_metric_option(Args& args);
 
 // "1,2,4" -> {1, 2, 4}; throws UsageError naming `what` on anything else.
 std::vector<int64_t> parse_int_list(const std::string& text, const std::string& what);

@@ -36,7 +36,7 @@ AttackCommonOptions take_attack_options(Args& args) {
   o.data = args.take_optional("--data");
   o.split = args.take_string("--split", "test");
   o.root = args.take_optional("--root");
-  o.metric = args.take_optional("--metric");
+  o.metric = take_metric_option(args);
   o.batch_size = args.take_int("--batch-size", 0);
   o.run.max_images = args.take_int("--max-images", 0);
   const int64_t seed = args.take_int("--seed", 0);
@@ -50,9 +50,6 @@ AttackCommonOptions take_attack_options(Args& args) {
   if (o.run.max_images < 0) throw UsageError("--max-images must be >= 0");
   if (seed < 0) throw UsageError("--seed must be >= 0");
   o.run.seed = static_cast<uint64_t>(seed);
-  if (o.metric && *o.metric != "N" && *o.metric != "E" && *o.metric != "C") {
-    throw UsageError("--metric must be N, E or C, got '" + *o.metric + "'");
-  }
   return o;
 }
 
@@ -67,9 +64,7 @@ AttackSetup setup_attack(const AttackCommonOptions& o) {
   const std::optional<std::string>& root = o.root;
   const int64_t batch_size = o.batch_size;
   setup.trained = load_trained_model(path, setup.device);
-  const std::string metric_name = o.metric.value_or(setup.trained.metric);
-  const losses::Metric parsed_metric = losses::parse_metric(metric_name);
-  setup.metric = metric_name;
+  setup.metric = o.metric.value_or(setup.trained.metric);
   const bool large =
       setup.trained.model->input_shape().size() == 3 && setup.trained.model->input_shape()[1] != 28;
   setup.run.batch_size = batch_size > 0 ? batch_size : (large ? 112 : 128);
@@ -83,10 +78,11 @@ AttackSetup setup_attack(const AttackCommonOptions& o) {
   const int64_t n = static_cast<int64_t>(setup.images.labels.size());
   setup.gallery = attacks::gallery_from_embeddings(
       embed_split(*setup.trained.model, *setup.data, n, kGalleryBatch), setup.images.labels,
-      parsed_metric, models::module_device(*setup.trained.model));
+      setup.metric, models::module_device(*setup.trained.model));
   std::fprintf(stderr, "gallery: %lld %s %s images embedded (%s, metric %s) in %.1fs\n",
                static_cast<long long>(setup.images.labels.size()), setup.dataset.c_str(),
-               setup.split.c_str(), setup.trained.config.name.c_str(), metric_name.c_str(),
+               setup.split.c_str(), setup.trained.config.name.c_str(),
+               losses::metric_name(setup.metric),
                std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
   return setup;
 }

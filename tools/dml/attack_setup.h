@@ -20,9 +20,9 @@ struct AttackSetup {
   TrainedModel trained;
   std::string dataset;  // name
   std::string split;
-  std::string metric;                   // N, E or C: --metric, or the training loss's
-  std::unique_ptr<data::Dataset> data;  // the split's images, read as the attacks go
-  SplitImages images;                   // points into `data`
+  losses::Metric metric = losses::Metric::N;  // --metric, or the training loss's
+  std::unique_ptr<data::Dataset> data;        // the split's images, read as the attacks go
+  SplitImages images;                         // points into `data`
   attacks::Gallery gallery;
   AttackRunSettings run;
   engine::Device device;
@@ -32,7 +32,8 @@ struct AttackSetup {
 // The common options, validated (UsageError) but not acted on yet.
 struct AttackCommonOptions {
   std::string checkpoint;
-  std::optional<std::string> data, root, metric, device;
+  std::optional<std::string> data, root, device;
+  std::optional<losses::Metric> metric;
   std::string split = "test";
   int64_t batch_size = 0;  // 0: by model input size
   AttackRunSettings run;

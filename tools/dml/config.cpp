@@ -17,6 +17,7 @@
 #include "losses/miners.h"
 #include "losses/npair.h"
 #include "tools/dml/args.h"
+#include "tools/dml/json_file.h"
 
 namespace dml {
 
@@ -406,18 +407,7 @@ json default_config_json() {
 }
 
 json load_config_file(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw UsageError("config file '" + path + "' cannot be opened (missing or unreadable)");
-  try {
-    json config = json::parse(in);
-    if (!config.is_object()) {
-      throw UsageError("config file '" + path + "' must hold a JSON object, got " +
-                       type_name(config));
-    }
-    return config;
-  } catch (const json::parse_error& e) {
-    throw UsageError("config file '" + path + "' is not valid JSON: " + e.what());
-  }
+  return read_json_object_file(path, "config file");
 }
 
 void apply_override(json& config, const std::string& assignment) {

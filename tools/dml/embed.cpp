@@ -32,7 +32,8 @@ const char* kUsage =
     "usage: dml embed --model NAME --embedding-dim D --weights FILE.safetensors\n"
     "                 (--input images.npy | --data NAME [--split test] [--root DIR]\n"
     "                  [--transform robrank|revisiting])\n"
-    "                 --out emb.npy [--device cpu|cuda] [--batch-size B] [--bn-branches K]\n"
+    "                 --out emb.npy [--labels-out labels.npy] [--device cpu|cuda]\n"
+    "                 [--batch-size B] [--bn-branches K]\n"
     "\n"
     "Writes the model's output (eval mode, before any L2 normalization) as float32 .npy [N, D].\n"
     "\n"
@@ -46,7 +47,9 @@ const char* kUsage =
     "  --transform R        CUB/CARS/SOP image recipe: robrank (resize 256x256, center crop 224;\n"
     "                       default) or revisiting (shorter side 256, center crop 224)\n"
     "  --out FILE           output .npy (written atomically; an existing file is refused)\n"
-    "  --overwrite          replace an existing --out file\n"
+    "  --labels-out FILE    also write the split's class labels as int64 .npy [N], the --labels\n"
+    "                       of `dml metrics` (with --data)\n"
+    "  --overwrite          replace an existing --out (and --labels-out) file\n"
     "  --device DEV         cpu, cuda or cuda:N (default: cuda when a GPU is present)\n"
     "  --batch-size B       images per forward pass (default 256)\n"
     "  --bn-branches K      batch-norm branches of the weights (default 1); branch 0 embeds\n";
@@ -118,12 +121,17 @@ int run_embed(Args& args) {
   const std::optional<std::string> root = args.take_optional("--root");
   const std::optional<std::string> transform = args.take_optional("--transform");
   const std::string out = args.take_string("--out");
+  const std::string labels_out = args.take_string("--labels-out", "");
   const std::optional<std::string> device_text = args.take_optional("--device");
   const int64_t batch_size = args.take_int("--batch-size", 256);
   const ExistingResult existing = take_existing_result_flags(args, /*can_resume=*/false);
   args.finish();
   refuse_output_over_input(out, "--out", weights, "--weights");
   check_result_file(out, "--out", existing);
+  check_result_file(labels_out, "--labels-out", existing);
+  if (!labels_out.empty() && labels_out == out) {
+    throw UsageError("--labels-out and --out name the same file");
+  }
 
   if (!models::is_model_name(config.name)) {
     std::string known;
@@ -139,8 +147,8 @@ int run_embed(Args& args) {
   if (input.has_value() == dataset.has_value()) {
     throw UsageError("give exactly one of --input images.npy and --data NAME");
   }
-  if (input && (root || split_given || transform)) {
-    throw UsageError("--split, --root and --transform go with --data, not --input");
+  if (input && (root || split_given || transform || !labels_out.empty())) {
+    throw UsageError("--split, --root, --transform and --labels-out go with --data, not --input");
   }
   if (transform) {
     try {
@@ -165,6 +173,12 @@ int run_embed(Args& args) {
     const std::unique_ptr<data::Dataset> data =
         open_data_option(*dataset, split, root.value_or(""), transform.value_or("robrank"));
     embeddings = embed_dataset(*model, *data, batch_size);
+    if (!labels_out.empty()) {
+      const std::vector<int64_t> labels = data->labels();
+      engine::save_npy(labels_out,
+                       engine::Tensor::from_indices(labels, {static_cast<int64_t>(labels.size())}));
+      std::printf("wrote %s: %zu int64 labels\n", labels_out.c_str(), labels.size());
+    }
   }
   engine::save_npy(out, embeddings);
   std::printf("wrote %s: %lld x %lld float32 embeddings (%s on %s)\n", out.c_str(),

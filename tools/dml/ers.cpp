@@ -96,7 +96,7 @@ std::vector<AttackSummary> finished_attacks(const std::string& path, const std::
                  checkpoint.c_str());
   }
   expect("profile", profile);
-  expect("metric", setup.metric);
+  expect("metric", losses::metric_name(setup.metric));
   expect("batch_size", setup.run.batch_size);  // the selection draws go batch by batch
   expect("dataset", setup.dataset + ":" + setup.split);
   expect("robrank_compat", setup.run.robrank_compat);
@@ -159,7 +159,7 @@ int run_ers(Args& args) {
     out["checkpoint"] = options.checkpoint;
     out["weights_fnv1a64"] = weights_hash;
     out["profile"] = profile;
-    out["metric"] = setup.metric;
+    out["metric"] = losses::metric_name(setup.metric);
     out["batch_size"] = setup.run.batch_size;
     out["dataset"] = setup.dataset + ":" + setup.split;
     out["images"] = summaries.empty() ? 0 : summaries.front().images;

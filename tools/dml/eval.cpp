@@ -54,7 +54,7 @@ int run_eval(Args& args) {
   const std::optional<std::string> data_name = args.take_optional("--data");
   const std::string split = args.take_string("--split", "test");
   const std::optional<std::string> root = args.take_optional("--root");
-  const std::optional<std::string> metric = args.take_optional("--metric");
+  const std::optional<metrics::Metric> metric = take_metric_option(args);
   EvalSettings settings;
   settings.max_images = args.take_int("--max-images", 0);
   settings.batch_size = args.take_int("--batch-size", 256);
@@ -72,9 +72,6 @@ int run_eval(Args& args) {
   const engine::Device device = parse_device_option(device_text);
   const TrainedModel trained = load_trained_model(path, device);
   settings.metric = metric.value_or(trained.metric);
-  if (settings.metric != "N" && settings.metric != "E" && settings.metric != "C") {
-    throw UsageError("--metric must be N, E or C, got '" + settings.metric + "'");
-  }
   models::Model& model = *trained.model;
 
   const std::string dataset_name = data_name.value_or(trained.data);

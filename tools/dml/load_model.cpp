@@ -43,15 +43,21 @@ TrainedModel load_trained_model(const std::string& path, const engine::Device& d
                      ": no dml_checkpoint or dml_model metadata; give a file written by "
                      "`dml train` (for bare weights use `dml embed` + `dml metrics`)");
   }
+  std::string metric_text;
   try {
     trained.config.name = model.at("name").get<std::string>();
     trained.config.embedding_dim = model.at("embedding_dim").get<int64_t>();
     trained.config.bn_branches = model.at("bn_branches").get<int64_t>();
     trained.data = model.at("data").get<std::string>();
     if (!is_checkpoint) trained.transform = model.value("transform", "robrank");
-    trained.metric = model.at("metric").get<std::string>();
+    metric_text = model.at("metric").get<std::string>();
   } catch (const nlohmann::json::exception& e) {
     engine::fail(path, ": malformed model metadata: ", e.what());
+  }
+  try {
+    trained.metric = losses::parse_metric(metric_text);
+  } catch (const engine::Error& e) {  // the file's fault, not an option's: named as such
+    engine::fail(path, ": malformed model metadata: metric: ", e.what());
   }
   std::map<std::string, engine::Tensor> weights;
   for (const auto& [name, raw] : file.tensors) {

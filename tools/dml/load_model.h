@@ -5,6 +5,7 @@
 #include <string>
 
 #include "engine/device.h"
+#include "losses/distance.h"
 #include "models/model.h"
 #include "models/registry.h"
 
@@ -16,7 +17,7 @@ struct TrainedModel {
   std::string data = "fashion-mnist";  // the dataset it was trained on
   std::string root;                    // that dataset's root in the training config ("" default)
   std::string transform = "robrank";  // its image recipe (data.transform; files before it: robrank)
-  std::string metric = "N";           // the training loss's metric
+  losses::Metric metric = losses::Metric::N;  // the training loss's metric
 };
 
 // `path` is <output_dir>/checkpoint.safetensors (config in its dml_checkpoint metadata) or

@@ -79,7 +79,7 @@ int run_metrics(Args& args) {
   }
   const std::string embeddings_path = args.take_string("--embeddings");
   const std::string labels_path = args.take_string("--labels");
-  const std::string metric_text = args.take_string("--metric", "N");
+  const metrics::Metric metric = take_metric_option(args).value_or(metrics::Metric::N);
   const std::vector<int64_t> ks = parse_int_list(args.take_string("--k", "1,2,4"), "--k");
   const bool json = args.take_flag("--json");
   const int64_t seed = args.take_int("--seed", 0);
@@ -87,12 +87,6 @@ int run_metrics(Args& args) {
   const std::string device_text = args.take_string("--device", "cpu");
   args.finish();
 
-  metrics::Metric metric;
-  try {
-    metric = metrics::parse_metric(metric_text);
-  } catch (const engine::Error& e) {
-    throw UsageError(std::string("--metric: ") + e.what());
-  }
   for (int64_t k : ks) {
     if (k < 1) throw UsageError("--k: every K must be >= 1, got " + std::to_string(k));
   }

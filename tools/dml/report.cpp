@@ -115,6 +115,15 @@ int report_log(const std::string& run_dir, const std::string& out_arg) {
     ++line_number;
     if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
     const nlohmann::json record = nlohmann::json::parse(line, nullptr, false);
+    // The last line without its newline is a record a kill cut short (the trainer drops it on
+    // --resume too): plot the run up to there. A bad line anywhere else is an error.
+    if (record.is_discarded() && in.eof()) {
+      std::fprintf(stderr,
+                   "dml report: warning: %s:%lld: the last line is cut short (a killed run?); "
+                   "plotted without it\n",
+                   path.c_str(), static_cast<long long>(line_number));
+      break;
+    }
     ENGINE_CHECK(!record.is_discarded() && record.is_object(), path, ":", line_number,
                  ": not a JSON object");
     const auto type = record.find("type");
@@ -167,13 +176,31 @@ int report_log(const std::string& run_dir, const std::string& out_arg) {
 
 // ---- --ers ---------------------------------------------------------------------------------
 
-metrics::ErsRow read_ers_file(const std::string& path) {
+// What an ERS file's numbers depend on besides the model: results that differ here are not
+// comparable side by side (more images, or robrank's attack definitions, move the scores).
+struct ErsConditions {
+  std::string profile, images, robrank_compat;
+  bool operator!=(const ErsConditions& o) const {
+    return profile != o.profile || images != o.images || robrank_compat != o.robrank_compat;
+  }
+  std::string str() const {
+    return "profile " + profile + ", " + images + " images, robrank_compat " + robrank_compat;
+  }
+};
+
+ErsConditions ers_conditions(const nlohmann::json& j) {
+  auto field = [&](const char* key) { return j.contains(key) ? j.at(key).dump() : "(none)"; };
+  return {field("profile"), field("images"), field("robrank_compat")};
+}
+
+metrics::ErsRow read_ers_file(const std::string& path, ErsConditions* conditions) {
   std::ifstream in(path);
   ENGINE_CHECK(in.is_open(), path, ": cannot open");
   std::stringstream text;
   text << in.rdbuf();
   const nlohmann::json j = nlohmann::json::parse(text.str(), nullptr, false);
   ENGINE_CHECK(!j.is_discarded() && j.is_object(), path, ": not a JSON object");
+  *conditions = ers_conditions(j);
   metrics::ErsRow raw{};
   for (int c = 0; c < metrics::kErsColumns; ++c) {
     const std::string& key = metrics::ers_column_names()[static_cast<size_t>(c)];
@@ -195,8 +222,19 @@ metrics::ErsRow read_ers_file(const std::string& path) {
 int report_ers(const std::vector<std::string>& files, const std::vector<std::string>& names,
                const std::string& out) {
   std::vector<std::vector<double>> values;  // [file][column], 10 normalized + ERS
+  ErsConditions first;
   for (const std::string& path : files) {
-    const metrics::ErsRow raw = read_ers_file(path);
+    ErsConditions conditions;
+    const metrics::ErsRow raw = read_ers_file(path, &conditions);
+    if (path == files.front()) {
+      first = conditions;
+    } else if (conditions != first) {
+      std::fprintf(stderr,
+                   "dml report: warning: %s (%s) and %s (%s) were attacked under different "
+                   "conditions: their scores do not compare\n",
+                   path.c_str(), conditions.str().c_str(), files.front().c_str(),
+                   first.str().c_str());
+    }
     const metrics::ErsRow normalized = metrics::ers_normalized(raw);
     values.emplace_back(normalized.begin(), normalized.end());
     values.back().push_back(metrics::empirical_robustness_score(raw));

@@ -88,7 +88,7 @@ int run_report_grid(Args& args) {
   const std::optional<std::string> data_name = args.take_optional("--data");
   const std::string split = args.take_string("--split", "test");
   const std::optional<std::string> root = args.take_optional("--root");
-  const std::optional<std::string> metric_text = args.take_optional("--metric");
+  const std::optional<metrics::Metric> metric_option = take_metric_option(args);
   const int64_t max_images = args.take_int("--max-images", 0);
   const int64_t queries = args.take_int("--queries", 8);
   const int64_t k = args.take_int("--k", 5);
@@ -108,17 +108,9 @@ int run_report_grid(Args& args) {
   if (seed < 0) throw UsageError("--seed must be >= 0");
   if (scale_option < 0 || scale_option > 16) throw UsageError("--scale must be 1..16 (0: auto)");
   if (batch_size <= 0) throw UsageError("--batch-size must be positive");
-  metrics::Metric metric = metrics::Metric::N;
-  if (metric_text) {
-    try {
-      metric = metrics::parse_metric(*metric_text);
-    } catch (const engine::Error& e) {
-      throw UsageError(std::string("--metric: ") + e.what());
-    }
-  }
   const engine::Device device = parse_device_option(device_text);
   const TrainedModel trained = load_trained_model(path, device);
-  if (!metric_text) metric = metrics::parse_metric(trained.metric);
+  const metrics::Metric metric = metric_option.value_or(trained.metric);
 
   const std::string dataset_name = data_name.value_or(trained.data);
   const std::unique_ptr<data::Dataset> dataset = open_data_option(

@@ -99,7 +99,10 @@ OptimizerStates restore_checkpoint(const std::string& path, const TrainConfig& c
   // A checkpoint whose metadata has a wrong type or a missing key (edited, or from another
   // program) is reported with its path, not as a bare nlohmann or stoull message.
   try {
-    ENGINE_CHECK(std::filesystem::exists(path), "--resume: no checkpoint at ", path);
+    if (!std::filesystem::exists(path)) {
+      throw UsageError("--resume: no checkpoint at " + path +
+                       " (the run wrote none yet: start it again without --resume)");
+    }
     engine::SafetensorsFile file = engine::read_safetensors(path);
     auto meta_it = file.metadata.find("dml_checkpoint");
     ENGINE_CHECK(meta_it != file.metadata.end(), path,

@@ -54,7 +54,7 @@ metrics::Evaluation evaluate_model(models::Model& model, const data::Dataset& te
   ENGINE_CHECK(n > 0, "evaluation: the ", test.name(), " ", test.split(), " split is empty");
   const std::vector<int64_t> labels = split_labels(test, n);
   const engine::Tensor embeddings = embed_split(model, test, n, settings.batch_size);
-  const metrics::Metric metric = metrics::parse_metric(settings.metric);
+  const metrics::Metric metric = settings.metric;
   const metrics::Points points = metrics::make_points(embeddings, metric, "evaluation embeddings");
   metrics::EvaluationOptions options;
   options.kmeans_seed = settings.seed;

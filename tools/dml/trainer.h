@@ -90,7 +90,7 @@ nlohmann::json model_metadata(const TrainConfig& config);
 // (0 = all) embedded in eval mode, scored with metrics::evaluate_embeddings under `metric`
 // (query set = gallery = those images; k-means seeded with `seed`).
 struct EvalSettings {
-  std::string metric = "N";
+  metrics::Metric metric = metrics::Metric::N;
   int64_t max_images = 0;
   int64_t batch_size = 256;
   uint64_t seed = 0;

@@ -180,7 +180,7 @@ TrainingRun::TrainingRun(const TrainConfig& config, const TrainOptions& options)
   open_log();
   print_opening_line();
 
-  eval_settings_.metric = losses::metric_name(config.metric);
+  eval_settings_.metric = config.metric;
   eval_settings_.max_images = config.eval_max_images;
   eval_settings_.batch_size = config.eval_batch_size;
   eval_settings_.seed = config.seed;
