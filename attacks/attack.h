@@ -1,5 +1,5 @@
-// One adversarial ranking attack on one batch of images, end to end (SPEC §8; seed 004 §3, §5,
-// §6.1; seed 000 eq. 3, eq. 16; research/robrank-spec.md §6):
+// One adversarial ranking attack on one batch of images, end to end (docs/attacks.md; Zhou et al.
+// TPAMI §3, §5, §6.1; MDProp eq. 3, eq. 16; robrank attacks/advrank*.py):
 //
 //   1. embed the clean batch (eval mode, no tape) and rank it against the gallery;
 //   2. choose queries / candidates / targets from the clean ranking (attacks/selection.h);
@@ -47,8 +47,8 @@ AttackSpec parse_attack_spec(const std::string& text);
 std::string attack_spec_string(const AttackSpec& spec);
 // "CA+", "QA-", "SPQA+", "TMA", "ES", "LTM", "GTM", "GTT", "STAX", "MTAX".
 std::string attack_label(const AttackSpec& spec);
-// SP-QA's zeta per dataset (seed 004 §6.1.2): mnist 2e4; fashion-mnist and cub200 4e4; cars196
-// (or "cars") and sop 7e4; anything else 4e4.
+// SP-QA's zeta per dataset (Zhou et al. TPAMI §6.1.2): mnist 2e4; fashion-mnist and cub200 4e4;
+// cars196 (or "cars") and sop 7e4; anything else 4e4.
 double default_zeta(const std::string& dataset);
 
 // The gallery every attack ranks against: the clean embeddings of the whole split, as the metric

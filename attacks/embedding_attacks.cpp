@@ -1,6 +1,6 @@
 // TMA, ES and STAX/MTAX: attacks that move the query's embedding itself, towards a target, away
-// from where it was, or onto targets of other classes (seed 004 §6.1.4; seed 000 eq. 3, eq. 16;
-// the table: docs/attacks.md "The attacks"; the framework: attacks/attack_kinds.h).
+// from where it was, or onto targets of other classes (Zhou et al. TPAMI §6.1.4; MDProp eq. 3, eq.
+// 16; the table: docs/attacks.md "The attacks"; the framework: attacks/attack_kinds.h).
 #include "attacks/attack_kinds.h"
 #include "attacks/objectives.h"
 #include "engine/ops.h"

@@ -1,7 +1,7 @@
-// What each attack reports (seed 004 §6.1.2 and §6.1.4; research/robrank-spec.md §6.2), computed
-// without gradients from distances on the host. One value per attacked image; the caller averages
-// over images (the paper's "averaged over T = |X| trials"). Ranks follow attacks/selection.h:
-// sorted by (distance, gallery index), positions 0-based.
+// What each attack reports (Zhou et al. TPAMI §6.1.2 and §6.1.4; robrank attacks/advrank_loss.py),
+// computed without gradients from distances on the host. One value per attacked image; the caller
+// averages over images (the paper's "averaged over T = |X| trials"). Ranks follow
+// attacks/selection.h: sorted by (distance, gallery index), positions 0-based.
 //
 //   CA±      candidate_percentile: per candidate, the mean over its W queries of the fraction of
 //            gallery items x with d(x, q_w) < d(c~, q_w) ... strictly ahead of the candidate,

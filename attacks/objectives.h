@@ -1,14 +1,14 @@
-// The objectives of the ranking attacks (seed 004 §3, §5; seed 000 eq. 3, eq. 16;
-// research/robrank-spec.md §6.2), as differentiable functions of embeddings.
+// The objectives of the ranking attacks (Zhou et al. TPAMI §3, §5; MDProp eq. 3, eq. 16;
+// robrank attacks/advrank_loss.py), as differentiable functions of embeddings.
 //
 // Every function takes embeddings *as the metric sees them* (losses::embed_for_metric: rows
 // L2-normalized for N and C, raw for E) and is differentiable with respect to its FIRST argument
 // only (the perturbed images' embeddings); every other tensor is a constant (gallery, selected
 // queries/candidates/targets) and must not require grad. The PGD engine *descends* each objective
-// (SPEC §8), so "raise the rank" objectives are written as losses to minimize. Distances are
-// Euclidean for N and E, 1 - cos for C: query-vs-gallery ones through gallery_distance (one GEMM;
-// the per-row distances compared with them in a hinge use its formula too), the others through
-// losses::row_distance.
+// (docs/attacks.md), so "raise the rank" objectives are written as losses to minimize. Distances
+// are Euclidean for N and E, 1 - cos for C: query-vs-gallery ones through gallery_distance (one
+// GEMM; the per-row distances compared with them in a hinge use its formula too), the others
+// through losses::row_distance.
 //
 // Reductions follow robrank: a mean over everything (per query, then over the batch), so values
 // are comparable between batch sizes; sign-gradient PGD is invariant to a positive scale of a
@@ -20,18 +20,18 @@
 //   QA-                                        mean_b mean_{m,x} [d(q~_b, x) - d(q~_b, c_bm)]_+
 //   SP-QA±  mean_b (QA±_b (candidates) + xi_b * QA+_b (the G = 5 semantic-preserving
 //            references)), xi_b = min(1e9, exp(zeta * L_SP,b)) for query b's own references,
-//            recomputed at every step and not differentiated (seed 004 eq. 12-13, written for
-//            one query). robrank weighs the batch means with one xi from the batch mean of L_SP,
-//            so one query whose references slip raises every other query's xi; that is the
+//            recomputed at every step and not differentiated (Zhou et al. TPAMI eq. 12-13, written
+//            for one query). robrank weighs the batch means with one xi from the batch mean of
+//            L_SP, so one query whose references slip raises every other query's xi; that is the
 //            --robrank-compat form (attack.cpp).
-//   TMA  mean_b (1 - cos(q~_b, t_b))                          (seed 004 eq. 22)
+//   TMA  mean_b (1 - cos(q~_b, t_b))                          (Zhou et al. TPAMI eq. 22)
 //   ES   -mean_b d(q~_b, q_b)  (maximizes the embedding shift; q_b = clean embedding)
 //   LTM  mean_b [max_{x: y_x != y_b} d(q~_b, x) - min_{x: y_x = y_b, x != self_b} d(q~_b, x)]_+
-//        (seed 004 eq. 23)
+//        (Zhou et al. TPAMI eq. 23)
 //   GTM  mean_b d(q~_b, t_b), t_b the clean query's nearest different-class item (eq. 24)
 //   GTT  QA- with the single candidate t1_b = the clean query's nearest non-self item (eq. 25)
-//   STAX mean_b ||q~_b - t_b||^2         (seed 000 eq. 16, squared L2)
-//   MTAX mean_b (1/T) sum_j ||q~_b - t_bj||^2   (seed 000 eq. 3, p = 2 squared)
+//   STAX mean_b ||q~_b - t_b||^2         (MDProp eq. 16, squared L2)
+//   MTAX mean_b (1/T) sum_j ||q~_b - t_bj||^2   (MDProp eq. 3, p = 2 squared)
 #pragma once
 
 #include <cstdint>

@@ -1,5 +1,5 @@
-// The PGD engine every attack and adversarial-training recipe uses (SPEC §8; seed 004 eq. 6;
-// research/robrank-spec.md §5 "Common PGD engine").
+// The PGD engine every attack and adversarial-training recipe uses (docs/attacks.md; Zhou et al.
+// TPAMI eq. 6; robrank defenses/*.py, the PGD loop they share).
 //
 //   x_0 = x (or x + U(-eps, eps), clamped to [0, 1], with random_start)
 //   for t = 0 .. steps-1:
@@ -70,9 +70,9 @@ struct PgdTrace {
 engine::Tensor pgd_attack(const engine::Tensor& images, const Objective& objective,
                           const PgdOptions& options, PgdTrace* trace = nullptr);
 
-// What every attack reports about its perturbation (SPEC §8): max |adv - x|_inf, NaN count and
-// pixel range. check_perturbation throws engine::Error when max_delta > eps + 1e-6, any NaN, or a
-// pixel outside [0, 1].
+// What every attack reports about its perturbation (docs/attacks.md): max |adv - x|_inf, NaN count
+// and pixel range. check_perturbation throws engine::Error when max_delta > eps + 1e-6, any NaN, or
+// a pixel outside [0, 1].
 struct PerturbationReport {
   double max_delta = 0.0;
   int64_t nan_count = 0;

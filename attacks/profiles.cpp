@@ -25,8 +25,8 @@ std::vector<std::string> profile_specs(const std::string& profile) {
   if (profile == "rob28") return ers_specs("eps=0.30196:alpha=0.011764:pgditer=32");
   if (profile == "rob224") return ers_specs("eps=0.03137:alpha=0.011764:pgditer=32");
   if (profile == "qccurve28") {
-    // The step follows the budget, as seed 004 §6.1.3 gives it for every attack and robrank's
-    // profile_qccurve28 writes it: alpha = max(1, round(7 i / 25)) / 255, so 1/255 up to
+    // The step follows the budget, as Zhou et al. TPAMI §6.1.3 gives it for every attack and
+    // robrank's profile_qccurve28 writes it: alpha = max(1, round(7 i / 25)) / 255, so 1/255 up to
     // eps = 35/255, 2/255 up to 56/255, 3/255 above; both printed with 5 decimals as robrank.
     std::vector<std::string> specs;
     for (int i = 0; i <= 11; ++i) {

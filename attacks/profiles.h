@@ -1,12 +1,12 @@
-// Named sets of attacks (robrank's `swipe` profiles, research/robrank-spec.md §6.1 and §8).
+// Named sets of attacks (robrank's `swipe` profiles, robrank cmdline.py).
 //
 //   rob28   the ERS attacks for 28x28 models: eps = 77/255 (0.30196), alpha = 3/255 (0.011764),
 //           32 PGD steps; CA+/- with W = 1, plain QA+/- with M = 1 (not SP-QA), TMA, ES, LTM, GTM,
 //           GTT. ES yields two ERS columns (ES:D and ES:R), so nine attacks fill the ten columns.
 //   rob224  the same for 224x224 models with eps = 8/255 (0.03137), alpha = 3/255, 32 steps.
-//   qccurve28  the attack-strength curve of seed 004 Fig. 6: CA+, CA-, SP-QA+, SP-QA- (W = M = 1)
-//           for eps = 7i/255, i = 0..11, 32 steps of alpha = max(1, round(7i/25))/255 (seed 004
-//           §6.1.3 and robrank's profile_qccurve28; 3/255 only from eps = 63/255).
+//   qccurve28  the attack-strength curve of Zhou et al. TPAMI, Fig. 6: CA+, CA-, SP-QA+, SP-QA-
+//           (W = M = 1) for eps = 7i/255, i = 0..11, 32 steps of alpha = max(1, round(7i/25))/255
+//           (Zhou et al. TPAMI §6.1.3; robrank's profile_qccurve28; 3/255 only from eps = 63/255).
 #pragma once
 
 #include <string>

@@ -1,5 +1,5 @@
-// CA±, QA± and SP-QA±: attacks on the rank of chosen candidates or queries (seed 004 §3, §6.1;
-// the table: docs/attacks.md "The attacks"; the framework: attacks/attack_kinds.h).
+// CA±, QA± and SP-QA±: attacks on the rank of chosen candidates or queries (Zhou et al. TPAMI §3,
+// §6.1; the table: docs/attacks.md "The attacks"; the framework: attacks/attack_kinds.h).
 #include <memory>
 
 #include "attacks/attack_kinds.h"
@@ -100,8 +100,8 @@ AttackPlan plan_query_attack(const AttackBatch& batch, engine::Generator& gen) {
   return plan;
 }
 
-// SP-QA±: QA± plus G semantic-preserving references that the query keeps near (seed 004 §6.1,
-// eq. 12), weighted by xi = min(1e9, exp(zeta * L_SP)).
+// SP-QA±: QA± plus G semantic-preserving references that the query keeps near (Zhou et al. TPAMI
+// §6.1, eq. 12), weighted by xi = min(1e9, exp(zeta * L_SP)).
 AttackPlan plan_semantic_preserving_query_attack(const AttackBatch& batch, engine::Generator& gen) {
   const AttackSpec& spec = batch.spec;
   const Gallery& gallery = batch.gallery;

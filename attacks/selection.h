@@ -1,11 +1,11 @@
-// Which queries, candidates and targets each attack uses (seed 004 §6.1.2; research/robrank-spec.md
-// §6.1-6.2, robrank's advrank_qcselector.py), chosen once per batch from the CLEAN distances.
+// Which queries, candidates and targets each attack uses (Zhou et al. TPAMI §6.1.2;
+// robrank attacks/advrank_qcselector.py), chosen once per batch from the CLEAN distances.
 //
 // Input: a DistanceTable = the clean distances from B attacked images to the NX gallery items
 // (row-major, host), the gallery row holding each attacked image's own clean copy (self_index,
 // -1 = not in the gallery), and labels. "Rank" below is the position in a row sorted by
-// (distance, gallery index) ascending with the self row removed BY INDEX (SPEC §7), so rank 0 is
-// the nearest other item. top-1% = the first floor(0.01 NX) ranks (at least 1).
+// (distance, gallery index) ascending with the self row removed BY INDEX (docs/architecture.md), so
+// rank 0 is the nearest other item. top-1% = the first floor(0.01 NX) ranks (at least 1).
 //
 //   CA+   W queries uniform with replacement over the whole gallery.
 //   CA-   W queries uniform with replacement over the candidate's top-1% (robrank: "topk(1%+1)
@@ -13,19 +13,19 @@
 //   QA+   M candidates uniform with replacement over the whole gallery.
 //   QA-   M distinct candidates uniform over the query's top-1% (a random permutation's first M;
 //         M > top-1% is an error).
-//   SP references (G of them, never a candidate: C_SP is drawn from X \ C, seed 004 eq. 12):
+//   SP references (G of them, never a candidate: C_SP drawn from X \ C, Zhou et al. TPAMI eq. 12):
 //         QA+ -> the first G by rank that are not candidates (ranks 0..G-1 unless a random
 //         candidate falls there); QA- -> the first G by rank of the top-1% items not chosen as
 //         candidates (min(G, top-1% - M) of them if the top-1% is too small: the same count in
 //         every row, so the result is [B, that count]).
 //   TMA   one target uniform over the whole gallery.
-//   GTM   the nearest item whose label differs from the query's own label (seed 004 eq. 24);
+//   GTM   the nearest item of another label than the query's (Zhou et al. TPAMI eq. 24);
 //         with robrank_compat, robrank's behaviour: the label compared against is that of the
 //         nearest non-self item, and the arg-min position WITHIN the filtered list of gallery rows
-//         is then used as a gallery index (research/robrank-spec.md §6.2 "Bug").
+//         is then used as a gallery index (robrank's bug, docs/attacks.md).
 //   GTT   the nearest non-self item (rank 0).
 //   STAX/MTAX  T targets uniform over gallery items whose label differs from the query's, with
-//         pairwise different labels while enough classes exist (seed 000 eq. 3: "images of target
+//         pairwise different labels while enough classes exist (MDProp eq. 3: "images of target
 //         identities ... j != l"); with fewer than T other classes labels repeat. Target j is
 //         uniform over the items of the classes not yet used in the row (all other classes again
 //         once each has been used), one uniform draw per target.

@@ -1,7 +1,7 @@
 // The dataset interface every reader implements and every consumer (training, `dml embed`,
 // `dml info`, attacks) uses. Images come out as f32 [C, H, W] tensors in [0, 1] after the split's
-// transform (SPEC §5); labels are class indices in [0, num_classes) after remapping the
-// dataset's own class ids (e.g. CUB test classes 101..200 -> 0..99).
+// transform (docs/architecture.md); labels are class indices in [0, num_classes) after remapping
+// the dataset's own class ids (e.g. CUB test classes 101..200 -> 0..99).
 #pragma once
 
 #include <cstdint>

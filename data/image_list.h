@@ -1,6 +1,6 @@
 // Image-folder data sets (CUB-200-2011, CARS196, Stanford Online Products) as lists of
 // (image file, class id) read from each data set's own split files, with the zero-shot splits
-// of deep metric learning (SPEC §5, research/ecosystem.md §6.4):
+// of deep metric learning (docs/architecture.md; research/ecosystem.md §6.4):
 //
 //   cub200   <root>[/CUB_200_2011]/images.txt               "<image_id> <path under images/>"
 //                                 /image_class_labels.txt   "<image_id> <class_id 1..200>"

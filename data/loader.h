@@ -1,4 +1,4 @@
-// A multi-threaded prefetching batch loader (SPEC §5).
+// A multi-threaded prefetching batch loader (docs/architecture.md).
 //
 // Given a Dataset and the index batches of (part of) an epoch, worker threads assemble batches
 // ahead of the consumer: images f32 [B, C, H, W] and labels I64 [B]. Batches come out in the

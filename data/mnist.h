@@ -1,6 +1,6 @@
-// MNIST and Fashion-MNIST (SPEC §5): 28x28 grey images from IDX files, kept in memory as f32
-// [N, 1, 28, 28] with values pixel / 255 in [0, 1]. No normalization and no augmentation, as
-// robrank (research/robrank-spec.md §1.1, §2), so image() ignores its generator.
+// MNIST and Fashion-MNIST (docs/architecture.md): 28x28 grey images from IDX files, kept in memory
+// as f32 [N, 1, 28, 28] with values pixel / 255 in [0, 1]. No normalization and no augmentation, as
+// robrank (robrank datasets/mnist.py), so image() ignores its generator.
 //
 // Files, for split "train" (prefix "train") or "test" (prefix "t10k"):
 //   <prefix>-images-idx3-ubyte[.gz]   u8 [N, H, W]

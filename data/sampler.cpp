@@ -171,8 +171,8 @@ std::vector<int64_t> Spc2Sampler::batch(int64_t epoch, int64_t k) const {
   out.reserve(static_cast<std::size_t>(2 * (end - begin)));
   for (int64_t i = begin; i < end; ++i) {
     const int64_t anchor = order[static_cast<std::size_t>(i)];
-    // research/robrank-spec.md §2 (lines 91-92): "for each anchor a positive index is drawn
-    // uniformly from **all** indices of the same class (can coincide with the anchor itself)"
+    // As robrank: for each anchor a positive index is drawn
+    // uniformly from **all** indices of the same class (can coincide with the anchor itself)
     // — robrank's random.choice(cls2idx[label]) in MNISTPairDataset.__getitem__ (and
     // random.choice(label2idxs[label]) in CarsPairDataset). So the anchor is a candidate.
     const std::vector<int64_t>& same =

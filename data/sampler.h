@@ -1,4 +1,5 @@
-// Batch samplers for deep metric learning (SPEC §5): SPC-2 exactly as robrank, and M-per-class.
+// Batch samplers for deep metric learning (docs/architecture.md): SPC-2 exactly as robrank, and
+// M-per-class.
 //
 // Determinism: batch k of epoch e is a pure function of (seed, e, k). Each epoch has its own
 // Philox stream, keyed by epoch_seed(seed, e) (so epochs are independent and any batch can be
@@ -62,7 +63,7 @@ class BatchSampler {
   int64_t next_batch_ = 0;
 };
 
-// SPC-2 (robrank's pair datasets, research/robrank-spec.md §2, lines 89-95): every epoch visits
+// SPC-2 (robrank datasets/mnist.py, MNISTPairDataset): every epoch visits
 // each of the N training images once as an anchor, in a random order (a seeded permutation:
 // robrank's DataLoader(shuffle=True)); each anchor gets a positive drawn uniformly from ALL indices
 // of its class, the anchor itself included. A batch of P pairs is laid out [a0, p0, a1, p1, ...],

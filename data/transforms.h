@@ -1,5 +1,5 @@
 // Image decoding and the CUB/CARS/SOP transforms, two recipes:
-//   robrank (SPEC §5; robrank's getTransform, research/robrank-spec.md §1.2), the default:
+//   robrank (docs/architecture.md; robrank's getTransform), the default:
 //     train: resize to 256x256 (bilinear) -> random 224x224 crop -> horizontal flip with p = 0.5
 //     test:  resize to 256x256 (bilinear) -> center 224x224 crop
 //   revisiting (Roth et al.'s "Revisiting DML" code, which MDProp's code and paper use):

@@ -1,4 +1,4 @@
-// Every operator of the engine (shared/SPEC.md §3), as functions on tensors.
+// Every operator of the engine, as functions on tensors.
 //
 // Each op: validates shapes/dtypes/devices with a message naming the op and the shapes, allocates
 // its output, dispatches to kernels/<op>/<op>_cpu.cpp (f32/f64) or <op>_cuda.cu (f32) by the
@@ -120,7 +120,7 @@ Tensor pairwise_distance(const Tensor& a, const Tensor& b, DistanceMetric metric
 Tensor dropout(const Tensor& x, double p, bool training, Generator& gen);
 
 // ---- adversarial step (engine/ops/pgd_step.cpp) ----
-// One projected sign-gradient step of PGD (SPEC §8), not differentiable, all tensors same shape:
+// One projected sign-gradient step of PGD, not differentiable, all tensors same shape:
 //   x_new = clamp(x0 + clip(x - alpha * sign(grad) - x0, -eps, eps), 0, 1)
 // (descends the objective whose gradient is `grad`; pass -grad to ascend). If max_delta is
 // given it receives max |x_new - x0| as a one-element tensor on x's device, without a host sync.

@@ -1,4 +1,4 @@
-// ArcFace (Deng et al., CVPR'19) as a DML loss (seed 000 §C.1.2: additive angular margin
+// ArcFace (Deng et al., CVPR'19) as a DML loss (MDProp §C.1.2: additive angular margin
 // m = 0.5, scale s = 16, class centers W [C, D] trained with their own learning rate 5e-4).
 //
 // With x_i = embedding i / |.|, w_c = W_c / |W_c|, cos_ic = <x_i, w_c> and theta_i the angle to
@@ -16,7 +16,7 @@
 // to every logit of row i, not only to the target's (its one-hot `pick` is not applied), a
 // per-row constant that cross-entropy ignores, so the margin has no effect there; and it clamps
 // every cosine to [1e-10, 1 - 1e-10], so a class at a negative cosine gets no gradient. This
-// loss is the paper's (seed 000 §C.1.2 and Deng et al.): the margin only on the target logit.
+// loss is the paper's (MDProp §C.1.2 and Deng et al.): the margin only on the target logit.
 // revisiting_compat = true computes that code's logits instead, so its published numbers (MDProp's
 // ArcFace rows) can be compared: s (clamp(cos_ic) + cos(theta_i + m) - clamp(cos_iy)) for every
 // c, with clamp to [1e-10, 1 - 1e-10].

@@ -1,5 +1,5 @@
-// Contrastive loss on SPC-2 triplets, as robrank's pcontrast{N,E,C} (robrank contrastive.py;
-// research/robrank-spec.md §4). Margin m = 1.0 for every metric.
+// Contrastive loss on SPC-2 triplets, as robrank's pcontrast{N,E,C} (robrank
+// losses/contrastive.py). Margin m = 1.0 for every metric.
 //
 //   N, E:  L = (1/T) sum_t d(a_t, p_t)  +  mean over {t : m - d(a_t, n_t) > 0} of (m - d(a_t, n_t))
 //          (d = row_distance, ||a - b + 1e-6||, on normalized rows for N; the second mean is 0 when

@@ -10,8 +10,8 @@
 //     gradient. robrank's miners use the Gram trick sqrt(|x|^2 + |y|^2 - 2<x, y>) instead, which
 //     can cancel below 0 and return NaN on the diagonal; we do not.
 //
-// An SPC-2 batch (robrank-spec §2) holds B = 2P embeddings laid out [a0, p0, a1, p1, ...] with
-// labels [y0, y0, y1, y1, ...]: anchors at even rows, each anchor's partner right after it.
+// An SPC-2 batch (robrank datasets/mnist.py) holds B = 2P embeddings laid out [a0, p0, a1, p1, ...]
+// with labels [y0, y0, y1, y1, ...]: anchors at even rows, each anchor's partner right after it.
 #pragma once
 
 #include <cstdint>

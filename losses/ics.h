@@ -1,4 +1,4 @@
-// Intra-Class Structure term of Zhou & Patel, CVPR'22 (seed 002 §3.3, eq. "L_ICS"):
+// Intra-Class Structure term of Zhou & Patel, CVPR'22 (HM §3.3, eq. "L_ICS"):
 //
 //   L_ICS = lambda * L_T(a, phi(A + r_a), p; 0)
 //         = lambda * (1/T) sum_t max(0, d(a_t, a~_t) - d(a_t, p_t))
@@ -7,7 +7,7 @@
 // adversarial counterpart a~ = phi(A + r_a) (the HM adversarial anchor), and "negative" the clean
 // positive p: it pulls the adversarial anchor closer to the clean anchor than the clean positive
 // is, enforcing structure within the class. lambda = 0.5 by default (0.05 on SOP). robrank
-// (robrank-spec §5.5 step 8) computes it with metric N (the normalized embeddings and the same
+// (robrank defenses/amd.py) computes it with metric N (the normalized embeddings and the same
 // triplet-margin loss as triplet.h); other metrics are accepted for completeness.
 // Differentiable in all three inputs (in training a~ comes from the adversarial forward, a and p
 // from a clean forward with gradient).

@@ -1,5 +1,5 @@
 // Generalized lifted-structure loss (Hermans et al.'s generalization of Oh Song et al.) as
-// robrank's pglift{N,E,C} (robrank lifted.py; research/robrank-spec.md §4), on an SPC-2 batch.
+// robrank's pglift{N,E,C} (robrank losses/lifted.py), on an SPC-2 batch.
 //
 // For every anchor a = row 2i, with P_a = same-label rows other than a itself and N_a the
 // different-label rows (x normalized for N and C):

@@ -1,4 +1,4 @@
-// Everything in losses/: metrics, miners and the DML losses (shared/SPEC.md §6).
+// Everything in losses/: metrics, miners and the DML losses (docs/config.md, Losses).
 #pragma once
 
 #include "losses/arcface.h"

@@ -1,5 +1,5 @@
-// Margin loss of Wu et al. (ICCV'17) as robrank's pmargin{N,E,C} (robrank margin.py;
-// research/robrank-spec.md §4), with a learnable boundary beta:
+// Margin loss of Wu et al. (ICCV'17) as robrank's pmargin{N,E,C} (robrank
+// losses/margin.py), with a learnable boundary beta:
 //
 //   l+_t = max(0, d(a_t, p_t) - beta + m)      l-_t = max(0, beta - d(a_t, n_t) + m)
 //   L    = mean over {t : l+_t > 0} of l+_t  +  mean over {t : l-_t > 0} of l-_t

@@ -1,4 +1,4 @@
-// Multi-similarity loss (Wang et al., CVPR'19) as MDProp trains with it (seed 000 §C.1.1; the
+// Multi-similarity loss (Wang et al., CVPR'19) as MDProp trains with it (MDProp §C.1.1; the
 // "Revisiting DML" criterion that MDProp's S2SD code base uses), with mining that filters.
 //
 // On cosine similarities S_ij = <x_i/|x_i|, x_j/|x_j|>, for every anchor i of the batch:

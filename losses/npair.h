@@ -1,5 +1,5 @@
-// N-pair loss (Sohn, NeurIPS'16) as robrank's pnpair{N,E,C} (robrank npair.py;
-// research/robrank-spec.md §4), on an SPC-2 batch.
+// N-pair loss (Sohn, NeurIPS'16) as robrank's pnpair{N,E,C} (robrank
+// losses/npair.py), on an SPC-2 batch.
 //
 // x = the embeddings normalized for N and C (raw for E). For every anchor row 2i, with its
 // partner p = x_{2i+1}, the anchor re-normalized a^ = x_{2i} / |x_{2i}| (robrank's "norm trick",

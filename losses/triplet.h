@@ -1,4 +1,4 @@
-// Triplet loss (robrank triplet.py; shared/SPEC.md §6):
+// Triplet loss (robrank losses/triplet.py; docs/config.md, Losses):
 //
 //   L = (1/T) sum_t max(0, d(a_t, p_t) - d(a_t, n_t) + margin)
 //

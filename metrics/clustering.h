@@ -1,6 +1,6 @@
-// Clustering quality: our own seeded k-means++ and NMI (SPEC §7). robrank uses faiss k-means and
-// scikit-learn's NMI (robrank-spec §7); we do not depend on either, so this file defines exactly
-// what we compute.
+// Clustering quality: our own seeded k-means++ and NMI (docs/architecture.md). robrank uses faiss
+// k-means and scikit-learn's NMI (robrank utils.py); we do not depend on either, so this file
+// defines exactly what we compute.
 //
 // k-means (Lloyd) on the prepared points (distance.h: L2-normalized rows for metrics N and C, raw
 // rows for E), objective sum_i |x_i - c_{a(i)}|^2:

@@ -1,4 +1,4 @@
-// The Empirical Robustness Score (seed 004 §5 and §6.1.4; research/robrank-spec.md §6.3): ten
+// The Empirical Robustness Score (Zhou et al. TPAMI §5 and §6.1.4; robrank tools/pjswipe.py): ten
 // attack results, each normalized to "higher = more robust" on a 0-100 scale, then averaged.
 //
 //   column  raw score z (what the attack reports)        normalized

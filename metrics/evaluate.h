@@ -1,6 +1,6 @@
 // Every benign metric of one embedding set in one call: what `dml metrics` prints and what an
-// evaluation after training logs (SPEC §7). Retrieval (retrieval.h), NMI from seeded k-means++
-// (clustering.h) and pi_ratio (spread.h), all on the same prepared points.
+// evaluation after training logs (docs/architecture.md). Retrieval (retrieval.h), NMI from seeded
+// k-means++ (clustering.h) and pi_ratio (spread.h), all on the same prepared points.
 #pragma once
 
 #include <cstdint>

@@ -1,4 +1,5 @@
-// Tiled k-nearest-neighbour search within one set (query set = gallery = the set, SPEC §7).
+// Tiled k-nearest-neighbour search within one set (query set = gallery = the set,
+// docs/architecture.md).
 //
 // For every query i, the k gallery items j != i with the smallest (key(i, j), j) in lexicographic
 // order: the distance ranks, the smaller index wins an exact tie. The query's own row is excluded

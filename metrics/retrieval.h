@@ -1,4 +1,5 @@
-// Retrieval metrics over the full ranking (SPEC §7; robrank-spec §7; PML AccuracyCalculator).
+// Retrieval metrics over the full ranking (docs/architecture.md; robrank utils.py; PML
+// AccuracyCalculator).
 //
 // Query set = gallery = the set. For query q the ranking is every item j != q (self excluded BY
 // INDEX) in ascending (key(q, j), j) order: by distance, an exact tie goes to the smaller index.

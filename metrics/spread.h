@@ -1,4 +1,4 @@
-// Embedding-space density pi_ratio (seed 000 §A.3, eqs. 11-13, normalized as issue 5 specifies):
+// Embedding-space density pi_ratio (MDProp §A.3, eqs. 11-13, normalized as issue 5 specifies):
 //
 //   pi_intra = mean over classes y with n_y >= 2 of
 //                (1 / (n_y (n_y - 1))) sum_{i != j in class y} d(x_i, x_j)   (ordered pairs, i != j

@@ -1,5 +1,5 @@
 // C2F2: the small convolutional embedding network of the robust-ranking papers for 28x28
-// grayscale images (MNIST, Fashion-MNIST), robrank's `rc2f2` (research/robrank-spec.md §1.1):
+// grayscale images (MNIST, Fashion-MNIST), robrank's `rc2f2` (robrank models/template_rank.py):
 //
 //   x [N, 1, 28, 28] in [0, 1] (no mean/std normalization)
 //   conv1  Conv2d 1 -> 32, 5x5, pad 2     [N, 32, 28, 28]   ReLU, MaxPool 2x2  -> [N, 32, 14, 14]

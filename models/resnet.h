@@ -1,6 +1,6 @@
 // ResNet-18/34/50/101/152 exactly as torchvision builds them (torchvision/models/resnet.py,
 // research/ecosystem.md §6.2), with `fc` replaced by Linear(C -> D) and ImageNet mean/std
-// normalization inside forward (robrank's `rres18`/`rres50`, research/robrank-spec.md §1.2):
+// normalization inside forward (robrank's `rres18`/`rres50`, robrank models/template_rank.py):
 //
 //   x [N, 3, H, W] in [0, 1]  ->  (x - mean) / std,  mean (0.485, 0.456, 0.406), std (0.229, 0.224,
 //   0.225) conv1    Conv2d 3 -> 64, 7x7, stride 2, pad 3, no bias       [N, 64, H/2, W/2] bn1,

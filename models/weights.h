@@ -1,4 +1,4 @@
-// Model weights as safetensors files (engine/io/safetensors.h; SPEC §4).
+// Model weights as safetensors files (engine/io/safetensors.h).
 //
 // Names are the model's state_dict keys: exactly torchvision's for the ResNets (conv1.weight,
 // bn1.running_mean, layer2.0.downsample.1.weight, fc.bias, ...), conv1/conv2/fc1/fc2 (+ bn1..bn3)

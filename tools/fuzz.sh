@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds the libFuzzer targets with clang and runs each for a while (SPEC §13).
+# Builds the libFuzzer targets with clang and runs each for a while (docs/testing.md, Fuzzing).
 #   tools/fuzz.sh [seconds per target, default 60]
 # Crashing inputs are written to build-fuzz/crashes/<target>/.
 set -euo pipefail

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Run on a GPU machine (SPEC §14), from the repository root: builds with CUDA, runs the CUDA-tagged
+# Run on a GPU machine (docs/gpu.md), from the repository root: builds with CUDA, runs the CUDA-tagged
 # tests, the GPU acceptance runs of the open issues (dml metrics on 100,000 x 512 embeddings, CPU
 # against CUDA; vanilla Fashion-MNIST training on CUDA), the kernel benchmark, the CUDA tests under
 # compute-sanitizer (memcheck, racecheck, initcheck) and the CPU suite, into one Markdown log:
@@ -140,7 +140,7 @@ run_step train-vanilla "dml train configs/fashion/vanilla.json --device cuda" ba
 BENCH_JSON="$STATE/${LOG_NAME%.md}.json"
 run_step bench "dml bench" "$BUILD/dml" bench --json "$BENCH_JSON" --commit "$COMMIT"
 if [ -n "${OUT:-}" ] && [ -f "$BENCH_JSON" ]; then cp "$BENCH_JSON" "$OUT/"; fi
-# Whole training steps against PyTorch on the same GPU (SPEC §12; performance-anchors.md W7):
+# Whole training steps against PyTorch on the same GPU (docs/performance.md):
 # tools/peers/pytorch_train_step.py times the config in PyTorch (P0 robrank as-is, P1 best eager,
 # P2 torch.compile), then `dml bench --train` times ours and prints peer/ours. One step per config.
 # shellcheck disable=SC2317

@@ -1,4 +1,4 @@
-// ACT, Anti-Collapse Triplet (seed 004 §4.2; robrank-spec §5.4; robrank defenses/pnp.py
+// ACT, Anti-Collapse Triplet (Zhou et al. TPAMI §4.2; robrank defenses/pnp.py
 // pnp_training_step + PositiveNegativePerplexing.pncollapse).
 //
 //   1. e = f(x) in eval mode, no gradient; B triplets (a, p, n) mined on e with the loss's miner

@@ -29,7 +29,7 @@ engine::Tensor gather_rows(const engine::Tensor& x, const engine::Tensor& index)
 
 // Semihard's band width when REST, ACT and Madry sample triplets for their adversary: robrank
 // passes its Euclidean triplet margin 1.0 for metrics E and N and 0.2 only for C
-// (robrank-spec §5.4, pitfall 5). HM passes the loss margin instead.
+// (docs/defenses.md, "Mining margin of the adversaries"). HM passes the loss margin instead.
 double adversary_mining_margin(losses::Metric metric);
 
 // The triplets that REST, ACT and Madry attack: mined on their clean embeddings `clean` with the
@@ -52,7 +52,7 @@ engine::Tensor embedding_shift_adversary(models::Model& model, const engine::Ten
 
 // Appends what a training adversary did to a step's logs: "attack_objective<suffix>" (the
 // objective before its last step) and "max_delta<suffix>" (max |x~ - x| over the adversarial
-// images after it: the bound SPEC §8 has every attack report). Nothing when no step ran.
+// images after it: the bound every attack reports, docs/attacks.md). Nothing when no step ran.
 void log_attack(std::vector<std::pair<std::string, engine::Tensor>>& logs, const PgdTrace& trace,
                 const std::string& suffix = "");
 

@@ -1,15 +1,15 @@
-// Adversarial-training recipes (SPEC §9): what one training step computes for one SPC-2 batch
-// when a defense is on. A recipe = a training-time adversary (attacks/pgd.h plus an objective)
-// and a training objective (losses/); each recipe lives in its own file in this folder:
+// Adversarial-training recipes (docs/defenses.md): what one training step computes for one SPC-2
+// batch when a defense is on. A recipe = a training-time adversary (attacks/pgd.h plus an
+// objective) and a training objective (losses/); each recipe lives in its own file in this folder:
 //
-//   est.cpp     EST, Embedding-Shifted Triplet (seed 004 §4.1; robrank-spec §5.1)
-//   rest.cpp    REST, revised EST (robrank-spec §5.2)
-//   ses.cpp     SES, Suppressing Embedding Shift (seed 004 §4.1; robrank-spec §5.3)
-//   act.cpp     ACT, Anti-Collapse Triplet (seed 004 §4.2; robrank-spec §5.4)
-//   madry.cpp   Madry min-max triplet (robrank-spec §5.6 "mmt"; SPEC §9)
-//   hm.cpp      Hardness Manipulation HM[H_S, H_D], gradual adversary, ICS (seeds 001-003;
-//               robrank-spec §5.5)
-//   mdprop.cpp  AdvProp-D and MDProp with K BN branches (seed 000 Algorithm 1)
+//   est.cpp     EST, Embedding-Shifted Triplet (Zhou et al. TPAMI §4.1; robrank defenses/est.py)
+//   rest.cpp    REST, revised EST (robrank defenses/pnp.py)
+//   ses.cpp     SES, Suppressing Embedding Shift (Zhou et al. TPAMI §4.1; robrank defenses/ses.py)
+//   act.cpp     ACT, Anti-Collapse Triplet (Zhou et al. TPAMI §4.2; robrank defenses/pnp.py)
+//   madry.cpp   Madry min-max triplet (robrank defenses/pnp.py, mmt; docs/defenses.md)
+//   hm.cpp      Hardness Manipulation HM[H_S, H_D], gradual adversary, ICS (HM;
+//               robrank defenses/amd.py)
+//   mdprop.cpp  AdvProp-D and MDProp with K BN branches (MDProp Algorithm 1)
 // and common.h holds what several of them share (clean embeddings, the ES adversary).
 //
 // FGSM variants are the same recipes with pgd.steps = 1 (attacks/pgd.h: the step is then eps).
@@ -51,7 +51,7 @@ const char* recipe_name(Recipe recipe);
 bool needs_triplet_loss(Recipe recipe);
 
 // H_D of Hardness Manipulation: a miner's hardness (its triplets' hardness on the clean
-// embeddings), or a pseudo-hardness of seed 002 §3.2 with l = clamp(previous adversarial loss, 0,
+// embeddings), or a pseudo-hardness of HM §3.2 with l = clamp(previous adversarial loss, 0,
 // gamma) / gamma (u = gamma), named as in configs:
 //   Miner  H_D(destination_miner)        the miner's own name: random, semihard, ...
 //   GB     H_D(destination_miner) + xi (1 - l)   "g_b"
@@ -69,7 +69,7 @@ enum class HmObjective { Et, L2 };
 HmObjective parse_hm_objective(const std::string& name);
 const char* hm_objective_name(HmObjective objective);
 
-// Hardness Manipulation (seed 002 §3; robrank-spec §5.5).
+// Hardness Manipulation (HM §3; robrank defenses/amd.py).
 struct HmOptions {
   // H_S: the miner whose triplets are perturbed.
   losses::Miner source = losses::Miner::Softhard;
@@ -81,7 +81,7 @@ struct HmOptions {
   double gamma = 0.2;            // the triplet margin, also u of the normalization
   double xi = 0.1;               // g_b's shift
   double initial_loss = 2.0;     // l_{-1}: robrank starts the gradual adversary at 2.0 (l = 1)
-  bool ics = false;              // add the Intra-Class Structure term (seed 002 §3.3)
+  bool ics = false;              // add the Intra-Class Structure term (HM §3.3)
   double ics_lambda = 0.5;       // 0.05 on SOP
   double stop_tolerance = 1e-7;  // robrank's early stop of the HM attack (attacks/pgd.h)
 };
@@ -99,7 +99,7 @@ enum class MdpropReduction { Sum, Mean };
 MdpropReduction parse_mdprop_reduction(const std::string& name);
 const char* mdprop_reduction_name(MdpropReduction reduction);
 
-// AdvProp-D / MDProp (seed 000 §3, Algorithm 1): branch 0 takes the clean batch, branch k >= 1 the
+// AdvProp-D / MDProp (MDProp §3, Algorithm 1): branch 0 takes the clean batch, branch k >= 1 the
 // batch perturbed toward targets[k-1] different-class targets (1 = a single-targeted STAX, T > 1 =
 // a multi-targeted MTAX). AdvProp-D = {1}; MDProp = {1, T}; the model needs targets.size() + 1 BN
 // branches. `reduction` joins the K branch losses: Sum ("sum") as Algorithm 1 line 11 writes it,
@@ -110,7 +110,7 @@ struct MdpropOptions {
   MdpropReduction reduction = MdpropReduction::Sum;
 };
 
-// Every option of every recipe, with the papers' defaults for 28x28 images (SPEC §11: the
+// Every option of every recipe, with the papers' defaults for 28x28 images (docs/defenses.md: the
 // defense attack is eps = 77/255, alpha = 3/255, 32 steps). A recipe reads only its own fields.
 // `dml train` fills this from the config's "defense" object (docs/config.md), where every name
 // is parsed once.

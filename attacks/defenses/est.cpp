@@ -1,4 +1,4 @@
-// EST, Embedding-Shifted Triplet (seed 004 §4.1; robrank-spec §5.1; robrank defenses/est.py).
+// EST, Embedding-Shifted Triplet (Zhou et al. TPAMI §4.1; robrank defenses/est.py).
 //
 //   1. e = f(x) in eval mode, no gradient: the ES adversary's reference and the logged clean loss.
 //   2. x~ = the ES adversary on every image of the batch (common.h): maximize d(f^(x~_i), f^(x_i))

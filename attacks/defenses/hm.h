@@ -1,5 +1,5 @@
 // Hardness Manipulation HM[H_S, H_D] with the Gradual Adversary and ICS (Zhou & Patel, CVPR'22:
-// seed 002 §3, seeds 001/003; robrank-spec §5.5; robrank defenses/amd.py hm_training_step +
+// HM §3 and the HM supplement; robrank defenses/amd.py hm_training_step +
 // MadryInnerMax.HardnessManipulate).
 //
 // One training step, metric m (the papers use N), margin gamma = 0.2:
@@ -31,7 +31,7 @@ namespace attacks::defenses {
 // (the names were checked where they were parsed: defense.h).
 void validate_hm(const HmOptions& options);
 
-// The pseudo-hardness H_D of seed 002 §3.2 from the previous adversarial loss (a one-element
+// The pseudo-hardness H_D of HM §3.2 from the previous adversarial loss (a one-element
 // tensor): with l = clamp(previous_loss, 0, gamma) / gamma,
 //   g_lga -gamma l,  g_2 -gamma l^2,  g_sqrt -gamma sqrt(l),  g_b miner_hardness + xi (1 - l),
 //   const_0 0,  const_half_gamma -gamma/2,  const_gamma -gamma.

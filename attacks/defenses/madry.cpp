@@ -1,5 +1,5 @@
-// Madry min-max for the triplet loss (robrank-spec §5.6 "mmt"; robrank defenses/pnp.py
-// mmt_training_step + minmaxtriplet; SPEC §9 "Madry min-max").
+// Madry min-max for the triplet loss (robrank defenses/pnp.py
+// mmt_training_step + minmaxtriplet; docs/defenses.md).
 //
 //   1. e = f(x) in eval mode, no gradient; B triplets (a, p, n) mined on e with the loss's miner
 //      (semihard band 1.0 for N and E: common.h adversary_mining_margin).
@@ -7,8 +7,9 @@
 //        mean_i d(a~_i, n~_i) - d(a~_i, p~_i)  = -mean_i H(a~_i, p~_i, n~_i)
 //      i.e. the inner maximization of the triplet loss without its hinge.
 //   3. loss = triplet(a~, p~, n~) with the loss margin, one train-mode forward of 3B images.
-// The papers report that this direct adaptation collapses the model (seed 004 §4; robrank-spec
-// §5.6); it is here as the baseline the other recipes are measured against. Cost: eta + 1.
+// The papers report that this direct adaptation collapses the model (Zhou et al. TPAMI §4;
+// robrank defenses/pnp.py); it is here as the baseline the other recipes are measured against.
+// Cost: eta + 1.
 #include <memory>
 
 #include "attacks/defenses/common.h"

@@ -1,4 +1,4 @@
-// AdvProp-D and MDProp (Singh et al., seed 000 §3 and Algorithm 1; research/ecosystem.md §5).
+// AdvProp-D and MDProp (MDProp §3 and Algorithm 1).
 //
 // The model has K = targets.size() + 1 BN branches (engine/nn/batch_norm.h). One step on a batch X
 // of B images with labels Y:
@@ -7,7 +7,7 @@
 //     without replacement when there are enough; from the mining stream), and take their
 //     embeddings t_ij = f_k(x_j) in eval mode through branch k, without gradient;
 //     X^k = PGD on X in eval mode through branch k, descending the feature-space loss
-//       mean_i (1/T) sum_j || f_k(x~_i) - t_ij ||^2        (attacks/objectives.h; seed 000 eq. 3,
+//       mean_i (1/T) sum_j || f_k(x~_i) - t_ij ||^2        (attacks/objectives.h; MDProp eq. 3,
 //     T = 1 is the single-targeted STAX of eq. 16, T > 1 a multi-targeted MTAX).
 //     f_k is the embedding as the loss's metric compares it (losses::embed_for_metric:
 //     L2-normalized for C and N, as the paper's networks normalize their output; raw for E).

@@ -1,4 +1,4 @@
-// REST, revised EST (robrank-spec §5.2; robrank defenses/pnp.py rest_training_step): EST without
+// REST, revised EST (robrank defenses/pnp.py rest_training_step): EST without
 // the perturbed anchor, whose "misleading gradient" the TPAMI paper blames for EST's weakness.
 //
 //   1. e = f(x) in eval mode, no gradient; B triplets (a, p, n) mined on e with the loss's miner

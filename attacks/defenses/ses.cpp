@@ -1,4 +1,4 @@
-// SES, Suppressing Embedding Shift (seed 004 §4.1 and its ECCV'20 supplement; robrank-spec §5.3;
+// SES, Suppressing Embedding Shift (Zhou et al. TPAMI §4.1 and its ECCV'20 supplement;
 // robrank defenses/ses.py).
 //
 //   1. x~ = the ES adversary (common.h) on every image, reference f(x) in eval mode.

@@ -1,4 +1,5 @@
-// safetensors: the weight-file format of our models (SPEC §4), readable by PyTorch unchanged.
+// safetensors: the weight-file format of our models (docs/architecture.md), readable by PyTorch
+// unchanged.
 //
 // File layout (huggingface/safetensors, research/ecosystem.md §6.1):
 //   [8 bytes]  N, the header length, unsigned 64-bit little-endian (N <= 100,000,000)

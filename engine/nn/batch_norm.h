@@ -96,8 +96,8 @@ void set_batch_norm_routes(Module& model, const std::vector<BatchNormRoute>& rou
 void set_batch_norm_eval_branch(Module& model, int64_t branch);
 void set_batch_norm_frozen(Module& model, bool frozen);
 // Adds independent N(0, stddev^2) noise to the affine parameters (weight and bias) of every
-// extra branch k >= 1, so branches that start as copies of branch 0 (SPEC §4: "optionally plus
-// noise") are not identical; branch 0 and the running statistics are left alone.
+// extra branch k >= 1, so branches that start as copies of branch 0 (docs/architecture.md:
+// "optionally plus noise") are not identical; branch 0 and the running statistics are left alone.
 void perturb_batch_norm_aux_branches(Module& model, double stddev, Generator& gen);
 
 }  // namespace engine::nn

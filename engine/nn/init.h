@@ -1,5 +1,6 @@
-// Parameter initialization, PyTorch's defaults (shared/SPEC.md §4). All functions fill an existing
-// tensor in place (under NoGradGuard), drawing from the given Generator so a seed fixes a model.
+// Parameter initialization, PyTorch's defaults (docs/architecture.md). All functions fill an
+// existing tensor in place (under NoGradGuard), drawing from the given Generator so a seed fixes a
+// model.
 //
 // Linear and Conv2d (reset_parameters in torch.nn): weight ~ kaiming_uniform(a = sqrt(5)), i.e.
 //   gain = sqrt(2 / (1 + a^2)) = sqrt(1/3),  bound = gain * sqrt(3 / fan_in) = 1 / sqrt(fan_in),

@@ -1,6 +1,6 @@
-// The three distance metrics of the papers (shared/SPEC.md §6; research/robrank-spec.md §3-4),
-// one enum for every layer: the fused triplet kernels (kernels/triplet), the losses and miners
-// (losses/distance.h: what each metric computes) and evaluation (metrics/distance.h).
+// The three distance metrics of the papers (docs/config.md, Losses; robrank losses/miner.py and
+// losses/*.py), one enum for every layer: the fused triplet kernels (kernels/triplet), the losses
+// and miners (losses/distance.h: what each metric computes) and evaluation (metrics/distance.h).
 //
 //   N  L2-normalize each embedding, then Euclidean distance (the papers' default)
 //   E  Euclidean distance on the raw embeddings

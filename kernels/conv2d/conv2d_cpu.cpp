@@ -312,7 +312,8 @@ void conv2d_dgrad_fast_cpu(const Conv2dShape& shape, const T* dy, const T* w, T*
 // transposed into dW. The transposed product is the faster one here: for conv2 of C2F2
 // ([800 x 196] x [196 x 64] per image) Eigen runs it about 9 % faster than [64 x 196] x
 // [196 x 800] (35.5 against 39 ms for 256 images on a Zen 4 host, 2 threads, interleaved runs;
-// docs/performance.md). Memory: chunks x K x CRS elements, small next to the activations.
+// docs/benchmarks/notes-2026-11.md). Memory: chunks x K x CRS elements, small next to the
+// activations.
 // db splits the output channels across the threads; each channel's sum runs over the images and
 // then the positions in the same order whatever the number of threads (vectorized: one partial
 // sum per vector lane within a plane).

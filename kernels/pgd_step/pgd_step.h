@@ -1,4 +1,4 @@
-// The fused PGD step: one projected sign-gradient step of an L-infinity attack (SPEC §8).
+// The fused PGD step: one projected sign-gradient step of an L-infinity attack (docs/attacks.md).
 //
 // Math, elementwise over i in [0, n), with s = sign(g[i]) in {-1, 0, +1} (sign(0) = 0):
 //   d          = x[i] - alpha * s - x0[i]            the step, measured from the clean image

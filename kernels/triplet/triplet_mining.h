@@ -1,4 +1,4 @@
-// The triplet miners for SPC-2 batches, with robrank's semantics (research/robrank-spec.md §3,
+// The triplet miners for SPC-2 batches, with robrank's semantics (robrank
 // robrank/losses/miner.py), on the host over a B x B mining distance matrix: the one CPU
 // definition of the rules, used by losses::mine_triplets (losses/miners.h, which computes the
 // matrix from a tensor) and by the fused triplet loss's CPU twin (triplet.h). The CUDA kernels

@@ -1,5 +1,5 @@
 // Property tests of every attack end to end (attacks/attack.h) on a small fixed model, as robrank's
-// advrank.py tests do (research/robrank-spec.md §9): with eps = 0 nothing changes; for any eps the
+// advrank.py tests do (robrank attacks/advrank.py): with eps = 0 nothing changes; for any eps the
 // perturbation stays within eps + 1e-6 and the pixels in [0, 1]; with a real budget each attack
 // moves its measure in its intended direction. Plus the spec-string parser and the PGD engine's
 // promises (no weight gradient, FGSM step, random start).
@@ -136,8 +136,8 @@ TEST_CASE("attack spec strings: parse, defaults, canonical form and errors", "[a
 
 TEST_CASE("qccurve28's step follows its budget: alpha = max(1, round(eps 255 / 25)) / 255",
           "[attacks]") {
-  // seed 004 §6.1.3; robrank's profile_qccurve28. eps = 7i/255 for i = 0..11; round(7i/25) is
-  // 0 0 1 1 1 1 2 2 2 3 3 3, so the steps in 1/255 are 1 1 1 1 1 1 2 2 2 3 3 3.
+  // Zhou et al. TPAMI §6.1.3; robrank's profile_qccurve28. eps = 7i/255 for i = 0..11; round(7i/25)
+  // is 0 0 1 1 1 1 2 2 2 3 3 3, so the steps in 1/255 are 1 1 1 1 1 1 2 2 2 3 3 3.
   const int expected_steps[12] = {1, 1, 1, 1, 1, 1, 2, 2, 2, 3, 3, 3};
   const std::vector<std::string> specs = attacks::profile_specs("qccurve28");
   REQUIRE(specs.size() == 48);

@@ -1,6 +1,6 @@
-// Fashion-MNIST from the Debian package dataset-fashion-mnist (SPEC §5, issue 4 acceptance):
-// 60,000 / 10,000 images, 10 classes, pixels in [0, 1], first training label 9. Skipped, with a
-// visible warning, where the package is not installed.
+// Fashion-MNIST from the Debian package dataset-fashion-mnist (docs/architecture.md; issue 4
+// acceptance): 60,000 / 10,000 images, 10 classes, pixels in [0, 1], first training label 9.
+// Skipped, with a visible warning, where the package is not installed.
 #include <catch2/catch.hpp>
 
 #include <algorithm>

@@ -151,7 +151,7 @@ TEST_CASE(
   const defense_test::Spc2Batch batch = defense_test::make_spc2_batch(6, 3, data);
   for (Metric metric : {Metric::N, Metric::C}) {
     INFO(recipe.name << ", metric " << losses::metric_name(metric));
-    const double band = metric == Metric::C ? 0.2 : 1.0;  // robrank-spec §5.4 pitfall 5
+    const double band = metric == Metric::C ? 0.2 : 1.0;  // band 1.0: docs/defenses.md
     const double other_band = metric == Metric::C ? 1.0 : 0.2;
     Harness h(11, 1, metric, Miner::Semihard, 31);
     Harness twin(11, 1, metric, Miner::Semihard, 31);

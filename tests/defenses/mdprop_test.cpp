@@ -238,7 +238,7 @@ TEST_CASE(
     "MDProp's step is Algorithm 1 written out: per-branch targeted PGD, one routed "
     "forward, the sum of the parts' losses",
     "[defenses]") {
-  // The recipe (mdprop.cpp header, seed 000 Algorithm 1) re-derived from public pieces on a twin
+  // The recipe (mdprop.cpp header, MDProp Algorithm 1) re-derived from public pieces on a twin
   // with the same weights and stream: for branch k, T_k targets per image (mdprop_pick_targets,
   // from the stream), their eval-mode embeddings through branch k, PGD (attacks/pgd.h) through
   // branch k descending attacks::feature_targeted_loss on L2-normalized embeddings (the loss's

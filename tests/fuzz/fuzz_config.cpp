@@ -1,7 +1,7 @@
 // libFuzzer target: `dml train` configs. Any file must load and resolve, or fail with
 // dml::UsageError (exit code 2, a message naming the file and key): no other exception type, no
-// crash (SPEC §10, §13). A config that resolves must resolve again, unchanged, from its resolved
-// JSON, which is what checkpoints store and what --resume compares.
+// crash (docs/testing.md, Fuzzing). A config that resolves must resolve again, unchanged, from its
+// resolved JSON, which is what checkpoints store and what --resume compares.
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>

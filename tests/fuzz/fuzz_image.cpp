@@ -1,8 +1,8 @@
 // libFuzzer target: image decoding (stb_image: JPEG, PNG, BMP, GIF, ...) through a file, as the
 // CUB/CARS/SOP loaders use it. Any input must decode to a [3, H, W] tensor of values in [0, 1] or
-// fail with engine::Error; never crash, read out of bounds or ask for gigabytes (SPEC §13).
-// stb_image itself comes precompiled from Debian (libstb), so the fuzzer's coverage guidance
-// stops at its boundary: this target exercises our wrapper (the size guard, the HWC -> CHW
+// fail with engine::Error; never crash, read out of bounds or ask for gigabytes (docs/testing.md,
+// Fuzzing). stb_image itself comes precompiled from Debian (libstb), so the fuzzer's coverage
+// guidance stops at its boundary: this target exercises our wrapper (the size guard, the HWC -> CHW
 // conversion) and checks that every stb failure surfaces as an engine::Error.
 #include <cstddef>
 #include <cstdint>

@@ -1,4 +1,5 @@
-// libFuzzer target: the MATLAB v5 reader used for CARS196's cars_annos.mat (SPEC §13).
+// libFuzzer target: the MATLAB v5 reader used for CARS196's cars_annos.mat (docs/testing.md,
+// Fuzzing).
 #include <cstddef>
 #include <cstdint>
 

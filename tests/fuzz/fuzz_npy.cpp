@@ -1,4 +1,4 @@
-// libFuzzer target: the .npy parser (SPEC §13).
+// libFuzzer target: the .npy parser (docs/testing.md, Fuzzing).
 #include <cstddef>
 #include <cstdint>
 

@@ -1,5 +1,5 @@
 // libFuzzer target: the safetensors parser must reject any malformed input with engine::Error
-// and never crash, read out of bounds or allocate unboundedly (SPEC §13).
+// and never crash, read out of bounds or allocate unboundedly (docs/testing.md, Fuzzing).
 #include <cstddef>
 #include <cstdint>
 

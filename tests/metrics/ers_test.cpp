@@ -17,7 +17,7 @@ struct PublishedRow {
   double ers;
 };
 
-// Seed 004 (TPAMI) Table 2 (every dataset, no defense / EST / ACT), Table 3 (REST), and seed 003
+// Zhou et al. TPAMI, Table 2 (every dataset, no defense / EST / ACT), Table 3 (REST), and HM
 // (CVPR'22) HM[S,M] with eta = 8.
 const PublishedRow kRows[] = {
     {"004 Tab.2 MNIST vanilla", {3.3, 69.9, 3.7, 83.8, 0.940, 1.314, 0.6, 21.7, 10.5, 0.0}, 13.3},

@@ -11,7 +11,7 @@ using metrics::Metric;
 
 namespace {
 
-// keys[j] = j: the "ascending distances" of robrank's unit tests (robrank-spec §9), where the
+// keys[j] = j: the "ascending distances" of robrank's unit tests (robrank utils.py), where the
 // query is index 0 and `relevant_with_self` lists the same-label indices including the query.
 std::vector<int64_t> robrank_positions(int64_t n, const std::vector<int64_t>& relevant_with_self) {
   std::vector<float> keys(static_cast<size_t>(n));

@@ -70,7 +70,7 @@ engine::Pool2dOptions pool_options(int64_t kernel, int64_t stride, int64_t pad) 
   return o;
 }
 
-// C2F2 (and C2F2-BN when bn) layer by layer, from the table in shared/SPEC.md §4.
+// C2F2 (and C2F2-BN when bn) layer by layer, from the table in docs/architecture.md.
 Tensor reference_c2f2(const Tensor& x, const nn::StateDict& s, bool bn) {
   const int64_t n = x.size(0);
   Tensor h = engine::conv2d(x, s.at("conv1.weight"), s.at("conv1.bias"), conv_options(1, 2));

@@ -80,7 +80,7 @@ TEST_CASE("bench adam table: ResNet-18's parameters are torchvision's 11,689,512
   int64_t total = 0;
   for (const auto& s : shapes) total += numel(s);
   // 9,408 + 128 (stem) + 147,968 (layer1) + 525,568 (layer2) + 2,099,712 (layer3)
-  // + 8,393,728 (layer4) + 513,000 (fc) = 11,689,512 (SPEC §4).
+  // + 8,393,728 (layer4) + 513,000 (fc) = 11,689,512 (docs/architecture.md).
   CHECK(total == 11689512);
   CHECK(shapes.front() == std::vector<int64_t>{64, 3, 7, 7});
   CHECK(shapes.back() == std::vector<int64_t>{1000});

@@ -49,7 +49,7 @@ TEST_CASE("config: loss.margin null gives each loss its paper's margin", "[tools
     return resolve({{"loss", {{"name", loss}, {"metric", metric}}}}).margin;
   };
   // robrank: triplet and lifted 0.2 for N and C, 1.0 for E; contrastive 1.0 for every metric;
-  // margin loss m = 0.2; ArcFace (seed 000 §C.1.2) angular margin 0.5.
+  // margin loss m = 0.2; ArcFace (MDProp §C.1.2) angular margin 0.5.
   CHECK(margin_of("triplet", "N") == 0.2);
   CHECK(margin_of("triplet", "C") == 0.2);
   CHECK(margin_of("triplet", "E") == 1.0);
@@ -73,12 +73,12 @@ TEST_CASE("config: per-loss hyper-parameters default to the papers' and can be s
   const dml::TrainConfig d = resolve(json::object());
   CHECK(d.margin_loss.beta == 0.6);  // robrank margin.py: beta starts at 0.6, SGD lr 5e-4
   CHECK(d.margin_loss.beta_lr == 5e-4);
-  CHECK(d.multi_similarity.alpha == 2.0);  // seed 000 §C.1.1
+  CHECK(d.multi_similarity.alpha == 2.0);  // MDProp §C.1.1
   CHECK(d.multi_similarity.beta == 40.0);
   CHECK(d.multi_similarity.lambda == 0.5);
   CHECK(d.multi_similarity.epsilon == 0.1);
   CHECK_FALSE(d.multi_similarity.spc2_anchors);
-  CHECK(d.arcface.scale == 16.0);  // seed 000 §C.1.2
+  CHECK(d.arcface.scale == 16.0);  // MDProp §C.1.2
   CHECK(d.arcface.centers_lr == 5e-4);
   CHECK_FALSE(d.arcface.revisiting_compat);
   CHECK(d.lifted_norm_weight == 5e-3);  // robrank lifted.py / npair.py: 5e-3 x mean norm
@@ -261,13 +261,13 @@ TEST_CASE("config: every reference config in configs/ resolves, defenses as docu
       CHECK(stem.rfind(recipe, 0) == 0);
     }
     if (entry.path().parent_path().filename() == "fashion" && recipe != "none") {
-      // SPEC §11: eps = 77/255, alpha = 3/255; eta = 32 (or 1 for FGSM).
+      // docs/defenses.md: eps = 77/255, alpha = 3/255; eta = 32 (or 1 for FGSM).
       CHECK(t.defense.pgd.eps == Approx(77.0 / 255.0));
       CHECK(t.defense.pgd.alpha == Approx(3.0 / 255.0));
       CHECK(t.defense.pgd.steps == (stem.find("fgsm") != std::string::npos ? 1 : 32));
     }
     if (recipe == "hm" && t.defense.hm.ics) {
-      // ICS weight: 0.5, except 0.05 on SOP (CVPR'22 §4; robrank-spec §5.5).
+      // ICS weight: 0.5, except 0.05 on SOP (HM §4; robrank defenses/amd.py).
       const bool sop = entry.path().parent_path().filename() == "sop";
       CHECK(t.defense.hm.ics_lambda == Approx(sop ? 0.05 : 0.5));
     }

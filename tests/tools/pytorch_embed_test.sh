@@ -1,7 +1,7 @@
 #!/bin/sh
 # A C2F2 trained by `dml train` for a few steps loads into PyTorch (torch.nn layers, strict key and
 # shape check) and PyTorch's embeddings of random images equal `dml embed`'s
-# (tests/tools/pytorch_embed_check.py). SPEC §4: our weights load in PyTorch. Exit 77 (CTest:
+# (tests/tools/pytorch_embed_check.py): our weights load in PyTorch. Exit 77 (CTest:
 # skipped) when no python here has PyTorch and numpy (tools/peers/install.sh installs them).
 #   pytorch_embed_test.sh DML WORKDIR SOURCE_DIR
 set -u

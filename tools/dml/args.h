@@ -7,7 +7,7 @@
 //   args.finish();                           // anything not taken is an error
 //
 // Both "--key value" and "--key=value" work. Every mistake throws UsageError, which `dml` turns
-// into exit code 2 with the message (SPEC §10).
+// into exit code 2 with the message (README.md).
 #pragma once
 
 #include <cstdint>

@@ -1,4 +1,4 @@
-// dml attack: one adversarial ranking attack over a dataset split (SPEC §8, §10).
+// dml attack: one adversarial ranking attack over a dataset split (docs/attacks.md).
 //
 //   dml attack --checkpoint FILE --attack SPEC [--data NAME --split test] [--json] [-X DIR]
 //              [--save-adversarial FILE.npy] ...

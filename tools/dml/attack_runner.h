@@ -1,5 +1,5 @@
-// Running attacks over a whole dataset split for `dml attack` and `dml ers` (SPEC §8, §10;
-// research/robrank-spec.md §6.1): the gallery is the clean embedding of every image of the split;
+// Running attacks over a whole dataset split for `dml attack` and `dml ers` (docs/attacks.md;
+// robrank attacks/advrank.py): the gallery is the clean embedding of every image of the split;
 // the split's images are attacked in order, batch by batch (the image's own clean copy stays in
 // the gallery, excluded by index where the measure says so); per-image measures are averaged over
 // all attacked images (the papers' "averaged over T = |X| trials").

@@ -1,5 +1,5 @@
 // dml bench: our CUDA kernels against cuDNN / cuBLAS and against ceilings measured in the same run
-// (issue 3, deliverable 6; SPEC §12; shared/research/performance-anchors.md §8-9).
+// (issue 3, deliverable 6; docs/performance.md).
 //
 //   dml bench [--json FILE] [--repeats 20] [--warmup 5] [--filter SUBSTRING] [--batch 112]
 //             [--commit SHA]

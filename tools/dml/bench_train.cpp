@@ -1,5 +1,5 @@
 // dml bench --train: the wall time of whole training steps of a config, on the CPU or a GPU, side
-// by side with the same step timed by another framework (SPEC §12: "our training iteration vs
+// by side with the same step timed by another framework ("our training iteration vs
 // PyTorch on the same GPU"; shared/research/performance-anchors.md §9, workload W7 for
 // configs/fashion/est.json and act.json: C2F2, 128 SPC-2 pairs = 256 images, eta = 32).
 //

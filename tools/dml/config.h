@@ -1,4 +1,4 @@
-// Training configuration for `dml train` (SPEC §10; every key documented in docs/config.md).
+// Training configuration for `dml train` (every key documented in docs/config.md).
 //
 // A config is a JSON object. Loading it is three steps, each failing with dml::UsageError (exit
 // code 2) whose message names the file and the key:

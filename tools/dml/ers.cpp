@@ -1,5 +1,5 @@
-// dml ers: the Empirical Robustness Score of a checkpoint (SPEC §8; seed 004 §5, §6.1.4;
-// research/robrank-spec.md §6.3) — or any other attack profile, e.g. the qccurve28 curve.
+// dml ers: the Empirical Robustness Score of a checkpoint (docs/attacks.md; Zhou et al. TPAMI §5,
+// §6.1.4; robrank tools/pjswipe.py) — or any other attack profile, e.g. the qccurve28 curve.
 //
 //   dml ers --checkpoint FILE --profile rob28|rob224|qccurve28 [--json] [--out FILE] ...
 //
@@ -37,7 +37,8 @@ const char kUsage[] =
     "\n"
     "Runs an attack profile over a split. rob28 / rob224: the ten ERS columns (CA+ CA- QA+ QA-\n"
     "TMA ES:D ES:R LTM GTM GTT, nine attacks) and the Empirical Robustness Score; qccurve28: CA+,\n"
-    "CA-, SP-QA+ and SP-QA- for eps = 0, 7, ..., 77 / 255 (the curve of seed 004 Fig. 6).\n"
+    "CA-, SP-QA+ and SP-QA- for eps = 0, 7, ..., 77 / 255 (the curve of Zhou et al. TPAMI,\n"
+    "Fig. 6).\n"
     "\n"
     "  --profile NAME      rob28 (28x28 models), rob224 (224x224 models) or qccurve28\n"
     "  --out FILE          also write the JSON to FILE (atomically, after every attack; "

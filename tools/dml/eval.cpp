@@ -1,4 +1,4 @@
-// dml eval: benign retrieval metrics of a trained model on a dataset split (SPEC §7, §10).
+// dml eval: benign retrieval metrics of a trained model on a dataset split (docs/architecture.md).
 //
 //   dml eval --checkpoint FILE [--data NAME] [--split test] [--root DIR] [--json]
 //            [--device DEV] [--max-images N] [--metric N|E|C] [--batch-size B] [--seed S]

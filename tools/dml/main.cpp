@@ -2,7 +2,7 @@
 //
 //   dml <subcommand> [options]      dml help      dml <subcommand> --help      dml --version
 //
-// Exit codes: 0 success, 2 usage or configuration error, 1 runtime error (SPEC §10).
+// Exit codes: 0 success, 2 usage or configuration error, 1 runtime error (README.md).
 #include <cstdio>
 #include <cstring>
 #include <exception>

@@ -1,4 +1,4 @@
-// dml metrics: retrieval and clustering metrics of saved embeddings (SPEC §7, §10).
+// dml metrics: retrieval and clustering metrics of saved embeddings (docs/architecture.md).
 //
 //   dml metrics --embeddings E.npy --labels L.npy [--metric N|E|C] [--k 1,2,4] [--json]
 //               [--device cpu|cuda[:N]]

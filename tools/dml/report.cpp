@@ -1,4 +1,4 @@
-// dml report: charts and retrieval grids as SVG/PNG (SPEC §10; docs/report.md).
+// dml report: charts and retrieval grids as SVG/PNG (docs/report.md).
 //
 //   dml report --log RUN_DIR [--out FILE.svg]                 training curves of a `dml train` run
 //   dml report --grid --checkpoint FILE --out FILE.png ...    retrieval grid (report_grid.cpp)

@@ -1,4 +1,4 @@
-// dml train: train an embedding model from a JSON config (SPEC §10; docs/config.md).
+// dml train: train an embedding model from a JSON config (docs/config.md).
 //
 //   dml train --config FILE.json [--set key.sub=value]... [--resume] [--seed N]
 //             [--device cpu|cuda] [--stop-after-batches N] [--print-config]

@@ -1,4 +1,4 @@
-// The checkpoint of `dml train` (SPEC §10, §13; issue 6).
+// The checkpoint of `dml train` (docs/config.md, Outputs; issue 6).
 //
 // Checkpoint = ONE safetensors file, <output_dir>/checkpoint.safetensors, written atomically by
 // engine::save_safetensors (temp file, fsync, rename, directory fsync): a kill at any moment leaves

@@ -1,4 +1,4 @@
-// The training loop of `dml train` and its checkpoints (SPEC §10, §13; issue 6).
+// The training loop of `dml train` and its checkpoints (docs/config.md, Outputs; issue 6).
 //
 // One step: the next SPC-2 batch [a0, p0, a1, p1, ...] (data/sampler.h, loaded by
 // data/loader.h), model.train(), embeddings, the configured loss (loss.name: triplet,

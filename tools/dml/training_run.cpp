@@ -438,7 +438,7 @@ int TrainingRun::finish() {
   summary["images"] = final_eval_->n;
   summary["epochs"] = config_.epochs;
   summary["steps"] = run_.step;
-  summary["passes"] = run_.passes;  // forward/backward passes (training cost, SPEC §9)
+  summary["passes"] = run_.passes;  // forward/backward passes (training cost, docs/defenses.md)
   engine::detail::write_file_atomically(
       (std::filesystem::path(config_.output_dir) / "metrics.json").string(),
       summary.dump(2) + "\n");

@@ -20,8 +20,8 @@ two styles (shared/research/performance-anchors.md section 8):
   P2 "compiled"       P1 with the model under torch.compile (PyTorch 2 only; on request).
 
 Supported configs: C2F2 on Fashion-MNIST or MNIST, SPC-2 batches, the triplet loss with the random
-miner (metrics N, E, C), Adam, and defense none, est or act (seed 004 section 4; robrank-spec
-section 5.1 and 5.4). Anything else exits with code 2 and says which key.
+miner (metrics N, E, C), Adam, and defense none, est or act (Zhou et al. TPAMI section 4; robrank
+defenses/est.py and defenses/pnp.py). Anything else exits with code 2 and says which key.
 
 One step = the batch copied to the device, the defense's PGD steps, the training forward and
 backward and the optimizer step, with the device synchronized at both ends; the median of --steps
@@ -121,7 +121,7 @@ def load_train_split(name, root):
 
 class Spc2Batches:
     """SPC-2 batches [a0, p0, a1, p1, ...]: anchors in a shuffled order, each positive drawn from
-    the anchor's class (robrank-spec section 2). Timing does not depend on which images."""
+    the anchor's class (robrank datasets/mnist.py). Timing does not depend on which images."""
 
     def __init__(self, labels, pairs, seed):
         self.labels = labels
@@ -149,7 +149,7 @@ class Spc2Batches:
 # ---- model and loss ----------------------------------------------------------------------------------
 
 class C2F2(torch.nn.Module):
-    """SPEC section 4: conv 1->32 k5 p2, ReLU, maxpool 2; conv 32->64 k5 p2, ReLU, maxpool 2;
+    """C2F2: conv 1->32 k5 p2, ReLU, maxpool 2; conv 32->64 k5 p2, ReLU, maxpool 2;
     flatten; linear 3136->1024, ReLU; linear 1024->D."""
 
     def __init__(self, dim):
