@@ -2,7 +2,6 @@
 // that killed writers leave behind, and AtomicFileWriter calling it.
 #include <catch2/catch.hpp>
 
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -13,18 +12,6 @@
 
 namespace {
 
-// The id of a process that has ended: a child that exits at once, reaped. (The kernel could hand
-// the number to a new process before the test looks; it hands them out in increasing order, so it
-// will not within the test.)
-std::string dead_process_id() {
-  const pid_t child = ::fork();
-  if (child == 0) ::_exit(0);
-  REQUIRE(child > 0);
-  int status = 0;
-  REQUIRE(::waitpid(child, &status, 0) == child);
-  return std::to_string(child);
-}
-
 void touch(const std::string& path) { test::write_bytes(path, {1, 2, 3}); }
 
 }  // namespace
@@ -33,7 +20,8 @@ TEST_CASE("remove_abandoned_temporaries removes a killed writer's file and nothi
           "[io][file_io]") {
   test::TempDir dir;
   const std::string target = dir.file("model.safetensors");
-  const std::string dead = dead_process_id();
+  const std::string dead = test::dead_process_id();
+  REQUIRE_FALSE(dead.empty());
   const std::string own = std::to_string(::getpid());
   touch(target);
   touch(target + ".tmp." + dead);            // a killed writer's: removed
@@ -55,7 +43,9 @@ TEST_CASE("remove_abandoned_temporaries removes a killed writer's file and nothi
 TEST_CASE("writing a file removes what killed writers of it left", "[io][file_io]") {
   test::TempDir dir;
   const std::string target = dir.file("ers.json");
-  const std::string abandoned = target + ".tmp." + dead_process_id();
+  const std::string dead = test::dead_process_id();
+  REQUIRE_FALSE(dead.empty());
+  const std::string abandoned = target + ".tmp." + dead;
   touch(abandoned);
   engine::detail::write_file_atomically(target, "{}\n");
   CHECK_FALSE(std::filesystem::exists(abandoned));

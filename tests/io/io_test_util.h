@@ -1,6 +1,7 @@
 // Helpers for the file-format tests: a private temporary directory and raw byte files.
 #pragma once
 
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdint>
@@ -73,6 +74,17 @@ inline double double_from_bits(uint64_t bits) {
   double value;
   std::memcpy(&value, &bits, sizeof value);
   return value;
+}
+
+// The id of a process that has ended: a child that exits at once, reaped; "" if fork fails. (The
+// kernel could give the number to a new process before a test looks; it hands ids out in
+// increasing order, so not within a test.) For the clean-up of "<file>.tmp.<pid>" files.
+inline std::string dead_process_id() {
+  const pid_t child = ::fork();
+  if (child == 0) ::_exit(0);
+  int status = 0;
+  if (child < 0 || ::waitpid(child, &status, 0) != child) return "";
+  return std::to_string(child);
 }
 
 }  // namespace test

@@ -5,7 +5,6 @@
 // same weights under another path. On the tiny C2F2 and generated data of tiny_training.h.
 #include <catch2/catch.hpp>
 
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -75,16 +74,6 @@ int embed(const std::string& weights, const std::string& out, std::vector<std::s
   tokens.insert(tokens.end(), extra.begin(), extra.end());
   dml::Args args(tokens);
   return dml::run_embed(args);
-}
-
-// The id of a process that has ended (a child that exits at once, reaped).
-std::string dead_process_id() {
-  const pid_t child = ::fork();
-  if (child == 0) ::_exit(0);
-  REQUIRE(child > 0);
-  int status = 0;
-  REQUIRE(::waitpid(child, &status, 0) == child);
-  return std::to_string(child);
 }
 
 // One tiny trained model per test binary run: the tests below only read it.
@@ -188,7 +177,9 @@ TEST_CASE("a moved run folder resumes, and a new run cleans what a killed writer
   fs::rename(dir.file("first"), dir.file("moved"));
   // What a writer killed mid-write leaves: removed as the resumed run starts (before its first
   // step), not only when it writes the same file again at its end.
-  const std::string abandoned = dir.file("moved/model.safetensors.tmp." + dead_process_id());
+  const std::string dead = test::dead_process_id();
+  REQUIRE_FALSE(dead.empty());
+  const std::string abandoned = dir.file("moved/model.safetensors.tmp." + dead);
   write_text(abandoned, "half a file");
   dml::TrainOptions resume;
   resume.resume = true;

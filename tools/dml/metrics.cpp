@@ -16,6 +16,7 @@
 #include "metrics/evaluate.h"
 #include "metrics/labels.h"
 #include "tools/dml/commands.h"
+#include "tools/dml/trainer.h"
 
 namespace dml {
 
@@ -53,14 +54,7 @@ void print_table(const metrics::Evaluation& e, const std::string& embeddings_pat
   std::printf("queries     %lld scored, %lld without a same-class item (left out)\n\n",
               static_cast<long long>(e.retrieval.queries),
               static_cast<long long>(e.retrieval.lone_queries));
-  std::printf("%-12s %8s\n", "metric", "%");
-  for (size_t i = 0; i < e.retrieval.ks.size(); ++i) {
-    const std::string name = "recall@" + std::to_string(e.retrieval.ks[i]);
-    std::printf("%-12s %8.2f\n", name.c_str(), 100.0 * e.retrieval.recall[i]);
-  }
-  std::printf("%-12s %8.2f\n", "map", 100.0 * e.retrieval.map);
-  std::printf("%-12s %8.2f\n", "map_at_r10", 100.0 * e.retrieval.map_at_r10);
-  std::printf("%-12s %8.2f\n", "map_at_r", 100.0 * e.retrieval.map_at_r);
+  print_ranking_rows(e);
   std::printf("%-12s %8.2f   (k-means: %lld iterations, %s)\n", "nmi", 100.0 * e.nmi,
               static_cast<long long>(e.kmeans_iterations),
               e.kmeans_converged ? "converged" : "iteration limit");

@@ -61,10 +61,7 @@ metrics::Evaluation evaluate_model(models::Model& model, const data::Dataset& te
   return metrics::evaluate_embeddings(points, labels, options);
 }
 
-void print_metrics_table(const metrics::Evaluation& e, const std::string& title) {
-  std::printf("%s: %lld images in %lld classes, metric %s, %lld queries scored\n\n", title.c_str(),
-              static_cast<long long>(e.n), static_cast<long long>(e.classes),
-              metrics::metric_name(e.metric), static_cast<long long>(e.retrieval.queries));
+void print_ranking_rows(const metrics::Evaluation& e) {
   std::printf("%-12s %8s\n", "metric", "%");
   for (size_t i = 0; i < e.retrieval.ks.size(); ++i) {
     const std::string name = "recall@" + std::to_string(e.retrieval.ks[i]);
@@ -73,6 +70,13 @@ void print_metrics_table(const metrics::Evaluation& e, const std::string& title)
   std::printf("%-12s %8.2f\n", "map", 100.0 * e.retrieval.map);
   std::printf("%-12s %8.2f\n", "map_at_r10", 100.0 * e.retrieval.map_at_r10);
   std::printf("%-12s %8.2f\n", "map_at_r", 100.0 * e.retrieval.map_at_r);
+}
+
+void print_metrics_table(const metrics::Evaluation& e, const std::string& title) {
+  std::printf("%s: %lld images in %lld classes, metric %s, %lld queries scored\n\n", title.c_str(),
+              static_cast<long long>(e.n), static_cast<long long>(e.classes),
+              metrics::metric_name(e.metric), static_cast<long long>(e.retrieval.queries));
+  print_ranking_rows(e);
   std::printf("%-12s %8.2f\n", "nmi", 100.0 * e.nmi);
   std::printf("%-12s %8.4f   (ratio, not %%)\n", "pi_ratio", e.spread.ratio);
 }

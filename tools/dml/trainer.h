@@ -100,5 +100,7 @@ metrics::Evaluation evaluate_model(models::Model& model, const data::Dataset& te
 
 // The result table on stdout (percent, as `dml metrics` prints it).
 void print_metrics_table(const metrics::Evaluation& e, const std::string& title);
+// Its ranking rows (the header, recall@k, map, map_at_r10, map_at_r), which `dml metrics` shares.
+void print_ranking_rows(const metrics::Evaluation& e);
 
 }  // namespace dml
