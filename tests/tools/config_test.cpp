@@ -302,3 +302,19 @@ TEST_CASE("config: a file that is not a clean JSON object is a usage error namin
   REQUIRE_THROWS_WITH(dml::load_config_file(dir.file("missing.json")),
                       Contains("cannot be opened"));
 }
+
+TEST_CASE("config: what the rest of dml refuses is refused when the config is read",
+          "[tools][config]") {
+  auto resolve = [](const json& config) { return dml::resolve_config(config, "c.json"); };
+  // An attack spec refuses eps > 1 (pixels are in [0, 1]); the defense's PGD the same.
+  REQUIRE_THROWS_WITH(resolve({{"defense", {{"name", "est"}, {"pgd", {{"eps", 2.0}}}}}}),
+                      Contains("'defense.pgd.eps' must be <= 1"));
+  CHECK(resolve({{"defense", {{"name", "est"}, {"pgd", {{"eps", 1.0}}}}}}).defense.pgd.eps == 1.0);
+  // The device's spelling is checked with the rest (a missing GPU only when training starts).
+  REQUIRE_THROWS_AS(resolve({{"device", "tpu"}}), dml::UsageError);
+  REQUIRE_THROWS_WITH(resolve({{"device", "tpu"}}), Contains("config key 'device'"));
+  CHECK(resolve({{"device", "cuda:0"}}).device == "cuda:0");
+  // Epochs are bounded, so epochs x batches stays inside the int64 step counter.
+  REQUIRE_THROWS_WITH(resolve({{"epochs", int64_t{4611686018427387904}}}),
+                      Contains("'epochs' must be in 1..1000000"));
+}

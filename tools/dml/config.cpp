@@ -224,6 +224,10 @@ json defense_schema() {
                 {"reduction", attacks::defenses::mdprop_reduction_name(d.mdprop.reduction)}}}};
 }
 
+// The most epochs a config may ask for: with any data set's batches per epoch, the step count
+// stays far inside int64.
+constexpr int64_t kMaxEpochs = 1000000;
+
 const std::vector<std::string> kMinerNames = {"random", "semihard", "softhard", "distance",
                                               "hardest"};
 
@@ -234,6 +238,9 @@ attacks::defenses::DefenseOptions resolve_defense(const Checker& c, const TrainC
   d.recipe =
       attacks::defenses::parse_recipe(c.one_of("defense.name", attacks::defenses::defense_names()));
   d.pgd.eps = c.number("defense.pgd.eps", 0.0, false);
+  if (d.pgd.eps > 1.0) {  // the rule of the attack specs (attacks/attack.h): pixels are in [0, 1]
+    c.fail("defense.pgd.eps", "must be <= 1 (pixels are in [0, 1])", c.at("defense.pgd.eps"));
+  }
   d.pgd.alpha = c.number("defense.pgd.alpha", 0.0, false);
   d.pgd.steps = c.integer("defense.pgd.steps", 1);
   d.pgd.random_start = c.flag("defense.pgd.random_start");
@@ -579,7 +586,8 @@ TrainConfig resolve_config(const json& config, const std::string& source) {
            c.at("sampler.name"));
   }
   t.defense = resolve_defense(c, t);
-  t.epochs = c.integer("epochs", 1);
+  // Bounded so that epochs x batches (the step counter, int64) cannot overflow.
+  t.epochs = c.integer_in("epochs", 1, kMaxEpochs);
   t.eval_every_epochs = c.integer("eval.every_epochs", 0);
   t.eval_max_images = c.integer("eval.max_images", 0);
   t.eval_batch_size = c.integer("eval.batch_size", 1);
@@ -589,6 +597,14 @@ TrainConfig resolve_config(const json& config, const std::string& source) {
   if (t.output_dir.empty()) c.fail("output_dir", "must not be empty", c.at("output_dir"));
   t.seed = static_cast<uint64_t>(c.integer("seed", 0));
   t.device = c.str("device");
+  if (t.device != "auto") {  // checked with the rest; whether the GPU is there, when training
+    try {
+      (void)engine::parse_device(t.device);
+    } catch (const engine::Error& e) {
+      c.fail("device", std::string("must be auto, cpu, cuda or cuda:N (") + e.what() + ")",
+             c.at("device"));
+    }
+  }
   t.resolved = resolved;  // after resolve_param_groups filled the groups in
   return t;
 }
