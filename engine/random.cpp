@@ -25,11 +25,11 @@ Tensor uniform(const Shape& shape, double low, double high, Generator& gen, DTyp
   int64_t n = out.numel();
   uint64_t offset = gen.take(blocks_for(n, 4));
   if (device.is_cuda()) {
-    kernels::random_uniform_cuda(out.data<float>(), n, gen.seed, offset, float(low), float(high));
+    kernels::random_uniform_cuda(n, gen.seed, offset, float(low), float(high), out.data<float>());
   } else if (dtype == DType::F32) {
-    kernels::random_uniform_cpu(out.data<float>(), n, gen.seed, offset, float(low), float(high));
+    kernels::random_uniform_cpu(n, gen.seed, offset, float(low), float(high), out.data<float>());
   } else {
-    kernels::random_uniform_cpu(out.data<double>(), n, gen.seed, offset, low, high);
+    kernels::random_uniform_cpu(n, gen.seed, offset, low, high, out.data<double>());
   }
   return out;
 }
@@ -41,11 +41,11 @@ Tensor normal(const Shape& shape, double mean, double stddev, Generator& gen, DT
   int64_t n = out.numel();
   uint64_t offset = gen.take(blocks_for(n, 2));
   if (device.is_cuda()) {
-    kernels::random_normal_cuda(out.data<float>(), n, gen.seed, offset, float(mean), float(stddev));
+    kernels::random_normal_cuda(n, gen.seed, offset, float(mean), float(stddev), out.data<float>());
   } else if (dtype == DType::F32) {
-    kernels::random_normal_cpu(out.data<float>(), n, gen.seed, offset, float(mean), float(stddev));
+    kernels::random_normal_cpu(n, gen.seed, offset, float(mean), float(stddev), out.data<float>());
   } else {
-    kernels::random_normal_cpu(out.data<double>(), n, gen.seed, offset, mean, stddev);
+    kernels::random_normal_cpu(n, gen.seed, offset, mean, stddev, out.data<double>());
   }
   return out;
 }
@@ -55,8 +55,8 @@ Tensor randint(const Shape& shape, int64_t low, int64_t high, Generator& gen, De
                ", ", high, ") must be non-empty and at most 2^32 wide");
   Tensor out = Tensor::empty(shape, DType::I64, Device::cpu());
   int64_t n = out.numel();
-  kernels::random_randint_cpu(out.data<int64_t>(), n, gen.seed, gen.take(blocks_for(n, 4)), low,
-                              high);
+  kernels::random_randint_cpu(n, gen.seed, gen.take(blocks_for(n, 4)), low, high,
+                              out.data<int64_t>());
   return out.to(device);
 }
 

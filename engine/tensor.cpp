@@ -357,13 +357,13 @@ void Tensor::fill_(double value) {
   if (device().is_cuda()) {
     ENGINE_CHECK(dtype() == DType::F32, "fill_ of a ", dtype_name(dtype()),
                  " CUDA tensor is not supported");
-    kernels::fill_cuda(data<float>(), n, static_cast<float>(value));
+    kernels::fill_cuda(n, static_cast<float>(value), data<float>());
   } else if (dtype() == DType::F32) {
-    kernels::fill_cpu(data<float>(), n, static_cast<float>(value));
+    kernels::fill_cpu(n, static_cast<float>(value), data<float>());
   } else if (dtype() == DType::F64) {
-    kernels::fill_cpu(data<double>(), n, value);
+    kernels::fill_cpu(n, value, data<double>());
   } else {
-    kernels::fill_cpu(data<int64_t>(), n, static_cast<int64_t>(value));
+    kernels::fill_cpu(n, static_cast<int64_t>(value), data<int64_t>());
   }
 }
 

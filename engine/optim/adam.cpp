@@ -84,8 +84,8 @@ void Adam::update(size_t group, const Tensor& param, const Tensor& grad, ParamSt
   Tensor exp_avg_sq = state_buffer(state, "exp_avg_sq", param);
   detail::dispatch_floating(param.dtype(), name().c_str(), [&](auto zero) {
     using T = decltype(zero);
-    kernels::adam_update_cpu<T>(param.numel(), param.data<T>(), grad.data<T>(), exp_avg.data<T>(),
-                                exp_avg_sq.data<T>(), hyper);
+    kernels::adam_update_cpu<T>(param.numel(), grad.data<T>(), hyper, param.data<T>(),
+                                exp_avg.data<T>(), exp_avg_sq.data<T>());
   });
 }
 

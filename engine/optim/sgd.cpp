@@ -83,8 +83,8 @@ void Sgd::update(size_t group, const Tensor& param, const Tensor& grad, ParamSta
   }
   detail::dispatch_floating(param.dtype(), "sgd", [&](auto zero) {
     using T = decltype(zero);
-    kernels::sgd_update_cpu<T>(param.numel(), param.data<T>(), grad.data<T>(),
-                               buffer.defined() ? buffer.data<T>() : nullptr, hyper);
+    kernels::sgd_update_cpu<T>(param.numel(), grad.data<T>(), hyper, param.data<T>(),
+                               buffer.defined() ? buffer.data<T>() : nullptr);
   });
 }
 

@@ -6,7 +6,7 @@
 namespace engine::kernels {
 
 template <typename T>
-void fill_cpu(T* out, int64_t n, T value);
-void fill_cuda(float* out, int64_t n, float value);
+void fill_cpu(int64_t n, T value, T* out);
+void fill_cuda(int64_t n, float value, float* out);
 
 }  // namespace engine::kernels

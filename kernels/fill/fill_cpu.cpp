@@ -5,7 +5,7 @@
 namespace engine::kernels {
 
 template <typename T>
-void fill_cpu(T* out, int64_t n, T value) {
+void fill_cpu(int64_t n, T value, T* out) {
   for (int64_t i = 0; i < n; ++i) out[i] = value;
 }
 

@@ -17,7 +17,7 @@ __global__ void fill_kernel(float* out, int64_t n, float value) {
 }
 }  // namespace
 
-void fill_cuda(float* out, int64_t n, float value) {
+void fill_cuda(int64_t n, float value, float* out) {
   if (n == 0) return;
   constexpr int kThreads = 256;
   fill_kernel<<<grid_for(n, kThreads), kThreads, 0, current_stream()>>>(out, n, value);

@@ -4,6 +4,6 @@
 
 namespace engine::kernels {
 
-void fill_cuda(float*, int64_t, float) { no_cuda("fill_cuda"); }
+void fill_cuda(int64_t, float, float*) { no_cuda("fill_cuda"); }
 
 }  // namespace engine::kernels

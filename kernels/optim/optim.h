@@ -34,7 +34,7 @@ struct SgdHyper {
 
 // momentum_buffer may be null when hyper.momentum == 0.
 template <typename T>
-void sgd_update_cpu(int64_t n, T* param, const T* grad, T* momentum_buffer, const SgdHyper& hyper);
+void sgd_update_cpu(int64_t n, const T* grad, const SgdHyper& hyper, T* param, T* momentum_buffer);
 
 struct AdamHyper {
   double lr = 1e-3;
@@ -47,8 +47,8 @@ struct AdamHyper {
 };
 
 template <typename T>
-void adam_update_cpu(int64_t n, T* param, const T* grad, T* exp_avg, T* exp_avg_sq,
-                     const AdamHyper& hyper);
+void adam_update_cpu(int64_t n, const T* grad, const AdamHyper& hyper, T* param, T* exp_avg,
+                     T* exp_avg_sq);
 
 // ---- CUDA: multi-tensor updates (optim_cuda.cu) ----
 // The same per-element arithmetic in f32 over many parameter tensors at once: all tensors of a

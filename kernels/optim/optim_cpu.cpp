@@ -18,7 +18,7 @@
 namespace engine::kernels {
 
 template <typename T>
-void sgd_update_cpu(int64_t n, T* param, const T* grad, T* momentum_buffer, const SgdHyper& hyper) {
+void sgd_update_cpu(int64_t n, const T* grad, const SgdHyper& hyper, T* param, T* momentum_buffer) {
   ENGINE_CHECK(hyper.momentum == 0.0 || momentum_buffer != nullptr, "sgd_update_cpu: momentum ",
                hyper.momentum, " needs a momentum buffer");
   const T lr = static_cast<T>(hyper.lr);
@@ -38,8 +38,8 @@ void sgd_update_cpu(int64_t n, T* param, const T* grad, T* momentum_buffer, cons
 }
 
 template <typename T>
-void adam_update_cpu(int64_t n, T* param, const T* grad, T* exp_avg, T* exp_avg_sq,
-                     const AdamHyper& hyper) {
+void adam_update_cpu(int64_t n, const T* grad, const AdamHyper& hyper, T* param, T* exp_avg,
+                     T* exp_avg_sq) {
   ENGINE_CHECK(hyper.step >= 1, "adam_update_cpu: step must count from 1, got ", hyper.step);
   const double t = static_cast<double>(hyper.step);
   const T step_size = static_cast<T>(hyper.lr / (1.0 - std::pow(hyper.beta1, t)));

@@ -8,7 +8,7 @@
 namespace engine::kernels {
 
 template <typename T>
-void random_uniform_cpu(T* out, int64_t n, uint64_t seed, uint64_t offset, T low, T high) {
+void random_uniform_cpu(int64_t n, uint64_t seed, uint64_t offset, T low, T high, T* out) {
   PhiloxBlock block{};
   for (int64_t i = 0; i < n; ++i) {
     if (i % 4 == 0) block = philox4x32_10(offset + uint64_t(i) / 4, 0, seed);  // 4 words a block
@@ -18,7 +18,7 @@ void random_uniform_cpu(T* out, int64_t n, uint64_t seed, uint64_t offset, T low
 }
 
 template <typename T>
-void random_normal_cpu(T* out, int64_t n, uint64_t seed, uint64_t offset, T mean, T stddev) {
+void random_normal_cpu(int64_t n, uint64_t seed, uint64_t offset, T mean, T stddev, T* out) {
   const double two_pi = 6.283185307179586476925286766559;
   PhiloxBlock block{};
   for (int64_t i = 0; i < n; ++i) {
@@ -34,8 +34,8 @@ void random_normal_cpu(T* out, int64_t n, uint64_t seed, uint64_t offset, T mean
   }
 }
 
-void random_randint_cpu(int64_t* out, int64_t n, uint64_t seed, uint64_t offset, int64_t low,
-                        int64_t high) {
+void random_randint_cpu(int64_t n, uint64_t seed, uint64_t offset, int64_t low, int64_t high,
+                        int64_t* out) {
   uint64_t range = static_cast<uint64_t>(high - low);
   PhiloxBlock block{};
   for (int64_t i = 0; i < n; ++i) {

@@ -38,8 +38,8 @@ __global__ void random_normal_kernel(float* out, int64_t n, uint64_t seed, uint6
 }
 }  // namespace
 
-void random_uniform_cuda(float* out, int64_t n, uint64_t seed, uint64_t offset, float low,
-                         float high) {
+void random_uniform_cuda(int64_t n, uint64_t seed, uint64_t offset, float low, float high,
+                         float* out) {
   if (n == 0) return;
   constexpr int kThreads = 256;
   random_uniform_kernel<<<grid_for(n, kThreads), kThreads, 0, current_stream()>>>(
@@ -47,8 +47,8 @@ void random_uniform_cuda(float* out, int64_t n, uint64_t seed, uint64_t offset, 
   CUDA_CHECK_LAUNCH("random_uniform_cuda n=", n);
 }
 
-void random_normal_cuda(float* out, int64_t n, uint64_t seed, uint64_t offset, float mean,
-                        float stddev) {
+void random_normal_cuda(int64_t n, uint64_t seed, uint64_t offset, float mean, float stddev,
+                        float* out) {
   if (n == 0) return;
   constexpr int kThreads = 256;
   random_normal_kernel<<<grid_for(n, kThreads), kThreads, 0, current_stream()>>>(

@@ -4,11 +4,11 @@
 
 namespace engine::kernels {
 
-void random_uniform_cuda(float*, int64_t, uint64_t, uint64_t, float, float) {
+void random_uniform_cuda(int64_t, uint64_t, uint64_t, float, float, float*) {
   no_cuda("random_uniform_cuda");
 }
 
-void random_normal_cuda(float*, int64_t, uint64_t, uint64_t, float, float) {
+void random_normal_cuda(int64_t, uint64_t, uint64_t, float, float, float*) {
   no_cuda("random_normal_cuda");
 }
 

@@ -68,7 +68,7 @@ void fused_triplet_cpu(const T* x, const int64_t* labels, int64_t B, int64_t D, 
 
   // 3-4. Mining, with the 2P uniforms of engine::uniform({2P}, 0, 1, gen, F64).
   std::vector<double> draws(static_cast<size_t>(P * kMiningDrawsPerAnchor));
-  random_uniform_cpu<double>(draws.data(), P * kMiningDrawsPerAnchor, seed, offset, 0.0, 1.0);
+  random_uniform_cpu<double>(P * kMiningDrawsPerAnchor, seed, offset, 0.0, 1.0, draws.data());
   std::vector<double> mined_hardness(static_cast<size_t>(P));
   mine_triplets_cpu(dist.data(), labels, B, D, miner, margin, draws.data(), anchor, positive,
                     negative, mined_hardness.data());

@@ -13,7 +13,7 @@ using namespace engine;
 
 TEST_CASE("fill: cpu writes the value everywhere and nothing past n", "[fill]") {
   std::vector<double> buffer(7, -1.0);
-  kernels::fill_cpu(buffer.data(), 5, 2.5);
+  kernels::fill_cpu(5, 2.5, buffer.data());
   REQUIRE(buffer == std::vector<double>{2.5, 2.5, 2.5, 2.5, 2.5, -1.0, -1.0});
 }
 
@@ -28,7 +28,7 @@ TEST_CASE("fill cuda: matches cpu over odd sizes", "[fill][cuda]") {
   // 64 elements past n hold a sentinel that must survive (a grid rounded up past n would not).
   for (int64_t n : {1, 7, 255, 256, 257, 100003}) {
     Tensor t = Tensor::full({n + 64}, -1.0, DType::F32, Device::cuda());
-    kernels::fill_cuda(t.data<float>(), n, 3.25f);
+    kernels::fill_cuda(n, 3.25f, t.data<float>());
     std::vector<double> host = t.to_vector();
     for (int64_t i = 0; i < n + 64; ++i) {
       INFO("n " << n << ", element " << i);

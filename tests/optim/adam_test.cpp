@@ -148,7 +148,7 @@ TEST_CASE("adam: the f32 kernel follows the same three steps", "[adam][kernel]")
   for (int s = 0; s < 3; ++s) {
     float g[2] = {float(kGrads[s][0]), float(kGrads[s][1])};
     hyper.step = s + 1;
-    engine::kernels::adam_update_cpu<float>(2, p, g, m, v, hyper);
+    engine::kernels::adam_update_cpu<float>(2, g, hyper, p, m, v);
     REQUIRE(p[0] == Approx(expected[s][0]).epsilon(1e-6));
     REQUIRE(p[1] == Approx(expected[s][1]).epsilon(1e-6));
   }
@@ -176,9 +176,9 @@ TEST_CASE("adam and sgd kernels: the same bits on one thread and on four", "[ada
     omp_set_num_threads(threads);
     for (int s = 1; s <= 2; ++s) {
       adam.step = s;
-      engine::kernels::adam_update_cpu<float>(n, p.data(), g.data(), m.data(), v.data(), adam);
+      engine::kernels::adam_update_cpu<float>(n, g.data(), adam, p.data(), m.data(), v.data());
       sgd.first_step = s == 1;
-      engine::kernels::sgd_update_cpu<float>(n, q.data(), g.data(), b.data(), sgd);
+      engine::kernels::sgd_update_cpu<float>(n, g.data(), sgd, q.data(), b.data());
     }
     omp_set_num_threads(saved);
     return std::vector<std::vector<float>>{p, m, v, q, b};

@@ -129,7 +129,7 @@ TEST_CASE("sgd: the f32 kernel follows the same three steps", "[sgd][kernel]") {
   for (int s = 0; s < 3; ++s) {
     float g[2] = {float(kGrads[s][0]), float(kGrads[s][1])};
     hyper.first_step = (s == 0);
-    engine::kernels::sgd_update_cpu<float>(2, p, g, b, hyper);
+    engine::kernels::sgd_update_cpu<float>(2, g, hyper, p, b);
     REQUIRE(p[0] == Approx(expected[s][0]).epsilon(1e-6));
     REQUIRE(p[1] == Approx(expected[s][1]).epsilon(1e-6));
   }
