@@ -24,6 +24,7 @@ namespace losses {
 // The miners and their names are the kernels' (kernels/triplet/triplet_mining.h).
 using engine::kernels::Miner;
 using engine::kernels::miner_name;
+using engine::kernels::miner_names;
 using engine::kernels::parse_miner;
 
 // P index triplets into a batch (I64 on the embeddings' device) and the hardness of each

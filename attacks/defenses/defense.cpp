@@ -105,6 +105,12 @@ std::string hm_destination_name(const HmOptions& hm) {
   return "?";
 }
 
+std::vector<std::string> hm_destination_names() {
+  std::vector<std::string> names = losses::miner_names();
+  for (const auto& entry : pseudo_hardness_names()) names.push_back(entry.first);
+  return names;
+}
+
 MdpropReduction parse_mdprop_reduction(const std::string& name) {
   if (name == "sum") return MdpropReduction::Sum;
   if (name == "mean") return MdpropReduction::Mean;

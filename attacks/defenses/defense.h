@@ -92,6 +92,8 @@ struct HmOptions {
 void set_hm_destination(HmOptions& hm, const std::string& name);
 // The config name back: the miner's name for Miner, else "g_b" ... "const_gamma".
 std::string hm_destination_name(const HmOptions& hm);
+// Every name hm.destination accepts: the miners, then the pseudo-hardness functions.
+std::vector<std::string> hm_destination_names();
 
 // How MDProp joins its K branch losses (below).
 enum class MdpropReduction { Sum, Mean };

@@ -42,6 +42,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace engine::kernels {
 
@@ -51,6 +52,8 @@ enum class Miner { Random, Semihard, Softhard, Distance, Hardest };
 // letters ("r", "m", "s", "d", "h"); anything else throws engine::Error naming the string.
 Miner parse_miner(const std::string& name);
 const char* miner_name(Miner miner);
+// The five names parse_miner reads, in the enum's order (for config validation messages).
+const std::vector<std::string>& miner_names();
 
 // Uniforms every anchor takes from the stream, whatever the rule uses (softhard needs two).
 constexpr int64_t kMiningDrawsPerAnchor = 2;

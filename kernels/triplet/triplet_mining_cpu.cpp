@@ -175,6 +175,13 @@ const char* miner_name(Miner miner) {
   return "?";
 }
 
+const std::vector<std::string>& miner_names() {
+  static const std::vector<std::string> names = {
+      miner_name(Miner::Random), miner_name(Miner::Semihard), miner_name(Miner::Softhard),
+      miner_name(Miner::Distance), miner_name(Miner::Hardest)};
+  return names;
+}
+
 void mine_triplets_cpu(const double* dist, const int64_t* labels, int64_t B, int64_t dim,
                        Miner miner, double margin, const double* draws, int64_t* anchor,
                        int64_t* positive, int64_t* negative, double* hardness) {

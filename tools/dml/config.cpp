@@ -228,9 +228,6 @@ json defense_schema() {
 // stays far inside int64.
 constexpr int64_t kMaxEpochs = 1000000;
 
-const std::vector<std::string> kMinerNames = {"random", "semihard", "softhard", "distance",
-                                              "hardest"};
-
 // defense.*: names and ranges through the Checker (messages name the key), then the cross-key
 // rules (the loss a recipe needs, MDProp's BN branches).
 attacks::defenses::DefenseOptions resolve_defense(const Checker& c, const TrainConfig& t) {
@@ -245,16 +242,12 @@ attacks::defenses::DefenseOptions resolve_defense(const Checker& c, const TrainC
   d.pgd.steps = c.integer("defense.pgd.steps", 1);
   d.pgd.random_start = c.flag("defense.pgd.random_start");
   d.ses_weight = c.number("defense.ses_weight", 0.0, false);
-  d.hm.source = losses::parse_miner(c.one_of("defense.hm.source", kMinerNames));
-  std::vector<std::string> destinations = kMinerNames;
-  for (const char* g :
-       {"g_b", "g_lga", "g_2", "g_sqrt", "const_0", "const_half_gamma", "const_gamma"}) {
-    destinations.push_back(g);
-  }
+  d.hm.source = losses::parse_miner(c.one_of("defense.hm.source", losses::miner_names()));
   // destination_miner first: a miner named by hm.destination replaces it (set_hm_destination).
   d.hm.destination_miner =
-      losses::parse_miner(c.one_of("defense.hm.destination_miner", kMinerNames));
-  attacks::defenses::set_hm_destination(d.hm, c.one_of("defense.hm.destination", destinations));
+      losses::parse_miner(c.one_of("defense.hm.destination_miner", losses::miner_names()));
+  attacks::defenses::set_hm_destination(
+      d.hm, c.one_of("defense.hm.destination", attacks::defenses::hm_destination_names()));
   d.hm.objective =
       attacks::defenses::parse_hm_objective(c.one_of("defense.hm.objective", {"et", "l2"}));
   d.hm.gamma = c.number("defense.hm.gamma", 0.0, true);
@@ -515,7 +508,7 @@ TrainConfig resolve_config(const json& config, const std::string& source) {
 
   t.loss = parse_loss(c.one_of("loss.name", loss_names()));
   t.metric = losses::parse_metric(c.one_of("loss.metric", {"N", "E", "C"}));
-  t.miner = losses::parse_miner(c.one_of("loss.miner", kMinerNames));
+  t.miner = losses::parse_miner(c.one_of("loss.miner", losses::miner_names()));
   if (!loss_uses_miner(t.loss) && t.miner != losses::Miner::Random) {
     c.fail("loss.miner",
            std::string("does not apply to loss '") + loss_name(t.loss) +
