@@ -63,6 +63,7 @@ Evaluation evaluate_embeddings(const Points& points, const std::vector<int64_t>&
 }
 
 nlohmann::ordered_json metrics_json(const Evaluation& e) {
+  const RetrievalResult& r = e.retrieval;
   nlohmann::ordered_json j = nlohmann::ordered_json::object();
   for (size_t i = 0; i < e.retrieval.ks.size(); ++i) {
     j["recall@" + std::to_string(e.retrieval.ks[i])] = number_or_null(e.retrieval.recall[i]);
@@ -72,6 +73,22 @@ nlohmann::ordered_json metrics_json(const Evaluation& e) {
   j["map_at_r"] = number_or_null(e.retrieval.map_at_r);
   j["nmi"] = number_or_null(e.nmi);
   j["pi_ratio"] = number_or_null(e.spread.ratio);
+  j["r_precision"] = number_or_null(r.r_precision);
+  j["mrr"] = number_or_null(r.mrr);
+  // The same numbers under the names of PML's AccuracyCalculator (docs/metrics.md); r_precision
+  // is spelled alike. Flat keys, so that every consumer of the log reads plain numbers.
+  j["precision_at_1"] = number_or_null(r.precision_at_1);
+  j["mean_average_precision"] = number_or_null(r.map);
+  j["mean_average_precision_at_r"] = number_or_null(r.map_at_r);
+  j["mean_reciprocal_rank"] = number_or_null(r.mrr);
+  j["NMI"] = number_or_null(e.nmi);
+  // PML's avg_of_avgs=True returns these under the plain names; here they carry a suffix.
+  const ClassAverages& c = r.per_class;
+  j["precision_at_1_avg_of_avgs"] = number_or_null(c.precision_at_1);
+  j["r_precision_avg_of_avgs"] = number_or_null(c.r_precision);
+  j["mean_average_precision_avg_of_avgs"] = number_or_null(c.map);
+  j["mean_average_precision_at_r_avg_of_avgs"] = number_or_null(c.map_at_r);
+  j["mean_reciprocal_rank_avg_of_avgs"] = number_or_null(c.mrr);
   return j;
 }
 

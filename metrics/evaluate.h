@@ -39,7 +39,10 @@ Evaluation evaluate_embeddings(const Points& points, const std::vector<int64_t>&
                                const EvaluationOptions& options = {});
 
 // {"recall@1": .., "recall@2": .., ..., "map": .., "map_at_r10": .., "map_at_r": .., "nmi": ..,
-//  "pi_ratio": ..} in this order: fractions in [0, 1] (pi_ratio unbounded); NaN becomes null.
+//  "pi_ratio": .., "r_precision": .., "mrr": .., then PML's names: "precision_at_1",
+//  "mean_average_precision", "mean_average_precision_at_r", "mean_reciprocal_rank", "NMI", and
+//  PML's avg_of_avgs as "<PML name>_avg_of_avgs" for its five ranking metrics} in this order:
+// fractions in [0, 1] (pi_ratio unbounded); NaN becomes null. The table: docs/metrics.md.
 nlohmann::ordered_json metrics_json(const Evaluation& evaluation);
 
 }  // namespace metrics

@@ -92,7 +92,7 @@ void rank_relevant(const float* keys, int64_t n, int64_t query, RankScratch& s) 
 }
 
 struct QueryScore {
-  double ap = 0.0, ap_r10 = 0.0, ap_r = 0.0;
+  double ap = 0.0, ap_r10 = 0.0, ap_r = 0.0, r_precision = 0.0;
   int64_t first = 0;  // position of the first relevant item; 0 = lone query
 };
 
@@ -103,6 +103,7 @@ QueryScore score(const std::vector<int64_t>& positions) {
   q.ap = average_precision(positions);
   q.ap_r10 = average_precision_at(positions, 10);
   q.ap_r = average_precision_at(positions, static_cast<int64_t>(positions.size()));
+  q.r_precision = r_precision(positions);
   return q;
 }
 
@@ -185,11 +186,11 @@ std::vector<QueryScore> score_on_cuda(const Points& points, const LabelGroups& g
                                       ? kernels::RankingKey::Cosine
                                       : kernels::RankingKey::SquaredEuclidean;
 
-  // A QueryRanking is four 8-byte fields, so an [n, 4] i64 tensor holds the device array (as raw
+  // A QueryRanking is five 8-byte fields, so an [n, 5] i64 tensor holds the device array (as raw
   // bytes: f64 tensors cannot live on a GPU).
-  static_assert(sizeof(kernels::QueryRanking) == 4 * sizeof(int64_t), "QueryRanking layout");
+  static_assert(sizeof(kernels::QueryRanking) == 5 * sizeof(int64_t), "QueryRanking layout");
   const engine::Tensor tile = engine::Tensor::empty({qb, n}, DType::F32, device);
-  const engine::Tensor rankings = engine::Tensor::empty({n, 4}, DType::I64, device);
+  const engine::Tensor rankings = engine::Tensor::empty({n, 5}, DType::I64, device);
   auto* device_rankings = reinterpret_cast<kernels::QueryRanking*>(rankings.data<int64_t>());
   for (int64_t q0 = 0; q0 < n; q0 += qb) {
     const int64_t rows = std::min(qb, n - q0);
@@ -203,9 +204,45 @@ std::vector<QueryScore> score_on_cuda(const Points& points, const LabelGroups& g
   std::vector<QueryScore> scores(static_cast<size_t>(n));
   for (int64_t q = 0; q < n; ++q) {
     const kernels::QueryRanking& h = host[static_cast<size_t>(q)];
-    scores[q] = {h.average_precision, h.ap_at_10, h.ap_at_r, h.first_position};
+    scores[q] = {h.average_precision, h.ap_at_10, h.ap_at_r, h.r_precision, h.first_position};
   }
   return scores;
+}
+
+// PML's avg_of_avgs: each class's scored queries averaged (in query order), then the classes
+// (ascending label); classes without a scored query are left out. NaN when no query is scored.
+ClassAverages average_per_class(const std::vector<QueryScore>& scores, const LabelGroups& groups) {
+  ClassAverages sum;
+  for (const std::vector<int64_t>& members : groups.members) {
+    ClassAverages in_class;
+    int64_t scored = 0;
+    for (int64_t q : members) {
+      const QueryScore& s = scores[static_cast<size_t>(q)];
+      if (s.first == 0) continue;
+      ++scored;
+      in_class.precision_at_1 += s.first == 1 ? 1.0 : 0.0;
+      in_class.map += s.ap;
+      in_class.map_at_r += s.ap_r;
+      in_class.r_precision += s.r_precision;
+      in_class.mrr += 1.0 / static_cast<double>(s.first);
+    }
+    if (scored == 0) continue;
+    const double count = static_cast<double>(scored);
+    ++sum.classes;
+    sum.precision_at_1 += in_class.precision_at_1 / count;
+    sum.map += in_class.map / count;
+    sum.map_at_r += in_class.map_at_r / count;
+    sum.r_precision += in_class.r_precision / count;
+    sum.mrr += in_class.mrr / count;
+  }
+  const double classes =
+      sum.classes ? static_cast<double>(sum.classes) : std::numeric_limits<double>::quiet_NaN();
+  sum.precision_at_1 /= classes;
+  sum.map /= classes;
+  sum.map_at_r /= classes;
+  sum.r_precision /= classes;
+  sum.mrr /= classes;
+  return sum;
 }
 
 }  // namespace
@@ -246,6 +283,18 @@ double average_precision_at(const std::vector<int64_t>& positions, int64_t r) {
   return sum / static_cast<double>(r);
 }
 
+double r_precision(const std::vector<int64_t>& positions) {
+  if (positions.empty()) return 0.0;
+  const int64_t r = static_cast<int64_t>(positions.size());
+  int64_t hits = 0;
+  for (int64_t position : positions) hits += position <= r ? 1 : 0;
+  return static_cast<double>(hits) / static_cast<double>(r);
+}
+
+double reciprocal_rank(const std::vector<int64_t>& positions) {
+  return positions.empty() ? 0.0 : 1.0 / static_cast<double>(positions.front());
+}
+
 RetrievalResult evaluate_retrieval(const Points& points, const std::vector<int64_t>& labels,
                                    const RetrievalOptions& options) {
   const int64_t n = points.n;
@@ -279,7 +328,8 @@ RetrievalResult evaluate_retrieval(const Points& points, const std::vector<int64
                                              : score_on_cpu(points, groups, qb, gb);
 
   // Means in query order, so the result does not depend on the thread count.
-  double ap = 0.0, ap_r10 = 0.0, ap_r = 0.0;
+  double ap = 0.0, ap_r10 = 0.0, ap_r = 0.0, r_prec = 0.0, reciprocal = 0.0;
+  int64_t first_hits = 0;
   std::vector<int64_t> hits(options.ks.size(), 0);
   for (const QueryScore& q : scores) {
     if (q.first == 0) {
@@ -290,6 +340,9 @@ RetrievalResult evaluate_retrieval(const Points& points, const std::vector<int64
     ap += q.ap;
     ap_r10 += q.ap_r10;
     ap_r += q.ap_r;
+    r_prec += q.r_precision;
+    reciprocal += 1.0 / static_cast<double>(q.first);
+    first_hits += q.first == 1 ? 1 : 0;
     for (size_t i = 0; i < options.ks.size(); ++i) hits[i] += q.first <= options.ks[i] ? 1 : 0;
   }
   const double count = static_cast<double>(result.queries);
@@ -297,6 +350,10 @@ RetrievalResult evaluate_retrieval(const Points& points, const std::vector<int64
   result.map = result.queries ? ap / count : nan;
   result.map_at_r10 = result.queries ? ap_r10 / count : nan;
   result.map_at_r = result.queries ? ap_r / count : nan;
+  result.r_precision = result.queries ? r_prec / count : nan;
+  result.mrr = result.queries ? reciprocal / count : nan;
+  result.precision_at_1 = result.queries ? static_cast<double>(first_hits) / count : nan;
+  result.per_class = average_per_class(scores, groups);
   for (size_t i = 0; i < options.ks.size(); ++i) {
     result.recall[i] = result.queries ? static_cast<double>(hits[i]) / count : nan;
   }

@@ -11,17 +11,26 @@
 //   map_at_r    (1/R) sum_{k: pos_k <= R} k / pos_k         PML mean_average_precision_at_r
 //   map_at_r10  (1/10) sum_{k: pos_k <= 10} k / pos_k       robrank's fixed R = 10: the sum of
 //               precision@i over the relevant i <= 10, divided by 10 even when R < 10
+//   r_precision (1/R) #{k : pos_k <= R}                     PML r_precision: precision@R
+//   mrr         1 / pos_1                                   PML mean_reciprocal_rank
 //
 // Every metric is the mean over queries that have at least one relevant item; queries without one
 // ("lone" labels) are left out and counted, as PML does (robrank has no special case for them).
-// When every query is lone the means are NaN (null in JSON), where PML returns 0.
+// When every query is lone the means are NaN (null in JSON), as recent PML returns (older
+// releases returned 0).
+// per_class holds PML's avg_of_avgs of its five ranking metrics: the mean over each class's
+// scored queries, then the mean over those classes (ascending label); a class whose items are all
+// lone queries (a class of one item) is not among them, as in PML, which drops lone queries first.
+// PML's MRR is 0 for a query whose k nearest neighbours hold no relevant item; here the ranking is
+// complete, so every scored query has a first relevant item (PML with its default k = None).
+// The whole metrics table, against PML's and robrank's names: docs/metrics.md.
 // Differences from the reference code, for comparing numbers:
 //   - robrank averages per validation batch (128 queries) and then over batches, so its last,
 //     partial batch weighs as much as a full one (Fashion-MNIST: 16 queries get 1/79); here every
 //     query weighs the same. The difference is small, a fraction of that batch's deviation.
-//   - PML searches at most 1023 neighbours (faiss' limit), so its map_at_r is cut short for
-//     classes with more than 1024 members (e.g. MNIST's digit 1 in the test split); here R is
-//     the exact class size.
+//   - older PML releases searched at most 1023 neighbours (faiss' limit), so their map_at_r is
+//     cut short for classes with more than 1024 members (e.g. MNIST's digit 1 in the test
+//     split); here R is the exact class size, as in recent PML with k = None.
 //
 // Whole-set algorithm (evaluate_retrieval): queries in blocks of B rows; for a block, the keys to
 // all N items (B x N floats, tiled GEMMs, distance.h), then per query, without sorting the row:
@@ -64,6 +73,11 @@ bool hit_at_k(const std::vector<int64_t>& positions, int64_t k);
 double average_precision(const std::vector<int64_t>& positions);
 // (1/r) sum over relevant with pos_k <= r of k/pos_k: r = 10 is map_at_r10, r = R is map_at_r.
 double average_precision_at(const std::vector<int64_t>& positions, int64_t r);
+// (1/R) #{k : pos_k <= R}, R = positions.size(): the fraction of the first R ranked items that
+// are relevant; 0 when there is none.
+double r_precision(const std::vector<int64_t>& positions);
+// 1 / pos_1; 0 when there is no relevant item.
+double reciprocal_rank(const std::vector<int64_t>& positions);
 
 // ---- the whole set ----
 
@@ -75,12 +89,26 @@ struct RetrievalOptions {
   engine::Device device = engine::Device::cpu();  // CUDA: the GPU path above
 };
 
+// PML's five ranking metrics averaged per class, then across classes (PML's avg_of_avgs).
+struct ClassAverages {
+  double precision_at_1 = 0.0;  // recall@1
+  double map = 0.0;             // PML mean_average_precision (k = None: the full ranking)
+  double map_at_r = 0.0;
+  double r_precision = 0.0;
+  double mrr = 0.0;
+  int64_t classes = 0;  // classes with at least one scored query (the divisor)
+};
+
 struct RetrievalResult {
   std::vector<int64_t> ks;
   std::vector<double> recall;  // one per K, fraction in [0, 1]
   double map = 0.0;
   double map_at_r10 = 0.0;
   double map_at_r = 0.0;
+  double r_precision = 0.0;
+  double mrr = 0.0;
+  double precision_at_1 = 0.0;  // recall@1, whatever ks holds
+  ClassAverages per_class;
   int64_t queries = 0;       // queries with at least one relevant item (the means' divisor)
   int64_t lone_queries = 0;  // queries left out: no other item has their label
   int64_t query_block = 0;   // the block size used

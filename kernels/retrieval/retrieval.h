@@ -8,6 +8,7 @@
 //     average_precision   (1/R)  sum_{k=1..R} k / pos_k
 //     ap_at_10            (1/10) sum_{k: pos_k <= 10} k / pos_k   (robrank's map_at_r10)
 //     ap_at_r             (1/R)  sum_{k: pos_k <= R} k / pos_k    (PML's map_at_r)
+//     r_precision         (1/R)  #{k : pos_k <= R}                (PML's r_precision)
 //   Every sum runs in f64 over k ascending, so both versions produce the very same bits from the
 //   same positions (recall@K of the query is first_position <= K, done by the caller).
 // Layout: keys [rows, n] row-major f32: keys[r * n + j] = key(q0 + r, j) for queries
@@ -29,7 +30,7 @@
 //      the rest add 1 to hist[p(j)] (integer atomics: deterministic). With R <= 2048 the block
 //      keeps the thresholds and its histogram in shared memory and adds it to the row's at the end.
 //   5. score: one thread per row: pos_k = 1 + sum_{p < k} hist[p] (k 1-based: item j precedes the
-//      k-th relevant item iff p(j) < k), and the sums above, k ascending.
+//      k-th relevant item iff p(j) < k), and the sums and the count above, k ascending.
 // Parallelization: rows x items in the count (the hot loop); rows in gather and score.
 // Cost per block of B rows: B n comparisons + at most B n log2(R + 1) in the binary searches and
 //   B n atomic adds; the sort is sum_r R log R; reads 4 B n bytes of keys (plus 16 B R for the
@@ -50,6 +51,7 @@ struct QueryRanking {
   double average_precision;
   double ap_at_10;
   double ap_at_r;
+  double r_precision;
 };
 
 // The labels as classes (pointers to host memory for the CPU twin, device memory for CUDA).

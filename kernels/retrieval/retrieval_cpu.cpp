@@ -18,20 +18,25 @@ bool precedes(float key_a, int64_t index_a, float key_b, int64_t index_b) {
 }
 
 QueryRanking score(const std::vector<int64_t>& positions) {
-  QueryRanking s{0, 0.0, 0.0, 0.0};
+  QueryRanking s{0, 0.0, 0.0, 0.0, 0.0};
   if (positions.empty()) return s;
   const int64_t relevant = static_cast<int64_t>(positions.size());
   double ap = 0.0, ap_10 = 0.0, ap_r = 0.0;
+  int64_t hits_in_first_r = 0;
   for (int64_t k = 0; k < relevant; ++k) {
     const double precision = static_cast<double>(k + 1) / static_cast<double>(positions[k]);
     ap += precision;
     if (positions[k] <= 10) ap_10 += precision;
-    if (positions[k] <= relevant) ap_r += precision;
+    if (positions[k] <= relevant) {
+      ap_r += precision;
+      ++hits_in_first_r;
+    }
   }
   s.first_position = positions.front();
   s.average_precision = ap / static_cast<double>(relevant);
   s.ap_at_10 = ap_10 / 10.0;
   s.ap_at_r = ap_r / static_cast<double>(relevant);
+  s.r_precision = static_cast<double>(hits_in_first_r) / static_cast<double>(relevant);
   return s;
 }
 

@@ -2,8 +2,8 @@
 // retrieval.h; the oracle is rank_query_block_cpu), and the key tile by cuBLAS.
 //
 // Math: per query q of the block, the 1-based positions pos_1 < ... < pos_R of its R relevant
-//   items in the (key, index) order of the items j != q, reduced to first_position, AP, AP@10 and
-//   AP@R (f64 sums, k ascending: the same bits as the twin).
+//   items in the (key, index) order of the items j != q, reduced to first_position, AP, AP@10,
+//   AP@R and R-precision (f64 sums, k ascending: the same bits as the twin).
 // Layout: keys [rows, n] f32 row-major (row r is query q0 + r); classes as in ClassLayout (i64);
 //   out [rows] QueryRanking. Workspace (stream-ordered allocations, freed before returning):
 //   slot_offsets [rows + 1] i64 -- row r owns slots [slot_offsets[r], slot_offsets[r + 1]), one
@@ -166,9 +166,9 @@ __global__ void score_kernel(const int64_t* slot_offsets, const unsigned* counts
   if (r >= rows) return;
   const int64_t begin = slot_offsets[r];
   const int64_t relevant = slot_offsets[r + 1] - begin - 1;
-  QueryRanking s{0, 0.0, 0.0, 0.0};
+  QueryRanking s{0, 0.0, 0.0, 0.0, 0.0};
   if (relevant > 0) {
-    int64_t before = 0;
+    int64_t before = 0, hits_in_first_r = 0;
     double ap = 0.0, ap_10 = 0.0, ap_r = 0.0;
     for (int64_t k = 0; k < relevant; ++k) {
       before += counts[begin + k];
@@ -177,11 +177,15 @@ __global__ void score_kernel(const int64_t* slot_offsets, const unsigned* counts
       const double precision = static_cast<double>(k + 1) / static_cast<double>(position);
       ap += precision;
       if (position <= 10) ap_10 += precision;
-      if (position <= relevant) ap_r += precision;
+      if (position <= relevant) {
+        ap_r += precision;
+        ++hits_in_first_r;
+      }
     }
     s.average_precision = ap / static_cast<double>(relevant);
     s.ap_at_10 = ap_10 / 10.0;
     s.ap_at_r = ap_r / static_cast<double>(relevant);
+    s.r_precision = static_cast<double>(hits_in_first_r) / static_cast<double>(relevant);
   }
   out[r] = s;
 }

@@ -27,14 +27,40 @@ TEST_CASE("evaluate: json keys, order and values of the hand-computed set") {
   const nlohmann::ordered_json j = metrics::metrics_json(e);
   std::vector<std::string> keys;
   for (const auto& item : j.items()) keys.push_back(item.key());
-  CHECK(keys == std::vector<std::string>{"recall@1", "recall@2", "map", "map_at_r10", "map_at_r",
-                                         "nmi", "pi_ratio"});
+  CHECK(keys == std::vector<std::string>{
+                    "recall@1", "recall@2", "map", "map_at_r10", "map_at_r", "nmi", "pi_ratio",
+                    "r_precision", "mrr", "precision_at_1", "mean_average_precision",
+                    "mean_average_precision_at_r", "mean_reciprocal_rank", "NMI",
+                    "precision_at_1_avg_of_avgs", "r_precision_avg_of_avgs",
+                    "mean_average_precision_avg_of_avgs", "mean_average_precision_at_r_avg_of_avgs",
+                    "mean_reciprocal_rank_avg_of_avgs"});
   CHECK(j["recall@1"].get<double>() == 0.0);
   CHECK(j["recall@2"].get<double>() == Approx(0.6).epsilon(1e-12));
   CHECK(j["map"].get<double>() == Approx(0.45).epsilon(1e-12));
   CHECK(j["map_at_r10"].get<double>() == Approx(11.0 / 150.0).epsilon(1e-12));
   CHECK(j["map_at_r"].get<double>() == Approx(0.1).epsilon(1e-12));
   CHECK(j["pi_ratio"].get<double>() == Approx(1.0).epsilon(1e-6));
+  // The same set's R-precision and reciprocal ranks, from its relevant positions (the table in
+  // retrieval_test.cpp): q0 pos 2, 4 (R 2): 1/2, 1/2; q1 pos 3 (R 1): 0, 1/3; q2 pos 3, 4: 0, 1/3;
+  // q3 pos 2 (R 1): 0, 1/2; q4 pos 2, 4: 1/2, 1/2. r_precision = 1/5, mrr = (13/6) / 5 = 13/30.
+  // Per class: A = {q0, q2, q4}, B = {q1, q3}:
+  //   r_precision A 1/3, B 0 -> 1/6; mrr A (1/2 + 1/3 + 1/2)/3 = 4/9, B (1/3 + 1/2)/2 = 5/12
+  //   -> (16/36 + 15/36)/2 = 31/72; precision_at_1 0 -> 0;
+  //   map: A (1/2 + 5/12 + 1/2)/3 = 17/36, B (1/3 + 1/2)/2 = 5/12 -> (17/36 + 15/36)/2 = 4/9;
+  //   map_at_r: A (1/4 + 0 + 1/4)/3 = 1/6, B 0 -> 1/12.
+  CHECK(j["r_precision"].get<double>() == Approx(0.2).epsilon(1e-12));
+  CHECK(j["mrr"].get<double>() == Approx(13.0 / 30.0).epsilon(1e-12));
+  CHECK(j["precision_at_1"].get<double>() == 0.0);
+  CHECK(j["mean_average_precision"].get<double>() == Approx(0.45).epsilon(1e-12));
+  CHECK(j["mean_average_precision_at_r"].get<double>() == Approx(0.1).epsilon(1e-12));
+  CHECK(j["mean_reciprocal_rank"].get<double>() == Approx(13.0 / 30.0).epsilon(1e-12));
+  CHECK(j["NMI"] == j["nmi"]);
+  CHECK(j["precision_at_1_avg_of_avgs"].get<double>() == 0.0);
+  CHECK(j["r_precision_avg_of_avgs"].get<double>() == Approx(1.0 / 6.0).epsilon(1e-12));
+  CHECK(j["mean_average_precision_avg_of_avgs"].get<double>() == Approx(4.0 / 9.0).epsilon(1e-12));
+  CHECK(j["mean_average_precision_at_r_avg_of_avgs"].get<double>() ==
+        Approx(1.0 / 12.0).epsilon(1e-12));
+  CHECK(j["mean_reciprocal_rank_avg_of_avgs"].get<double>() == Approx(31.0 / 72.0).epsilon(1e-12));
   // k-means with k = 2 on the raw points 0, 1, 3, 4, 8 has three stable partitions, and which
   // one a seed reaches depends on the seeding: {0,1}|{3,4,8} and {0,1,3}|{4,8} both give
   // NMI 0.0205707 against the labels 0,1,0,1,0, {0,1,3,4}|{8} gives 0.2019644 (natural logs,
@@ -54,6 +80,10 @@ TEST_CASE("evaluate: undefined values become null in json") {
   const nlohmann::ordered_json j = metrics::metrics_json(e);
   CHECK(j["map"].is_null());
   CHECK(j["recall@1"].is_null());
+  CHECK(j["r_precision"].is_null());
+  CHECK(j["mrr"].is_null());
+  CHECK(j["precision_at_1"].is_null());
+  CHECK(j["mean_reciprocal_rank_avg_of_avgs"].is_null());
   CHECK(j["pi_ratio"].is_null());
   CHECK(j["nmi"].get<double>() == Approx(1.0));  // k = 3 singletons: a perfect partition
 }

@@ -2,6 +2,8 @@
 // distance rows in f64, std::sort by (distance, index)) and small data generators.
 #pragma once
 
+#include <catch2/catch.hpp>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -10,6 +12,7 @@
 
 #include "engine/random.h"
 #include "metrics/distance.h"
+#include "metrics/retrieval.h"
 
 namespace test {
 
@@ -63,6 +66,17 @@ inline std::vector<double> normal_points(int64_t n, int64_t d, uint64_t seed) {
 inline std::vector<int64_t> random_labels(int64_t n, int64_t classes, uint64_t seed) {
   engine::Generator gen(seed);
   return engine::randint({n}, 0, classes, gen).to_indices();
+}
+
+// The per-class averages (PML's avg_of_avgs) of two retrieval results agree to `tol`.
+inline void check_same_class_averages(const metrics::ClassAverages& a,
+                                      const metrics::ClassAverages& b, double tol) {
+  CHECK(a.classes == b.classes);
+  CHECK(a.precision_at_1 == Approx(b.precision_at_1).margin(tol));
+  CHECK(a.map == Approx(b.map).margin(tol));
+  CHECK(a.map_at_r == Approx(b.map_at_r).margin(tol));
+  CHECK(a.r_precision == Approx(b.r_precision).margin(tol));
+  CHECK(a.mrr == Approx(b.mrr).margin(tol));
 }
 
 inline metrics::Points points_from(const std::vector<double>& x, int64_t d,

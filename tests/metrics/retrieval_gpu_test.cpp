@@ -99,6 +99,7 @@ void check_twin_row_by_row(const std::vector<float>& keys, int64_t n, int64_t q0
       CHECK(g.average_precision == 0.0);
       CHECK(g.ap_at_10 == 0.0);
       CHECK(g.ap_at_r == 0.0);
+      CHECK(g.r_precision == 0.0);
       continue;
     }
     CHECK(g.first_position == positions.front());
@@ -109,6 +110,7 @@ void check_twin_row_by_row(const std::vector<float>& keys, int64_t n, int64_t q0
     CHECK(g.ap_at_10 == metrics::average_precision_at(positions, 10));
     CHECK(g.ap_at_r ==
           metrics::average_precision_at(positions, static_cast<int64_t>(relevant.size())));
+    CHECK(g.r_precision == metrics::r_precision(positions));
   }
   UNSCOPED_INFO(lone << " lone queries in the block");
 }
@@ -120,12 +122,14 @@ TEST_CASE("retrieval twin: hand-computed block with ties, signed zeros and a lon
   // Labels [A, B, A, A, B, C]; queries 2..5. The query's own key (-1) would rank first if self
   // were excluded by distance rather than by index.
   //   q2 (A; relevant 0, 3): keys 0:5 1:1 3:1 4:1 5:0.5 -> 5, 1, 3, 4, 0: positions 3, 5
-  //      AP = (1/3 + 2/5) / 2 = 11/30, AP@10 = (11/15) / 10 = 11/150, AP@R (R = 2) = 0
+  //      AP = (1/3 + 2/5) / 2 = 11/30, AP@10 = (11/15) / 10 = 11/150, AP@R (R = 2) = 0,
+  //      R-precision 0 (neither of the first 2)
   //   q3 (A; relevant 0, 2): every key 1 -> index order 0, 1, 2, 4, 5: positions 1, 3
-  //      AP = (1 + 2/3) / 2 = 5/6, AP@10 = (5/3) / 10 = 1/6, AP@R = (1) / 2 = 1/2
+  //      AP = (1 + 2/3) / 2 = 5/6, AP@10 = (5/3) / 10 = 1/6, AP@R = (1) / 2 = 1/2,
+  //      R-precision 1/2
   //   q4 (B; relevant 1): keys 0:+0 1:-0 2:2 3:3 5:3 -> 0, 1, 2, 3, 5 (-0 ties +0, so the index
   //      decides: reading -0 < +0 would put 1 first): position 2: AP = 1/2, AP@10 = 1/20,
-  //      AP@R (R = 1) = 0
+  //      AP@R (R = 1) = 0, R-precision 0
   //   q5 (C): lone -> all 0
   const std::vector<int64_t> labels = {0, 1, 0, 0, 1, 2};
   const std::vector<float> keys = {5,    1,     -1, 1,  1,  0.5f,  // q2
@@ -137,16 +141,20 @@ TEST_CASE("retrieval twin: hand-computed block with ties, signed zeros and a lon
   CHECK(got[0].average_precision == Approx(11.0 / 30.0).epsilon(1e-15));
   CHECK(got[0].ap_at_10 == Approx(11.0 / 150.0).epsilon(1e-15));
   CHECK(got[0].ap_at_r == 0.0);
+  CHECK(got[0].r_precision == 0.0);
   CHECK(got[1].first_position == 1);
   CHECK(got[1].average_precision == Approx(5.0 / 6.0).epsilon(1e-15));
   CHECK(got[1].ap_at_10 == Approx(1.0 / 6.0).epsilon(1e-15));
   CHECK(got[1].ap_at_r == 0.5);
+  CHECK(got[1].r_precision == 0.5);
   CHECK(got[2].first_position == 2);
   CHECK(got[2].average_precision == 0.5);
   CHECK(got[2].ap_at_10 == Approx(0.05).epsilon(1e-15));
   CHECK(got[2].ap_at_r == 0.0);
+  CHECK(got[2].r_precision == 0.0);
   CHECK(got[3].first_position == 0);
   CHECK(got[3].average_precision == 0.0);
+  CHECK(got[3].r_precision == 0.0);
 }
 
 TEST_CASE("retrieval twin: equals metrics' per-query functions on random blocks with ties",
@@ -209,9 +217,9 @@ std::vector<QueryRanking> on_cuda(const std::vector<float>& keys, int64_t n, int
                   {static_cast<int64_t>(classes.offsets.size())}, DType::I64);
   const engine::Tensor members =
       device_copy(classes.members.data(), 8 * classes.members.size(), {n}, DType::I64);
-  // Four 8-byte fields per QueryRanking (static_assert in metrics/retrieval.cpp); i64 because f64
+  // Five 8-byte fields per QueryRanking (static_assert in metrics/retrieval.cpp); i64 because f64
   // tensors cannot live on a GPU.
-  const engine::Tensor out = engine::Tensor::empty({rows, 4}, DType::I64, engine::Device::cuda());
+  const engine::Tensor out = engine::Tensor::empty({rows, 5}, DType::I64, engine::Device::cuda());
   engine::kernels::rank_query_block_cuda(
       dkeys.data<float>(), n, q0, rows,
       {class_of.data<int64_t>(), offsets.data<int64_t>(), members.data<int64_t>(), classes.classes},
@@ -231,7 +239,8 @@ void require_same_rankings(const std::vector<QueryRanking>& got,
     const bool same = got[r].first_position == expected[r].first_position &&
                       got[r].average_precision == expected[r].average_precision &&
                       got[r].ap_at_10 == expected[r].ap_at_10 &&
-                      got[r].ap_at_r == expected[r].ap_at_r;
+                      got[r].ap_at_r == expected[r].ap_at_r &&
+                      got[r].r_precision == expected[r].r_precision;
     if (!same && bad++ == 0) {
       UNSCOPED_INFO("first difference at row " << r << ": first " << got[r].first_position << " vs "
                                                << expected[r].first_position << ", AP "
@@ -278,6 +287,10 @@ void require_same_result(const metrics::RetrievalResult& a, const metrics::Retri
   CHECK(a.map == Approx(b.map).margin(tol));
   CHECK(a.map_at_r == Approx(b.map_at_r).margin(tol));
   CHECK(a.map_at_r10 == Approx(b.map_at_r10).margin(tol));
+  CHECK(a.r_precision == Approx(b.r_precision).margin(tol));
+  CHECK(a.mrr == Approx(b.mrr).margin(tol));
+  CHECK(a.precision_at_1 == Approx(b.precision_at_1).margin(tol));
+  test::check_same_class_averages(a.per_class, b.per_class, tol);
   CHECK(a.queries == b.queries);
   CHECK(a.lone_queries == b.lone_queries);
   CHECK(a.query_block == b.query_block);

@@ -1,6 +1,8 @@
 #include <catch2/catch.hpp>
 
+#include <array>
 #include <cmath>
+#include <map>
 #include <utility>
 #include <vector>
 
@@ -67,6 +69,91 @@ TEST_CASE("map: full-ranking AP and both mAP@R conventions, hand-computed") {
   // The same positions from a key row: query 0, items 1..12 at keys 1..12, relevant {1, 3, 12}.
   std::vector<float> keys = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12};
   CHECK(metrics::relevant_positions(keys.data(), 13, 0, {12, 3, 1}) == p);
+}
+
+TEST_CASE("r_precision and reciprocal rank: per query, hand-computed") {
+  // Positions 1, 3, 12 (R = 3): two of the first 3 are relevant -> 2/3; the first is at 1 -> 1.
+  CHECK(metrics::r_precision({1, 3, 12}) == Approx(2.0 / 3.0).epsilon(1e-12));
+  CHECK(metrics::reciprocal_rank({1, 3, 12}) == 1.0);
+  // Positions 2, 3 (R = 2): one of the first 2 -> 1/2; first at 2 -> 1/2.
+  CHECK(metrics::r_precision({2, 3}) == 0.5);
+  CHECK(metrics::reciprocal_rank({2, 3}) == 0.5);
+  // Position 4 (R = 1): the first item is not relevant -> 0; 1/4.
+  CHECK(metrics::r_precision({4}) == 0.0);
+  CHECK(metrics::reciprocal_rank({4}) == 0.25);
+  // All relevant items first: R-precision 1 whatever R.
+  CHECK(metrics::r_precision({1, 2, 3, 4}) == 1.0);
+  // No relevant item (a lone query): both 0, as PML scores a query with no match in its k.
+  CHECK(metrics::r_precision({}) == 0.0);
+  CHECK(metrics::reciprocal_rank({}) == 0.0);
+}
+
+TEST_CASE("r_precision, mrr and per-class averages: six points on a line, hand-computed") {
+  // Metric E, x = [0, 1, 2, 3, 4, 10], labels [A, B, A, A, B, C] = [7, 3, 7, 7, 3, 5]:
+  // A = {0, 2, 3}, B = {1, 4}, C = {5} alone. Same source: R = the class size - 1 (the query is not
+  // its own neighbour). Rankings by (distance, index), the relevant positions, then AP, AP@R,
+  // R-prec, 1/pos_1:
+  //   q0 A: 1(1) 2(2) 3(3) 4(4) 5(10)            pos 2, 3  AP 7/12  AP@R 1/4  Rp 1/2  RR 1/2
+  //   q1 B: 0(1) 2(1) 3(2) 4(3) 5(9)   tie 0, 2  pos 4     AP 1/4   AP@R 0    Rp 0    RR 1/4
+  //   q2 A: 1(1) 3(1) 0(2) 4(2) 5(8)   ties      pos 2, 3  AP 7/12  AP@R 1/4  Rp 1/2  RR 1/2
+  //   q3 A: 2(1) 4(1) 1(2) 0(3) 5(7)   tie 2, 4  pos 1, 4  AP 3/4   AP@R 1/2  Rp 1/2  RR 1
+  //   q4 B: 3(1) 2(2) 1(3) 0(4) 5(6)             pos 3     AP 1/3   AP@R 0    Rp 0    RR 1/3
+  //   q5 C: no relevant item: left out (PML's lone query label).
+  // q2's ties decide two metrics: at distance 1 item 1 (B) goes before item 3 (A) by index, so
+  // RR is 1/2, not 1; at distance 2 item 0 (A) before item 4 (B), so pos 3, not 4.
+  // Means over the 5 scored queries: recall@1 = precision_at_1 = 1/5; recall@2 = 3/5;
+  //   map = (7/12 + 3/12 + 7/12 + 9/12 + 4/12) / 5 = 1/2; map_at_r = (1/4 + 1/4 + 1/2) / 5 = 1/5;
+  //   r_precision = (3 * 1/2) / 5 = 3/10; mrr = (6 + 3 + 6 + 12 + 4)/12 / 5 = 31/60.
+  // Per class (PML avg_of_avgs), over A and B (C has no scored query):
+  //   precision_at_1: A (0 + 0 + 1)/3 = 1/3, B 0            -> 1/6
+  //   map:            A (7 + 7 + 9)/12/3 = 23/36, B 7/24     -> (46/72 + 21/72)/2 = 67/144
+  //   map_at_r:       A (1/4 + 1/4 + 1/2)/3 = 1/3, B 0      -> 1/6
+  //   r_precision:    A 1/2, B 0                           -> 1/4
+  //   mrr:            A (1/2 + 1/2 + 1)/3 = 2/3, B 7/24      -> (16/24 + 7/24)/2 = 23/48
+  const metrics::Points points = test::points_from({0, 1, 2, 3, 4, 10}, 1, Metric::E);
+  metrics::RetrievalOptions options;
+  options.ks = {1, 2};
+  for (int64_t query_block : {0, 1, 4}) {
+    options.query_block = query_block;
+    INFO("query_block " << query_block);
+    const metrics::RetrievalResult r =
+        metrics::evaluate_retrieval(points, {7, 3, 7, 7, 3, 5}, options);
+    CHECK(r.queries == 5);
+    CHECK(r.lone_queries == 1);
+    CHECK(r.recall[0] == Approx(0.2).epsilon(1e-12));
+    CHECK(r.recall[1] == Approx(0.6).epsilon(1e-12));
+    CHECK(r.precision_at_1 == Approx(0.2).epsilon(1e-12));
+    CHECK(r.map == Approx(0.5).epsilon(1e-12));
+    CHECK(r.map_at_r == Approx(0.2).epsilon(1e-12));
+    CHECK(r.r_precision == Approx(0.3).epsilon(1e-12));
+    CHECK(r.mrr == Approx(31.0 / 60.0).epsilon(1e-12));
+    CHECK(r.per_class.classes == 2);
+    CHECK(r.per_class.precision_at_1 == Approx(1.0 / 6.0).epsilon(1e-12));
+    CHECK(r.per_class.map == Approx(67.0 / 144.0).epsilon(1e-12));
+    CHECK(r.per_class.map_at_r == Approx(1.0 / 6.0).epsilon(1e-12));
+    CHECK(r.per_class.r_precision == Approx(0.25).epsilon(1e-12));
+    CHECK(r.per_class.mrr == Approx(23.0 / 48.0).epsilon(1e-12));
+  }
+  // precision_at_1 does not need K = 1 among the ks.
+  options.ks = {2};
+  options.query_block = 0;
+  const metrics::RetrievalResult no_k1 =
+      metrics::evaluate_retrieval(points, {7, 3, 7, 7, 3, 5}, options);
+  CHECK(no_k1.precision_at_1 == Approx(0.2).epsilon(1e-12));
+}
+
+TEST_CASE("r_precision, mrr and per-class averages: every query lone is NaN") {
+  const metrics::Points points = test::points_from({0, 1, 3}, 1, Metric::E);
+  const metrics::RetrievalResult none = metrics::evaluate_retrieval(points, {0, 1, 2});
+  CHECK(std::isnan(none.r_precision));
+  CHECK(std::isnan(none.mrr));
+  CHECK(std::isnan(none.precision_at_1));
+  CHECK(none.per_class.classes == 0);
+  CHECK(std::isnan(none.per_class.precision_at_1));
+  CHECK(std::isnan(none.per_class.map));
+  CHECK(std::isnan(none.per_class.map_at_r));
+  CHECK(std::isnan(none.per_class.r_precision));
+  CHECK(std::isnan(none.per_class.mrr));
 }
 
 TEST_CASE("map: positions use (distance, index) order with exact ties") {
@@ -150,6 +237,8 @@ metrics::RetrievalResult reference_retrieval(const std::vector<double>& x, int64
   metrics::RetrievalResult r;
   r.ks = ks;
   r.recall.assign(ks.size(), 0.0);
+  // Per label: {scored queries, sum of p@1, AP, AP@R, R-precision, 1/pos_1} for avg_of_avgs.
+  std::map<int64_t, std::array<double, 6>> by_label;
   for (int64_t q = 0; q < n; ++q) {
     const std::vector<int64_t> order = test::reference_ranking(x, n, d, q, metric);
     std::vector<int64_t> pos;
@@ -162,23 +251,49 @@ metrics::RetrievalResult reference_retrieval(const std::vector<double>& x, int64
     }
     ++r.queries;
     const double rr = static_cast<double>(pos.size());
-    double ap = 0, ap_r = 0, ap_10 = 0;
+    double ap = 0, ap_r = 0, ap_10 = 0, r_prec = 0;
     for (size_t k = 0; k < pos.size(); ++k) {
       const double prec = static_cast<double>(k + 1) / static_cast<double>(pos[k]);
       ap += prec / rr;
       if (static_cast<double>(pos[k]) <= rr) ap_r += prec / rr;
+      if (static_cast<double>(pos[k]) <= rr) r_prec += 1.0 / rr;
       if (pos[k] <= 10) ap_10 += prec / 10.0;
     }
+    const double p1 = pos[0] == 1 ? 1.0 : 0.0, reciprocal = 1.0 / static_cast<double>(pos[0]);
     r.map += ap;
     r.map_at_r += ap_r;
     r.map_at_r10 += ap_10;
+    r.r_precision += r_prec;
+    r.mrr += reciprocal;
+    r.precision_at_1 += p1;
+    std::array<double, 6>& sums = by_label[labels[q]];
+    const std::array<double, 6> values = {1.0, p1, ap, ap_r, r_prec, reciprocal};
+    for (size_t i = 0; i < sums.size(); ++i) sums[i] += values[i];
     for (size_t i = 0; i < ks.size(); ++i) r.recall[i] += pos[0] <= ks[i] ? 1.0 : 0.0;
   }
   const double c = static_cast<double>(r.queries);
   r.map /= c;
   r.map_at_r /= c;
   r.map_at_r10 /= c;
+  r.r_precision /= c;
+  r.mrr /= c;
+  r.precision_at_1 /= c;
   for (double& v : r.recall) v /= c;
+  metrics::ClassAverages& pc = r.per_class;
+  for (const auto& [label, sums] : by_label) {
+    pc.precision_at_1 += sums[1] / sums[0];
+    pc.map += sums[2] / sums[0];
+    pc.map_at_r += sums[3] / sums[0];
+    pc.r_precision += sums[4] / sums[0];
+    pc.mrr += sums[5] / sums[0];
+  }
+  pc.classes = static_cast<int64_t>(by_label.size());
+  const double classes = static_cast<double>(pc.classes);
+  pc.precision_at_1 /= classes;
+  pc.map /= classes;
+  pc.map_at_r /= classes;
+  pc.r_precision /= classes;
+  pc.mrr /= classes;
   return r;
 }
 
@@ -190,6 +305,10 @@ void require_same(const metrics::RetrievalResult& a, const metrics::RetrievalRes
   CHECK(a.map == Approx(b.map).margin(tol));
   CHECK(a.map_at_r == Approx(b.map_at_r).margin(tol));
   CHECK(a.map_at_r10 == Approx(b.map_at_r10).margin(tol));
+  CHECK(a.r_precision == Approx(b.r_precision).margin(tol));
+  CHECK(a.mrr == Approx(b.mrr).margin(tol));
+  CHECK(a.precision_at_1 == Approx(b.precision_at_1).margin(tol));
+  test::check_same_class_averages(a.per_class, b.per_class, tol);
   CHECK(a.queries == b.queries);
   CHECK(a.lone_queries == b.lone_queries);
 }

@@ -29,8 +29,9 @@ namespace {
 const char kUsage[] =
     "usage: dml eval --checkpoint FILE [options]\n"
     "\n"
-    "Benign metrics (recall@1/2/4, map, map_at_r10, map_at_r, nmi, pi_ratio) of a model trained\n"
-    "by `dml train`, over a whole split (query set = gallery = the split).\n"
+    "Benign metrics (recall@1/2/4, map, map_at_r10, map_at_r, nmi, pi_ratio, r_precision, mrr,\n"
+    "and PML's per-class averages; docs/metrics.md) of a model trained by `dml train`, over a\n"
+    "whole split (query set = gallery = the split).\n"
     "\n"
     "  --checkpoint FILE   <output_dir>/checkpoint.safetensors or <output_dir>/model.safetensors\n"
     "  --data NAME         dataset (default: the one trained on)\n"

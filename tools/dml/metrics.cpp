@@ -33,16 +33,23 @@ const char kUsage[] =
     "  --metric N|E|C      N: L2-normalize then Euclidean (default); E: Euclidean; C: 1 - cosine\n"
     "  --k LIST            recall@K for each K (default 1,2,4)\n"
     "  --json              print one JSON object: recall@K..., map, map_at_r10, map_at_r, nmi,\n"
-    "                      pi_ratio (fractions in [0, 1]; pi_ratio unbounded; null if undefined)\n"
+    "                      pi_ratio, r_precision, mrr, then the same under PML's names and PML's\n"
+    "                      per-class averages (fractions in [0, 1]; pi_ratio unbounded; null if\n"
+    "                      undefined; docs/metrics.md)\n"
     "  --seed S            k-means++ seed for NMI (default 0)\n"
     "  --kmeans-iterations I   at most I k-means assignment steps, I - 1 center updates\n"
     "                      (default 25)\n"
     "  --device DEV        cpu (default), cuda or cuda:N: where the ranking (recall@K, map,\n"
-    "                      map_at_r10, map_at_r) runs; NMI and pi_ratio stay on the CPU\n"
+    "                      map_at_r10, map_at_r, r_precision, mrr) runs; NMI and pi_ratio stay\n"
+    "                      on the CPU\n"
     "\n"
     "map: AP over the full ranking; map_at_r10: robrank's mAP@R with R fixed to 10; map_at_r:\n"
-    "PML's mAP@R with R = the query's same-class count. Queries with no other item of their class\n"
-    "are left out of the ranking metrics; an exact distance tie ranks the smaller index first.\n"
+    "PML's mAP@R with R = the query's same-class count; r_precision: the fraction of the first R\n"
+    "neighbours in the query's class; mrr: the mean of 1 / the rank of the first one. 'per "
+    "class':\n"
+    "each class's queries averaged, then the classes (PML's avg_of_avgs). Queries with no other\n"
+    "item of their class are left out of the ranking metrics; an exact distance tie ranks the\n"
+    "smaller index first.\n"
     "nmi: k-means++ with k = number of classes, arithmetic normalization. pi_ratio: mean\n"
     "intra-class distance / mean distance between class means, on L2-normalized rows (E as N).\n";
 
@@ -60,6 +67,7 @@ void print_table(const metrics::Evaluation& e, const std::string& embeddings_pat
               e.kmeans_converged ? "converged" : "iteration limit");
   std::printf("%-12s %8.4f   (ratio, not %%: intra %.4f / inter %.4f)\n", "pi_ratio",
               e.spread.ratio, e.spread.intra, e.spread.inter);
+  print_class_average_rows(e);
   std::printf("\ntime        ranking %.1f s (%s), k-means %.1f s, pi_ratio %.1f s\n",
               e.seconds_retrieval, device.c_str(), e.seconds_clustering, e.seconds_spread);
 }

@@ -70,6 +70,19 @@ void print_ranking_rows(const metrics::Evaluation& e) {
   std::printf("%-12s %8.2f\n", "map", 100.0 * e.retrieval.map);
   std::printf("%-12s %8.2f\n", "map_at_r10", 100.0 * e.retrieval.map_at_r10);
   std::printf("%-12s %8.2f\n", "map_at_r", 100.0 * e.retrieval.map_at_r);
+  std::printf("%-12s %8.2f\n", "r_precision", 100.0 * e.retrieval.r_precision);
+  std::printf("%-12s %8.2f\n", "mrr", 100.0 * e.retrieval.mrr);
+}
+
+void print_class_average_rows(const metrics::Evaluation& e) {
+  const metrics::ClassAverages& c = e.retrieval.per_class;
+  std::printf("\n%-12s %8s   (PML avg_of_avgs: the mean per class, then over %lld classes)\n",
+              "per class", "%", static_cast<long long>(c.classes));
+  std::printf("%-12s %8.2f\n", "recall@1", 100.0 * c.precision_at_1);
+  std::printf("%-12s %8.2f\n", "map", 100.0 * c.map);
+  std::printf("%-12s %8.2f\n", "map_at_r", 100.0 * c.map_at_r);
+  std::printf("%-12s %8.2f\n", "r_precision", 100.0 * c.r_precision);
+  std::printf("%-12s %8.2f\n", "mrr", 100.0 * c.mrr);
 }
 
 void print_metrics_table(const metrics::Evaluation& e, const std::string& title) {
@@ -79,6 +92,7 @@ void print_metrics_table(const metrics::Evaluation& e, const std::string& title)
   print_ranking_rows(e);
   std::printf("%-12s %8.2f\n", "nmi", 100.0 * e.nmi);
   std::printf("%-12s %8.4f   (ratio, not %%)\n", "pi_ratio", e.spread.ratio);
+  print_class_average_rows(e);
 }
 
 // The training loop; each concern is a method of TrainingRun (training_run.h).

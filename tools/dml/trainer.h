@@ -100,7 +100,9 @@ metrics::Evaluation evaluate_model(models::Model& model, const data::Dataset& te
 
 // The result table on stdout (percent, as `dml metrics` prints it).
 void print_metrics_table(const metrics::Evaluation& e, const std::string& title);
-// Its ranking rows (the header, recall@k, map, map_at_r10, map_at_r), which `dml metrics` shares.
+// Its ranking rows (the header, recall@k, map, map_at_r10, map_at_r, r_precision, mrr), which
+// `dml metrics` shares; and the per-class averages (PML's avg_of_avgs), printed after pi_ratio.
 void print_ranking_rows(const metrics::Evaluation& e);
+void print_class_average_rows(const metrics::Evaluation& e);
 
 }  // namespace dml
