@@ -1,4 +1,4 @@
-// safetensors load/save of any model (contract in weights.h).
+// safetensors (and torch.save) load, safetensors save, of any model (contract in weights.h).
 #include "models/weights.h"
 
 #include <cctype>
@@ -6,6 +6,7 @@
 #include <sstream>
 #include <vector>
 
+#include "engine/io/pth.h"
 #include "engine/io/safetensors.h"
 #include "engine/nn/batch_norm.h"
 #include "kernels/common/check.h"
@@ -189,7 +190,10 @@ void load_weights(nn::Module& model, const std::map<std::string, Tensor>& tensor
 }
 
 void load_weights(nn::Module& model, const std::string& path, const WeightLoadOptions& options) {
-  load_weights(model, engine::load_safetensors(path), path, options);
+  load_weights(model,
+               engine::is_torch_checkpoint_path(path) ? engine::load_pth(path)
+                                                      : engine::load_safetensors(path),
+               path, options);
 }
 
 void save_weights(const nn::Module& model, const std::string& path,

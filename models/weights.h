@@ -1,4 +1,7 @@
-// Model weights as safetensors files (engine/io/safetensors.h).
+// Model weights as safetensors files (engine/io/safetensors.h); PyTorch checkpoints written by
+// torch.save (.pth, .pt, .ckpt, .bin, or any file starting with a zip signature) are read too,
+// through engine/io/pth.h (its state dict, under 'state_dict' etc. for a checkpoint dict, without
+// a DataParallel `module.` prefix), and then go through the same names and checks.
 //
 // Names are the model's state_dict keys: exactly torchvision's for the ResNets (conv1.weight,
 // bn1.running_mean, layer2.0.downsample.1.weight, fc.bias, ...), conv1/conv2/fc1/fc2 (+ bn1..bn3)
@@ -40,7 +43,8 @@ struct WeightLoadOptions {
   std::vector<std::string> keep_prefixes;
 };
 
-// Reads `path` (names canonicalized) and loads it into `model` as described above.
+// Reads `path` (safetensors, or torch.save by engine::is_torch_checkpoint_path; names
+// canonicalized) and loads it into `model` as described above.
 void load_weights(engine::nn::Module& model, const std::string& path,
                   const WeightLoadOptions& options = {});
 // The same from tensors already in memory; `source` names them in errors (e.g. the path).

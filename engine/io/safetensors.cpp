@@ -485,14 +485,19 @@ RawTensor raw_from_tensor(const Tensor& tensor, const std::string& name_for_erro
   return raw;
 }
 
-std::map<std::string, Tensor> load_safetensors(const std::string& path) {
-  SafetensorsFile file = read_safetensors(path);
-  std::map<std::string, Tensor> tensors;
-  for (auto& [name, raw] : file.tensors) {
-    tensors[name] = tensor_from_raw(raw, path + ": tensor '" + name + "'");
+std::map<std::string, Tensor> tensors_from_raw(
+    std::vector<std::pair<std::string, RawTensor>>& tensors, const std::string& path) {
+  std::map<std::string, Tensor> converted;
+  for (auto& [name, raw] : tensors) {
+    converted[name] = tensor_from_raw(raw, path + ": tensor '" + name + "'");
     std::vector<uint8_t>().swap(raw.bytes);  // keep the peak at one copy plus one tensor
   }
-  return tensors;
+  return converted;
+}
+
+std::map<std::string, Tensor> load_safetensors(const std::string& path) {
+  SafetensorsFile file = read_safetensors(path);
+  return tensors_from_raw(file.tensors, path);
 }
 
 void save_safetensors(const std::string& path, const std::map<std::string, Tensor>& tensors,

@@ -69,6 +69,11 @@ Tensor tensor_from_raw(const RawTensor& raw, const std::string& name_for_errors 
 // f32 -> F32, f64 -> F64, i64 -> I64. CUDA tensors are copied to the host, views made contiguous.
 RawTensor raw_from_tensor(const Tensor& tensor, const std::string& name_for_errors = "tensor");
 
+// Every raw tensor through tensor_from_raw (errors name `path` and the tensor), freeing each one's
+// bytes once converted so that the peak is one copy plus one tensor. Shared with engine/io/pth.h.
+std::map<std::string, Tensor> tensors_from_raw(
+    std::vector<std::pair<std::string, RawTensor>>& tensors, const std::string& path);
+
 std::map<std::string, Tensor> load_safetensors(const std::string& path);
 void save_safetensors(const std::string& path, const std::map<std::string, Tensor>& tensors,
                       const std::map<std::string, std::string>& metadata = {});

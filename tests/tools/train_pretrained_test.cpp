@@ -97,6 +97,28 @@ TEST_CASE("dml train: a missing or mismatched model.pretrained is an error namin
                   dml::UsageError);
 }
 
+TEST_CASE("dml train: model.pretrained reads a torch.save .pth; --checkpoint refuses one",
+          "[tools][train][pretrained]") {
+  // conv1 and fc2 (D = 2) of a C2F2, element i of each tensor ((37 i) mod 101 - 50) / 64
+  // (tests/io/make_torch_fixtures.py); only conv1 is taken, and it does not learn.
+  const std::string pth =
+      std::string(ENGINE_SOURCE_DIR) + "/tests/io/pth_fixtures/c2f2_partial.pth";
+  test::TempDir out;
+  REQUIRE(dml::train(tiny_config("triplet", out.file("run"), 1,
+                                 frozen_but_fc2(pth, json::array({"conv2.", "fc1.", "fc2."}))),
+                     dml::TrainOptions()) == 0);
+  const auto tensors = checkpoint_tensors(out.file("run"));
+  const std::vector<double> conv1 =
+      engine::tensor_from_raw(tensors.at("model.conv1.weight")).to_vector();
+  REQUIRE(conv1.size() == 800);
+  CHECK(conv1[0] == -0.78125);    // (0 - 50) / 64
+  CHECK(conv1[1] == -0.203125);   // (37 - 50) / 64
+  CHECK(conv1[799] == 0.328125);  // (29563 mod 101 = 71, 71 - 50) / 64
+  CHECK(engine::tensor_from_raw(tensors.at("model.conv1.bias")).to_vector()[31] ==
+        -0.21875);  // (1147 mod 101 = 36, 36 - 50) / 64
+  CHECK_THROWS_AS(dml::load_trained_model(pth, engine::Device::cpu()), dml::UsageError);
+}
+
 TEST_CASE("dml train: model.aux_bn_noise perturbs the aux BN branches, and a resume is exact",
           "[tools][train][pretrained]") {
   test::TempDir out;

@@ -69,10 +69,11 @@ struct TrainConfig {
   std::string data_transform = "robrank";
   int64_t num_workers = 2;
   models::ModelConfig model;
-  // model.pretrained: a safetensors file loaded into the freshly built model before training
-  // (not on --resume: the checkpoint holds the weights), e.g. torchvision's ImageNet ResNet
-  // converted with one line of Python; "" = none. State entries under model.pretrained_skip keep
-  // their fresh initialization (default {"fc."}: the new embedding layer).
+  // model.pretrained: a safetensors file or a torch.save checkpoint (models/weights.h) loaded
+  // into the freshly built model before training (not on --resume: the checkpoint holds the
+  // weights), e.g. torchvision's ImageNet ResNet .pth as downloaded; "" = none. State entries under
+  // model.pretrained_skip keep their fresh initialization (default {"fc."}: the new embedding
+  // layer).
   std::string pretrained;
   std::vector<std::string> pretrained_skip = {"fc."};
   // model.aux_bn_noise: standard deviation of the Gaussian noise added to the weight and bias of

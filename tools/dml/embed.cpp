@@ -1,7 +1,7 @@
 // dml embed: a model's embeddings (eval mode, before any L2 normalization) of an image array or
 // a dataset split, written as f32 .npy [N, D].
 //
-//   dml embed --model NAME --embedding-dim D --weights FILE.safetensors
+//   dml embed --model NAME --embedding-dim D --weights FILE (.safetensors or torch.save .pth)
 //             (--input images.npy | --data NAME [--split test] [--root DIR] [--transform R])
 //             --out emb.npy [--device cpu|cuda] [--batch-size B] [--bn-branches K]
 #include <unistd.h>
@@ -29,7 +29,7 @@ namespace dml {
 namespace {
 
 const char* kUsage =
-    "usage: dml embed --model NAME --embedding-dim D --weights FILE.safetensors\n"
+    "usage: dml embed --model NAME --embedding-dim D --weights FILE\n"
     "                 (--input images.npy | --data NAME [--split test] [--root DIR]\n"
     "                  [--transform robrank|revisiting])\n"
     "                 --out emb.npy [--labels-out labels.npy] [--device cpu|cuda]\n"
@@ -39,7 +39,8 @@ const char* kUsage =
     "\n"
     "  --model NAME         c2f2, c2f2-bn, resnet18, resnet34, resnet50, resnet101, resnet152\n"
     "  --embedding-dim D    the model's embedding dimension (must match the weights)\n"
-    "  --weights FILE       safetensors with the model's state (torchvision names for ResNets)\n"
+    "  --weights FILE       safetensors, or a torch.save .pth/.pt/.ckpt state dict, with the\n"
+    "                       model's state (torchvision names for ResNets)\n"
     "  --input FILE         float32 (or float64) .npy [N, C, H, W] with pixels in [0, 1]\n"
     "  --data NAME          a dataset instead (fashion-mnist, mnist, cub200, cars196, sop)\n"
     "  --split SPLIT        train or test (default test)\n"

@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "engine/io/pth.h"
 #include "engine/io/safetensors.h"
 #include "kernels/common/check.h"
 #include "models/weights.h"
@@ -15,6 +16,12 @@ namespace dml {
 
 TrainedModel load_trained_model(const std::string& path, const engine::Device& device) {
   if (!std::filesystem::exists(path)) throw UsageError("--checkpoint " + path + ": no such file");
+  if (engine::is_torch_checkpoint_path(path)) {
+    throw UsageError(path +
+                     ": a PyTorch checkpoint holds weights without dml's model metadata; give a "
+                     "file written by `dml train`, or load these weights with `dml embed "
+                     "--weights` or the config's model.pretrained");
+  }
   const engine::SafetensorsFile file = engine::read_safetensors(path);
   TrainedModel trained;
   nlohmann::json model;
