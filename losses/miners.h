@@ -22,6 +22,7 @@
 namespace losses {
 
 // The miners and their names are the kernels' (kernels/triplet/triplet_mining.h).
+using engine::kernels::find_miner;
 using engine::kernels::Miner;
 using engine::kernels::miner_name;
 using engine::kernels::miner_names;

@@ -19,7 +19,8 @@ source "$ROOT/scripts/setup.sh"
 build_emulated_test_programs "with AddressSanitizer and UBSan" -DENGINE_TEST_TIMEOUT_SCALE=10 \
   -DCMAKE_CXX_FLAGS="$ASAN_UBSAN_CXX_FLAGS -Wno-error=maybe-uninitialized"
 jobs="$(nproc 2>/dev/null || echo 2)"
-# The fibers' stacks are switched with the sanitizer's fiber annotations (kernels/emulator);
+# The fibers' stacks are switched with the sanitizer's fiber annotations
+# (tests/support/cuda_emulator/scheduler.cpp);
 # leaks are not kernel bugs (the caching allocator keeps blocks on purpose).
 export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=0:abort_on_error=0}"
 export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1}"

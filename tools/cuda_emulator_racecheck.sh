@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The [cuda] tests on the CUDA emulator under its race checker: a CPU stand-in for
-# compute-sanitizer's racecheck (kernels/emulator/racecheck.h says what it models and misses).
+# compute-sanitizer's racecheck (tests/support/cuda_emulator/racecheck.h says what it models and
+# misses).
 # The translated kernels are compiled with ThreadSanitizer, every emulated thread is a fiber, and
 # only CUDA's own orderings (launches, __syncthreads, warp barriers, atomics) order their
 # accesses, so a race is reported whichever order the emulator happened to run the threads in --

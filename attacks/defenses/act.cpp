@@ -31,22 +31,17 @@ class Act : public Defense {
   StepResult step(TrainingContext& context, const engine::Tensor& images,
                   const engine::Tensor& labels) override {
     const losses::Metric metric = context.metric;
-    const engine::Tensor clean = clean_embeddings(context.model, images);
-    const losses::Triplets t = mine_adversary_triplets(context, clean, labels);
+    const auto [clean, t] = mine_adversary_triplets(context, images, labels);
     const int64_t b = t.size();
     const engine::Tensor pn_images =
         gather_rows(images, engine::concat({t.positive, t.negative}, 0));
+    const Objective collapse = [&](const engine::Tensor& x, int64_t) {
+      const engine::Tensor e = losses::embed_for_metric(context.model(x), metric);
+      return engine::mean(losses::row_distance(e.slice(0, 0, b), e.slice(0, b, 2 * b), metric));
+    };
     PgdTrace trace;
-    engine::Tensor adversarial_pn;
-    {
-      EvalModeGuard eval_mode(context.model);
-      const Objective collapse = [&](const engine::Tensor& x, int64_t) {
-        const engine::Tensor e = losses::embed_for_metric(context.model(x), metric);
-        return engine::mean(losses::row_distance(e.slice(0, 0, b), e.slice(0, b, 2 * b), metric));
-      };
-      adversarial_pn =
-          pgd_attack(pn_images, collapse, seeded(options_.pgd, context.mining), &trace);
-    }
+    const engine::Tensor adversarial_pn =
+        adversary_pgd(context.model, pn_images, collapse, options_.pgd, context.mining, &trace);
     const engine::Tensor pn = context.model(adversarial_pn);
     const engine::Tensor anchors = context.model(gather_rows(images, t.anchor));
     const engine::Tensor loss = losses::triplet_loss_rows(

@@ -28,10 +28,17 @@ double adversary_mining_margin(losses::Metric metric) {
   return metric == losses::Metric::C ? 0.2 : 1.0;
 }
 
-losses::Triplets mine_adversary_triplets(TrainingContext& context, const Tensor& clean,
-                                         const Tensor& labels) {
-  return losses::mine_triplets(clean, labels, context.miner, context.metric, context.mining,
-                               adversary_mining_margin(context.metric));
+AdversaryTriplets mine_adversary_triplets(TrainingContext& context, const Tensor& images,
+                                          const Tensor& labels) {
+  const Tensor clean = clean_embeddings(context.model, images);
+  return {clean, losses::mine_triplets(clean, labels, context.miner, context.metric, context.mining,
+                                       adversary_mining_margin(context.metric))};
+}
+
+Tensor adversary_pgd(models::Model& model, const Tensor& images, const Objective& objective,
+                     const PgdOptions& options, engine::Generator& gen, PgdTrace* trace) {
+  EvalModeGuard eval_mode(model);
+  return pgd_attack(images, objective, seeded(options, gen), trace);
 }
 
 Tensor embedding_shift_adversary(models::Model& model, const Tensor& images,
@@ -45,12 +52,11 @@ Tensor embedding_shift_adversary(models::Model& model, const Tensor& images,
   // {-1, 0, 1} drawn on the host (the engine converts dtypes on the CPU only), then moved.
   const Tensor signs = engine::randint(target.shape(), -1, 2, gen).to(target.dtype());
   const Tensor first_target = target + (signs * 1e-7).to(target.device());
-  EvalModeGuard eval_mode(model);
   const Objective objective = [&](const Tensor& x, int64_t step) {
     const Tensor e = losses::embed_for_metric(model(x), metric);
     return embedding_shift_loss(e, step == 0 ? first_target : target, metric);
   };
-  return pgd_attack(images, objective, seeded(options, gen), trace);
+  return adversary_pgd(model, images, objective, options, gen, trace);
 }
 
 void log_attack(std::vector<std::pair<std::string, Tensor>>& logs, const PgdTrace& trace,

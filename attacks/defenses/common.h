@@ -32,10 +32,23 @@ engine::Tensor gather_rows(const engine::Tensor& x, const engine::Tensor& index)
 // (docs/defenses.md, "Mining margin of the adversaries"). HM passes the loss margin instead.
 double adversary_mining_margin(losses::Metric metric);
 
-// The triplets that REST, ACT and Madry attack: mined on their clean embeddings `clean` with the
-// loss's miner and the adversary's band (adversary_mining_margin), drawing from context.mining.
-losses::Triplets mine_adversary_triplets(TrainingContext& context, const engine::Tensor& clean,
-                                         const engine::Tensor& labels);
+// Step 1 of REST, ACT and Madry: the clean embeddings of `images` (clean_embeddings()) and the
+// triplets their adversary attacks, mined on those with the loss's miner and the adversary's band
+// (adversary_mining_margin), drawing from context.mining.
+struct AdversaryTriplets {
+  engine::Tensor clean;
+  losses::Triplets triplets;
+};
+AdversaryTriplets mine_adversary_triplets(TrainingContext& context, const engine::Tensor& images,
+                                          const engine::Tensor& labels);
+
+// PGD as every recipe's adversary runs it: with the model in eval mode for the attack (its mode
+// restored after; attacks/pgd.h says why) and the random start, if any, drawn from `gen` (seeded(),
+// one draw from the recipe's mining stream). Returns the adversarial images; `trace` receives the
+// PGD trace.
+engine::Tensor adversary_pgd(models::Model& model, const engine::Tensor& images,
+                             const Objective& objective, const PgdOptions& options,
+                             engine::Generator& gen, PgdTrace* trace);
 
 // robrank's embedding-shift adversary (AdvRank.embShift), the adversary of EST, REST and SES:
 // PGD descending -mean_i d(f^(x~_i), r_i) from x~ = images, where r = embed_for_metric(reference)
@@ -43,8 +56,7 @@ losses::Triplets mine_adversary_triplets(TrainingContext& context, const engine:
 // first step, as robrank does, so the shift's gradient at x~ = x is defined. For N and E the
 // distance ||e - r + 1e-6|| (PyTorch's pairwise_distance, attacks/objectives.h) adds 1e-6 to every
 // coordinate, which outweighs the 1e-7 offset: the first step's direction is nearly the same for
-// every row, in robrank as here. The model is put in eval mode for the attack. Returns the
-// adversarial images; `trace` receives the PGD trace.
+// every row, in robrank as here. Runs through adversary_pgd.
 engine::Tensor embedding_shift_adversary(models::Model& model, const engine::Tensor& images,
                                          const engine::Tensor& reference, losses::Metric metric,
                                          const PgdOptions& options, engine::Generator& gen,

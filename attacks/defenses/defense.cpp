@@ -2,6 +2,7 @@
 #include "attacks/defenses/defense.h"
 
 #include <cmath>
+#include <optional>
 #include <utility>
 
 #include "attacks/defenses/hm.h"
@@ -87,13 +88,13 @@ void set_hm_destination(HmOptions& hm, const std::string& name) {
       return;
     }
   }
-  try {
-    hm.destination_miner = losses::parse_miner(name);
-  } catch (const engine::Error&) {
+  const std::optional<losses::Miner> miner = losses::find_miner(name);
+  if (!miner) {
     engine::fail("defense option hm.destination '", name,
                  "' is neither a miner nor one of g_b, g_lga, g_2, g_sqrt, const_0, "
                  "const_half_gamma, const_gamma");
   }
+  hm.destination_miner = *miner;
   hm.destination = HmDestination::Miner;
 }
 

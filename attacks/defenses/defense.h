@@ -16,10 +16,10 @@
 //
 // The trainer (tools/dml/trainer.cpp) calls step() with the model in train mode on every batch and
 // then does backward(result.loss) and the optimizer step itself, exactly as for vanilla training.
-// A recipe runs its adversary with the model in eval mode (EvalModeGuard) and returns with the
-// model in train mode again. No parameter gradient is computed while attacking (attacks use
-// engine::grad, which returns input gradients only), so the optimizer sees exactly the gradient of
-// result.loss.
+// A recipe runs its adversary with the model in eval mode (adversary_pgd, common.h) and returns
+// with the model in train mode again. No parameter gradient is computed while attacking (attacks
+// use engine::grad, which returns input gradients only), so the optimizer sees exactly the gradient
+// of result.loss.
 #pragma once
 
 #include <cstdint>

@@ -96,7 +96,6 @@ class HardnessManipulation : public Defense {
       }
       destination = miner_destination ? miner_hardness
                                       : hm_destination_hardness(o, previous_loss_, miner_hardness);
-      EvalModeGuard eval_mode(context.model);
       const bool et = o.objective == HmObjective::Et;
       const Objective manipulate = [&](const Tensor& x, int64_t) {
         const Tensor e = context.model(x);
@@ -106,9 +105,10 @@ class HardnessManipulation : public Defense {
         // et: min(0, gap)^2 = relu(-gap)^2, zero once the triplet is as hard as its destination.
         return engine::mean(engine::pow(et ? engine::relu(-gap) : gap, 2.0));
       };
-      PgdOptions pgd = seeded(options_.pgd, context.mining);
+      PgdOptions pgd = options_.pgd;
       pgd.stop_tolerance = o.stop_tolerance;
-      adversarial = pgd_attack(apn_images, manipulate, pgd, &trace);
+      adversarial =
+          adversary_pgd(context.model, apn_images, manipulate, pgd, context.mining, &trace);
     }
     // The clean anchors and positives of ICS go through the model first, then the adversarial
     // triplets: robrank's order, which decides what a train-mode BN's running statistics saw last.

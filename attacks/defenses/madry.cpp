@@ -30,22 +30,18 @@ class Madry : public Defense {
   StepResult step(TrainingContext& context, const engine::Tensor& images,
                   const engine::Tensor& labels) override {
     const losses::Metric metric = context.metric;
-    const engine::Tensor clean = clean_embeddings(context.model, images);
-    const losses::Triplets t = mine_adversary_triplets(context, clean, labels);
+    const auto [clean, t] = mine_adversary_triplets(context, images, labels);
     const int64_t b = t.size();
     const engine::Tensor apn_images =
         gather_rows(images, engine::concat({t.anchor, t.positive, t.negative}, 0));
+    const Objective harden = [&](const engine::Tensor& x, int64_t) {
+      const engine::Tensor e = context.model(x);
+      return -engine::mean(losses::triplet_hardness(e.slice(0, 0, b), e.slice(0, b, 2 * b),
+                                                    e.slice(0, 2 * b, 3 * b), metric));
+    };
     PgdTrace trace;
-    engine::Tensor adversarial;
-    {
-      EvalModeGuard eval_mode(context.model);
-      const Objective harden = [&](const engine::Tensor& x, int64_t) {
-        const engine::Tensor e = context.model(x);
-        return -engine::mean(losses::triplet_hardness(e.slice(0, 0, b), e.slice(0, b, 2 * b),
-                                                      e.slice(0, 2 * b, 3 * b), metric));
-      };
-      adversarial = pgd_attack(apn_images, harden, seeded(options_.pgd, context.mining), &trace);
-    }
+    const engine::Tensor adversarial =
+        adversary_pgd(context.model, apn_images, harden, options_.pgd, context.mining, &trace);
     const engine::Tensor e = context.model(adversarial);
     const engine::Tensor loss = losses::triplet_loss_rows(
         e.slice(0, 0, b), e.slice(0, b, 2 * b), e.slice(0, 2 * b, 3 * b), metric, context.margin);

@@ -141,11 +141,11 @@ class Mdprop : public Defense {
         const Tensor targets =
             gather_rows(losses::embed_for_metric(clean_embeddings(model, images), metric), index)
                 .reshape({n, count, -1});
-        EvalModeGuard eval_mode(model);
         const Objective impersonate = [&](const Tensor& x, int64_t) {
           return feature_targeted_loss(losses::embed_for_metric(model(x), metric), targets);
         };
-        adversarial = pgd_attack(images, impersonate, seeded(options_.pgd, context.mining), &trace);
+        adversarial =
+            adversary_pgd(model, images, impersonate, options_.pgd, context.mining, &trace);
       }
       parts.push_back(adversarial);
       result.passes += trace.steps;

@@ -26,8 +26,7 @@ class Rest : public Defense {
 
   StepResult step(TrainingContext& context, const engine::Tensor& images,
                   const engine::Tensor& labels) override {
-    const engine::Tensor clean = clean_embeddings(context.model, images);
-    const losses::Triplets t = mine_adversary_triplets(context, clean, labels);
+    const auto [clean, t] = mine_adversary_triplets(context, images, labels);
     const int64_t b = t.size();
     const engine::Tensor pn_index = engine::concat({t.positive, t.negative}, 0);
     PgdTrace trace;

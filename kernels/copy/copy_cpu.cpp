@@ -6,35 +6,14 @@ namespace engine::kernels {
 
 template <typename T>
 void copy_strided_cpu(const T* src, StridedLayout layout, T* dst) {
-  int64_t total = 1;
-  for (int d = 0; d < layout.ndim; ++d) total *= layout.shape[d];
-  int64_t index[kMaxDims] = {};
-  for (int64_t flat = 0; flat < total; ++flat) {
-    int64_t src_offset = 0;
-    for (int d = 0; d < layout.ndim; ++d) src_offset += index[d] * layout.strides[d];
-    dst[flat] = src[src_offset];
-    // Advance the multi-index in row-major order (last dimension fastest).
-    for (int d = layout.ndim - 1; d >= 0; --d) {
-      if (++index[d] < layout.shape[d]) break;
-      index[d] = 0;
-    }
-  }
+  for_each_strided_offset(layout,
+                          [&](int64_t flat, int64_t src_offset) { dst[flat] = src[src_offset]; });
 }
 
 template <typename T>
 void copy_into_strided_cpu(const T* src, T* dst, StridedLayout layout) {
-  int64_t total = 1;
-  for (int d = 0; d < layout.ndim; ++d) total *= layout.shape[d];
-  int64_t index[kMaxDims] = {};
-  for (int64_t flat = 0; flat < total; ++flat) {
-    int64_t dst_offset = 0;
-    for (int d = 0; d < layout.ndim; ++d) dst_offset += index[d] * layout.strides[d];
-    dst[dst_offset] = src[flat];
-    for (int d = layout.ndim - 1; d >= 0; --d) {
-      if (++index[d] < layout.shape[d]) break;
-      index[d] = 0;
-    }
-  }
+  for_each_strided_offset(layout,
+                          [&](int64_t flat, int64_t dst_offset) { dst[dst_offset] = src[flat]; });
 }
 
 template <typename From, typename To>

@@ -30,7 +30,12 @@ struct KnnTiling {
   int64_t gallery_block = 4096;
 };
 
-// Requires 1 <= k <= n - 1 and d >= 1 (engine::Error otherwise). Host pointers.
+// The rules on the arguments of both implementations: d >= 1, 1 <= k <= n - 1 and block sizes
+// >= 1; engine::Error otherwise, its message starting with `name` (the caller's).
+void check_knn_self_args(const char* name, int64_t n, int64_t d, int64_t k,
+                         const KnnTiling& tiling);
+
+// Requires check_knn_self_args's rules. Host pointers.
 void knn_self_cpu(const float* points, const float* sq_norms, int64_t n, int64_t d, KnnKey key,
                   int64_t k, const KnnTiling& tiling, int64_t* indices, float* distances);
 

@@ -24,14 +24,18 @@ float key_of(const float* points, const float* sq_norms, int64_t d, KnnKey key, 
 
 }  // namespace
 
+void check_knn_self_args(const char* name, int64_t n, int64_t d, int64_t k,
+                         const KnnTiling& tiling) {
+  ENGINE_CHECK(d >= 1 && k >= 1 && k <= n - 1, name, ": points [", n, ", ", d, "] with k = ", k,
+               ": need d >= 1 and 1 <= k <= n - 1 (the query itself is excluded)");
+  ENGINE_CHECK(tiling.query_block >= 1 && tiling.gallery_block >= 1, name,
+               ": block sizes must be >= 1, got query_block ", tiling.query_block,
+               ", gallery_block ", tiling.gallery_block);
+}
+
 void knn_self_cpu(const float* points, const float* sq_norms, int64_t n, int64_t d, KnnKey key,
                   int64_t k, const KnnTiling& tiling, int64_t* indices, float* distances) {
-  ENGINE_CHECK(d >= 1 && k >= 1 && k <= n - 1, "knn_self_cpu: points [", n, ", ", d,
-               "] with k = ", k,
-               ": need d >= 1 and 1 <= k <= n - 1 (the query itself is excluded)");
-  ENGINE_CHECK(tiling.query_block >= 1 && tiling.gallery_block >= 1,
-               "knn_self_cpu: block sizes must be >= 1, got query_block ", tiling.query_block,
-               ", gallery_block ", tiling.gallery_block);
+  check_knn_self_args("knn_self_cpu", n, d, k, tiling);
   std::vector<std::pair<float, int64_t>> row;
   for (int64_t i = 0; i < n; ++i) {
     row.clear();

@@ -59,7 +59,8 @@ __device__ inline int insert_sorted(float* keys, int64_t* indices, int size, int
   const int position = warp_sum(below);
   // Every lane's reads of the list (the count above, and the caller's reads of the k-th entry
   // since the last insertion) before any lane writes it: shuffles order no memory, only
-  // __syncwarp does (found by the emulator's race checker, kernels/emulator/racecheck.h).
+  // __syncwarp does (found by the emulator's race checker,
+  // tests/support/cuda_emulator/racecheck.h).
   __syncwarp();
   const int new_size = size < capacity ? size + 1 : capacity;
   // Move entries [position, new_size - 2] to [position + 1, new_size - 1], 32 at a time from the
@@ -146,12 +147,7 @@ __global__ void keys_to_distances_kernel(float* values, int64_t count) {
 
 void knn_self_cuda(const float* points, const float* sq_norms, int64_t n, int64_t d, KnnKey key,
                    int64_t k, const KnnTiling& tiling, int64_t* indices, float* distances) {
-  ENGINE_CHECK(d >= 1 && k >= 1 && k <= n - 1, "knn_self_cuda: points [", n, ", ", d,
-               "] with k = ", k,
-               ": need d >= 1 and 1 <= k <= n - 1 (the query itself is excluded)");
-  ENGINE_CHECK(tiling.query_block >= 1 && tiling.gallery_block >= 1,
-               "knn_self_cuda: block sizes must be >= 1, got query_block ", tiling.query_block,
-               ", gallery_block ", tiling.gallery_block);
+  check_knn_self_args("knn_self_cuda", n, d, k, tiling);
   ENGINE_CHECK(k <= INT32_MAX, "knn_self_cuda: k = ", k, " is too large");
   const int64_t qb = tiling.query_block < n ? tiling.query_block : n;
   const int64_t gb = tiling.gallery_block < n ? tiling.gallery_block : n;

@@ -18,19 +18,8 @@ void sum_axis_cpu(const T* x, int64_t outer, int64_t reduce, int64_t inner, T sc
 
 template <typename T>
 void broadcast_cpu(const T* src, StridedLayout layout, T scale, T* dst) {
-  int64_t total = 1;
-  for (int d = 0; d < layout.ndim; ++d) total *= layout.shape[d];
-  int64_t index[kMaxDims] = {};
-  for (int64_t flat = 0; flat < total; ++flat) {
-    int64_t src_offset = 0;
-    for (int d = 0; d < layout.ndim; ++d) src_offset += index[d] * layout.strides[d];
-    dst[flat] = scale * src[src_offset];
-    // Advance the multi-index in row-major order (last dimension fastest).
-    for (int d = layout.ndim - 1; d >= 0; --d) {
-      if (++index[d] < layout.shape[d]) break;
-      index[d] = 0;
-    }
-  }
+  for_each_strided_offset(
+      layout, [&](int64_t flat, int64_t src_offset) { dst[flat] = scale * src[src_offset]; });
 }
 
 ENGINE_INSTANTIATE_FLOATING(sum_axis_cpu);

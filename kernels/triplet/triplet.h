@@ -51,7 +51,13 @@ namespace engine::kernels {
 // and a B x B matrix in a workspace).
 constexpr int64_t kFusedTripletMaxBatch = 1024;
 
+// The rules on the batch and margin of both implementations: an SPC-2 batch [B, D] with B even,
+// 2 <= B <= kFusedTripletMaxBatch, D >= 1, and a finite margin; engine::Error otherwise, its
+// message starting with `name` (the caller's).
+void check_fused_triplet_args(const char* name, int64_t B, int64_t D, double margin);
+
 // CPU twin, the oracle: plain loops, f64 accumulation. x, labels and every output on the host.
+// Also checks the SPC-2 labels (labels[2i] == labels[2i + 1]), which are on the host here.
 template <typename T>
 void fused_triplet_cpu(const T* x, const int64_t* labels, int64_t B, int64_t D, Miner miner,
                        Metric metric, double margin, uint64_t seed, uint64_t offset, T* loss,

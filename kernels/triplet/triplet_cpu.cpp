@@ -39,15 +39,19 @@ void normalize_backward(const double* z, double norm, int64_t D, double* g) {
 
 }  // namespace
 
+void check_fused_triplet_args(const char* name, int64_t B, int64_t D, double margin) {
+  ENGINE_CHECK(B >= 2 && B % 2 == 0 && B <= kFusedTripletMaxBatch && D >= 1, name,
+               ": expected an SPC-2 batch [B, D] with B even, 2 <= B <= ", kFusedTripletMaxBatch,
+               " and D >= 1, got [", B, ", ", D, "]");
+  ENGINE_CHECK(std::isfinite(margin), name, ": margin must be finite, got ", margin);
+}
+
 template <typename T>
 void fused_triplet_cpu(const T* x, const int64_t* labels, int64_t B, int64_t D, Miner miner,
                        Metric metric, double margin, uint64_t seed, uint64_t offset, T* loss,
                        T* grad, int64_t* anchor, int64_t* positive, int64_t* negative,
                        T* hardness) {
-  ENGINE_CHECK(B >= 2 && B % 2 == 0 && B <= kFusedTripletMaxBatch && D >= 1,
-               "fused_triplet_cpu: expected an SPC-2 batch [B, D] with B even, 2 <= B <= ",
-               kFusedTripletMaxBatch, " and D >= 1, got [", B, ", ", D, "]");
-  ENGINE_CHECK(std::isfinite(margin), "fused_triplet_cpu: margin must be finite, got ", margin);
+  check_fused_triplet_args("fused_triplet_cpu", B, D, margin);
   for (int64_t i = 0; i < B; i += 2) {
     ENGINE_CHECK(labels[i] == labels[i + 1], "fused_triplet_cpu: SPC-2 batch [", B, ", ", D,
                  "] expects labels[", i, "] == labels[", i + 1, "], got ", labels[i], " and ",

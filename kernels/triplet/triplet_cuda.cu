@@ -391,10 +391,7 @@ void fused_triplet_cuda(const float* x, const int64_t* labels, int64_t B, int64_
                         Metric metric, double margin, uint64_t seed, uint64_t offset, float* loss,
                         float* grad, int64_t* anchor, int64_t* positive, int64_t* negative,
                         float* hardness) {
-  ENGINE_CHECK(B >= 2 && B % 2 == 0 && B <= kFusedTripletMaxBatch && D >= 1,
-               "fused_triplet_cuda: expected an SPC-2 batch [B, D] with B even, 2 <= B <= ",
-               kFusedTripletMaxBatch, " and D >= 1, got [", B, ", ", D, "]");
-  ENGINE_CHECK(std::isfinite(margin), "fused_triplet_cuda: margin must be finite, got ", margin);
+  check_fused_triplet_args("fused_triplet_cuda", B, D, margin);
   const int batch = static_cast<int>(B), P = batch / 2;
   const bool normalizes = metric != Metric::E;
   cudaStream_t stream = current_stream();

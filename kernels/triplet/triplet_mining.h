@@ -41,6 +41,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -51,6 +52,9 @@ enum class Miner { Random, Semihard, Softhard, Distance, Hardest };
 // Full names ("random", "semihard", "softhard", "distance", "hardest") or robrank's sampler
 // letters ("r", "m", "s", "d", "h"); anything else throws engine::Error naming the string.
 Miner parse_miner(const std::string& name);
+// The same names, for a caller that tells a miner from other names: nullopt where parse_miner
+// throws.
+std::optional<Miner> find_miner(const std::string& name);
 const char* miner_name(Miner miner);
 // The five names parse_miner reads, in the enum's order (for config validation messages).
 const std::vector<std::string>& miner_names();

@@ -149,12 +149,17 @@ int64_t hardest_negative(const AnchorRow& row, double u) {
 
 }  // namespace
 
-Miner parse_miner(const std::string& name) {
+std::optional<Miner> find_miner(const std::string& name) {
   if (name == "random" || name == "r") return Miner::Random;
   if (name == "semihard" || name == "m") return Miner::Semihard;
   if (name == "softhard" || name == "s") return Miner::Softhard;
   if (name == "distance" || name == "d") return Miner::Distance;
   if (name == "hardest" || name == "h") return Miner::Hardest;
+  return std::nullopt;
+}
+
+Miner parse_miner(const std::string& name) {
+  if (const std::optional<Miner> miner = find_miner(name)) return *miner;
   engine::fail("unknown triplet miner '", name,
                "' (expected random|r, semihard|m, softhard|s, distance|d or hardest|h)");
 }

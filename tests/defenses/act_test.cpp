@@ -45,23 +45,17 @@ TEST_CASE(
   // f([P~; N~]) and f(A) (a BN model: the batch statistics show the grouping) and the triplet
   // loss with the loss margin.
   defense_test::TwinSetup s(83, 24, 93);
-  const defense_test::Spc2Batch& batch = s.batch;
   models::Model& m = *s.twin.model;
-  const Tensor clean = attacks::defenses::clean_embeddings(m, batch.images);
-  const losses::Triplets t = s.mine_on_twin(clean);
+  const losses::Triplets t = s.mine_on_twin().triplets;
   const int64_t b = t.size();
-  m.eval();
-  const Tensor adversarial_pn = attacks::pgd_attack(
-      engine::index_select(batch.images, engine::concat({t.positive, t.negative}, 0)),
-      [&](const Tensor& x, int64_t) {
+  const Tensor adversarial_pn =
+      s.pgd_on_twin(engine::concat({t.positive, t.negative}, 0), [&](const Tensor& x, int64_t) {
         const Tensor e = losses::embed_for_metric(m.forward(x), Metric::N);
         return engine::mean(
             losses::row_distance(e.slice(0, 0, b), e.slice(0, b, 2 * b), Metric::N));
-      },
-      s.pgd);
-  m.train();
+      });
   const Tensor pn = m.forward(adversarial_pn);
-  const Tensor anchors = m.forward(engine::index_select(batch.images, t.anchor));
+  const Tensor anchors = m.forward(engine::index_select(s.batch.images, t.anchor));
   const double expected =
       losses::triplet_loss_rows(anchors, pn.slice(0, 0, b), pn.slice(0, b, 2 * b), Metric::N, 0.2)
           .item();

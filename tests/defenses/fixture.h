@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "attacks/defenses/common.h"
 #include "attacks/defenses/defense.h"
 #include "attacks/pgd.h"
 #include "engine/autograd.h"
@@ -194,12 +195,28 @@ struct TwinSetup {
   DefenseOptions options(const std::string& name) const {
     return defense_options(name, pgd.eps, pgd.alpha, pgd.steps);
   }
-  // The triplets ACT, REST and Madry attack, written out on the twin for metric N: mined on the
-  // clean embeddings `clean` with the semihard miner and robrank's band 1.0 (common.h
+  // Step 1 of ACT, REST and Madry written out on the twin for metric N: the clean eval-mode
+  // embeddings of the batch (common.h clean_embeddings) and the triplets those recipes attack,
+  // mined on them with the semihard miner and robrank's band 1.0 (common.h
   // adversary_mining_margin), from the twin's stream.
-  losses::Triplets mine_on_twin(const Tensor& clean) {
-    return losses::mine_triplets(clean, batch.labels, losses::Miner::Semihard, losses::Metric::N,
-                                 twin.mining, 1.0);
+  struct MinedOnTwin {
+    Tensor clean;
+    losses::Triplets triplets;
+  };
+  MinedOnTwin mine_on_twin() {
+    const Tensor clean = attacks::defenses::clean_embeddings(*twin.model, batch.images);
+    return {clean, losses::mine_triplets(clean, batch.labels, losses::Miner::Semihard,
+                                         losses::Metric::N, twin.mining, 1.0)};
+  }
+  // The adversary of ACT and Madry written out on the twin: PGD (attacks/pgd.h) with this budget,
+  // in eval mode, from the batch's images at rows `rows` (I64 [R]), descending `objective`; the
+  // twin is back in train mode after.
+  Tensor pgd_on_twin(const Tensor& rows, const attacks::Objective& objective) {
+    const Tensor images = engine::index_select(batch.images, rows);
+    twin.model->eval();
+    const Tensor adversarial = attacks::pgd_attack(images, objective, pgd);
+    twin.model->train();
+    return adversarial;
   }
 
   // One step of the recipe configured by `o` on h.

@@ -24,21 +24,15 @@ TEST_CASE("Madry's step is its header's math written out: PGD hardening [a; p; n
   // the stacked [A; P; N] images descending -mean_i H(a~_i, p~_i, n~_i), then one train-mode
   // forward of the 3B adversarial images (a BN model) and the triplet loss with the loss margin.
   defense_test::TwinSetup s(103, 25, 113);
-  const defense_test::Spc2Batch& batch = s.batch;
   models::Model& m = *s.twin.model;
-  const Tensor clean = attacks::defenses::clean_embeddings(m, batch.images);
-  const losses::Triplets t = s.mine_on_twin(clean);
+  const losses::Triplets t = s.mine_on_twin().triplets;
   const int64_t b = t.size();
-  m.eval();
-  const Tensor adversarial = attacks::pgd_attack(
-      engine::index_select(batch.images, engine::concat({t.anchor, t.positive, t.negative}, 0)),
-      [&](const Tensor& x, int64_t) {
+  const Tensor adversarial = s.pgd_on_twin(
+      engine::concat({t.anchor, t.positive, t.negative}, 0), [&](const Tensor& x, int64_t) {
         const Tensor e = m.forward(x);
         return -engine::mean(losses::triplet_hardness(e.slice(0, 0, b), e.slice(0, b, 2 * b),
                                                       e.slice(0, 2 * b, 3 * b), Metric::N));
-      },
-      s.pgd);
-  m.train();
+      });
   const Tensor e = m.forward(adversarial);
   const double expected = losses::triplet_loss_rows(e.slice(0, 0, b), e.slice(0, b, 2 * b),
                                                     e.slice(0, 2 * b, 3 * b), Metric::N, 0.2)

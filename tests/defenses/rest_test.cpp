@@ -29,8 +29,7 @@ TEST_CASE(
   defense_test::TwinSetup s(23, 13, 33);
   const defense_test::Spc2Batch& batch = s.batch;
   models::Model& m = *s.twin.model;
-  const Tensor clean = attacks::defenses::clean_embeddings(m, batch.images);
-  const losses::Triplets t = s.mine_on_twin(clean);
+  const auto [clean, t] = s.mine_on_twin();
   const int64_t b = t.size();
   const Tensor pn = engine::concat({t.positive, t.negative}, 0);
   const Tensor adversarial_pn = attacks::defenses::embedding_shift_adversary(

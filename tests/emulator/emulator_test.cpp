@@ -1,5 +1,5 @@
-// The CUDA emulator (kernels/emulator) checked on its own: barriers, warp operations, poisoned
-// memory, and the errors a GPU would raise. These always run (label cpu): the emulator is what
+// The CUDA emulator (tests/support/cuda_emulator) checked on its own: barriers, warp operations,
+// poisoned memory, and the errors a GPU would raise. These always run (label cpu): the emulator
 // lets the [cuda] tests run on machines without a GPU (`<area>.emulated.*`), so it must be right.
 #include <catch2/catch.hpp>
 
@@ -16,9 +16,9 @@
 #include <cub/device/device_radix_sort.cuh>
 
 #include "kernels/common/cuda_workspace.cuh"
-#include "kernels/emulator/launch_resources.h"
 #include "kernels/retrieval/retrieval.h"
 #include "tests/emulator/sample_kernels.h"
+#include "tests/support/cuda_emulator/launch_resources.h"
 
 namespace {
 
@@ -46,7 +46,8 @@ std::vector<T> host_copy(const T* device, size_t count) {
   return host;
 }
 
-// The launch-resource table exists only in a build with nvcc (kernels/emulator/launch_resources.h).
+// The launch-resource table exists only in a build with nvcc
+// (tests/support/cuda_emulator/launch_resources.h).
 bool have_kernel_resources() {
   if (!emu::kernel_resources().empty()) return true;
   WARN("skipped: built without nvcc, so no kernel resources to check");
@@ -297,7 +298,8 @@ TEST_CASE("emulator: a barrier deadlock and a trap are sticky launch failures", 
   cudaFree(out);
 }
 
-// Lowers the emulated device's memory for one test (kernels/emulator/include/cuda_runtime.h).
+// Lowers the emulated device's memory for one test
+// (tests/support/cuda_emulator/include/cuda_runtime.h).
 struct DeviceMemoryLimit {
   explicit DeviceMemoryLimit(size_t bytes) { emu::set_device_memory_bytes(bytes); }
   ~DeviceMemoryLimit() { emu::set_device_memory_bytes(0); }
@@ -373,9 +375,9 @@ TEST_CASE("emulator: rank_query_block_cuda out of memory mid-way leaks nothing",
   for (void* p : std::vector<void*>{keys, class_of, offsets, members, out}) cudaFree(p);
 }
 
-// The race checker's subjects (kernels/emulator/racecheck.h). On the plain emulator, in either
-// order, the racy block_total computes the right answer too, which is the point: only the race
-// checker sees that race. (The racy shift_right, below, is also caught by
+// The race checker's subjects (tests/support/cuda_emulator/racecheck.h). On the plain emulator, in
+// either order, the racy block_total computes the right answer too, which is the point: only the
+// race checker sees that race. (The racy shift_right, below, is also caught by
 // DML_CUDA_EMULATOR_ORDER=reverse, which makes it read unwritten shared memory.)
 TEST_CASE("emulator: a racy and a race-free kernel alike compute the right answer here",
           "[emulator]") {

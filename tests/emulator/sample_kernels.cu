@@ -76,7 +76,7 @@ __global__ void fill_kernel(int* out, int n, int value) {
 // Every block sums its 256 values, then thread 0 adds the block's sum into *total: with
 // atomicAdd, or (use_atomic false) with a plain += that races with the other blocks'. Blocks
 // run in turn on the emulator, so both give the exact total there; only the race checker
-// (kernels/emulator/racecheck.h) tells them apart.
+// (tests/support/cuda_emulator/racecheck.h) tells them apart.
 __global__ void block_total_kernel(const float* x, int n, float* total, bool use_atomic) {
   __shared__ float partial[kThreads];
   const int i = blockIdx.x * blockDim.x + threadIdx.x;

@@ -64,18 +64,6 @@ std::vector<uint8_t> le_bytes(const std::vector<T>& values) {
   return out;
 }
 
-inline float float_from_bits(uint32_t bits) {
-  float value;
-  std::memcpy(&value, &bits, sizeof value);
-  return value;
-}
-
-inline double double_from_bits(uint64_t bits) {
-  double value;
-  std::memcpy(&value, &bits, sizeof value);
-  return value;
-}
-
 // The id of a process that has ended: a child that exits at once, reaped; "" if fork fails. (The
 // kernel could give the number to a new process before a test looks; it hands ids out in
 // increasing order, so not within a test.) For the clean-up of "<file>.tmp.<pid>" files.

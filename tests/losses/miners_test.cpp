@@ -11,6 +11,7 @@
 #include "losses/miners.h"
 #include "tests/losses/helpers.h"
 #include "tests/support/allclose.h"
+#include "tests/support/reference_distance.h"
 
 using engine::Tensor;
 using losses::Metric;
@@ -41,28 +42,6 @@ Picks mine(const Tensor& x, const Tensor& y, Miner miner, Metric metric, uint64_
           t.hardness.to_vector()};
 }
 
-// Reference distances written independently of the library: plain loops over rows.
-double reference_distance(const std::vector<double>& x, int64_t dim, int64_t i, int64_t j,
-                          Metric metric) {
-  double dot = 0, ni = 0, nj = 0, sq = 0;
-  for (int64_t k = 0; k < dim; ++k) {
-    const double xi = x[i * dim + k], xj = x[j * dim + k];
-    dot += xi * xj;
-    ni += xi * xi;
-    nj += xj * xj;
-  }
-  if (metric == Metric::C) return 1.0 - dot / std::sqrt(ni * nj);
-  for (int64_t k = 0; k < dim; ++k) {
-    double xi = x[i * dim + k], xj = x[j * dim + k];
-    if (metric == Metric::N) {
-      xi /= std::sqrt(ni);
-      xj /= std::sqrt(nj);
-    }
-    sq += (xi - xj) * (xi - xj);
-  }
-  return std::sqrt(sq);
-}
-
 }  // namespace
 
 TEST_CASE("miners: names and robrank's sampler letters", "[losses][miners]") {
@@ -73,6 +52,13 @@ TEST_CASE("miners: names and robrank's sampler letters", "[losses][miners]") {
   CHECK(losses::parse_miner("h") == Miner::Hardest);
   for (Miner m : kAllMiners) CHECK(losses::parse_miner(losses::miner_name(m)) == m);
   REQUIRE_THROWS_WITH(losses::parse_miner("lifted"), Catch::Contains("lifted"));
+  // find_miner: the same names without throwing, nothing for the others (HM's hm.destination
+  // tells its miners from its pseudo-hardness names with it).
+  CHECK(losses::find_miner("m") == Miner::Semihard);
+  CHECK(losses::find_miner("hardest") == Miner::Hardest);
+  CHECK_FALSE(losses::find_miner("lifted").has_value());
+  CHECK_FALSE(losses::find_miner("g_lga").has_value());
+  CHECK_FALSE(losses::find_miner("").has_value());
 }
 
 TEST_CASE("miners: invariants on random SPC-2 batches for every miner and metric",
@@ -104,8 +90,8 @@ TEST_CASE("miners: invariants on random SPC-2 batches for every miner and metric
             CHECK(n != a);
           }
           if (miner != Miner::Softhard) CHECK(p == 2 * i + 1);
-          const double h =
-              reference_distance(xv, dim, a, p, metric) - reference_distance(xv, dim, a, n, metric);
+          const double h = test::reference_distance(xv, dim, a, p, metric) -
+                           test::reference_distance(xv, dim, a, n, metric);
           CHECK(t.h[i] == Approx(h).margin(1e-12));
         }
       }

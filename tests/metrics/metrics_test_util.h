@@ -13,28 +13,9 @@
 #include "engine/random.h"
 #include "metrics/distance.h"
 #include "metrics/retrieval.h"
+#include "tests/support/reference_distance.h"
 
 namespace test {
-
-// Distance between rows a and b of an n x d row-major array, straight from the definitions.
-inline double reference_distance(const std::vector<double>& x, int64_t d, int64_t a, int64_t b,
-                                 metrics::Metric metric) {
-  double aa = 0, bb = 0, ab = 0, sq = 0;
-  for (int64_t k = 0; k < d; ++k) {
-    const double u = x[a * d + k], v = x[b * d + k];
-    aa += u * u;
-    bb += v * v;
-    ab += u * v;
-  }
-  if (metric == metrics::Metric::C) return 1.0 - ab / (std::sqrt(aa) * std::sqrt(bb));
-  const double na = metric == metrics::Metric::N ? std::sqrt(aa) : 1.0;
-  const double nb = metric == metrics::Metric::N ? std::sqrt(bb) : 1.0;
-  for (int64_t k = 0; k < d; ++k) {
-    const double diff = x[a * d + k] / na - x[b * d + k] / nb;
-    sq += diff * diff;
-  }
-  return std::sqrt(sq);
-}
 
 // The ranking of query q: every j != q sorted by (distance, j).
 inline std::vector<int64_t> reference_ranking(const std::vector<double>& x, int64_t n, int64_t d,
@@ -83,6 +64,24 @@ inline metrics::Points points_from(const std::vector<double>& x, int64_t d,
                                    metrics::Metric metric) {
   std::vector<float> f(x.begin(), x.end());
   return metrics::make_points(f.data(), static_cast<int64_t>(x.size()) / d, d, metric);
+}
+
+// Two retrieval results agree: every score within `tol`, the same query counts.
+inline void require_same_retrieval(const metrics::RetrievalResult& a,
+                                   const metrics::RetrievalResult& b, double tol) {
+  REQUIRE(a.recall.size() == b.recall.size());
+  for (size_t i = 0; i < a.recall.size(); ++i) {
+    CHECK(a.recall[i] == Approx(b.recall[i]).margin(tol));
+  }
+  CHECK(a.map == Approx(b.map).margin(tol));
+  CHECK(a.map_at_r == Approx(b.map_at_r).margin(tol));
+  CHECK(a.map_at_r10 == Approx(b.map_at_r10).margin(tol));
+  CHECK(a.r_precision == Approx(b.r_precision).margin(tol));
+  CHECK(a.mrr == Approx(b.mrr).margin(tol));
+  CHECK(a.precision_at_1 == Approx(b.precision_at_1).margin(tol));
+  check_same_class_averages(a.per_class, b.per_class, tol);
+  CHECK(a.queries == b.queries);
+  CHECK(a.lone_queries == b.lone_queries);
 }
 
 }  // namespace test

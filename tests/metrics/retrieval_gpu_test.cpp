@@ -278,21 +278,10 @@ std::vector<double> four_hot_points(int64_t n, int64_t d, uint64_t seed) {
   return x;
 }
 
+// The two devices' results agree (test::require_same_retrieval) and split the queries alike.
 void require_same_result(const metrics::RetrievalResult& a, const metrics::RetrievalResult& b,
                          double tol) {
-  REQUIRE(a.recall.size() == b.recall.size());
-  for (size_t i = 0; i < a.recall.size(); ++i) {
-    CHECK(a.recall[i] == Approx(b.recall[i]).margin(tol));
-  }
-  CHECK(a.map == Approx(b.map).margin(tol));
-  CHECK(a.map_at_r == Approx(b.map_at_r).margin(tol));
-  CHECK(a.map_at_r10 == Approx(b.map_at_r10).margin(tol));
-  CHECK(a.r_precision == Approx(b.r_precision).margin(tol));
-  CHECK(a.mrr == Approx(b.mrr).margin(tol));
-  CHECK(a.precision_at_1 == Approx(b.precision_at_1).margin(tol));
-  test::check_same_class_averages(a.per_class, b.per_class, tol);
-  CHECK(a.queries == b.queries);
-  CHECK(a.lone_queries == b.lone_queries);
+  test::require_same_retrieval(a, b, tol);
   CHECK(a.query_block == b.query_block);
 }
 

@@ -297,22 +297,6 @@ metrics::RetrievalResult reference_retrieval(const std::vector<double>& x, int64
   return r;
 }
 
-void require_same(const metrics::RetrievalResult& a, const metrics::RetrievalResult& b,
-                  double tol) {
-  REQUIRE(a.recall.size() == b.recall.size());
-  for (size_t i = 0; i < a.recall.size(); ++i)
-    CHECK(a.recall[i] == Approx(b.recall[i]).margin(tol));
-  CHECK(a.map == Approx(b.map).margin(tol));
-  CHECK(a.map_at_r == Approx(b.map_at_r).margin(tol));
-  CHECK(a.map_at_r10 == Approx(b.map_at_r10).margin(tol));
-  CHECK(a.r_precision == Approx(b.r_precision).margin(tol));
-  CHECK(a.mrr == Approx(b.mrr).margin(tol));
-  CHECK(a.precision_at_1 == Approx(b.precision_at_1).margin(tol));
-  test::check_same_class_averages(a.per_class, b.per_class, tol);
-  CHECK(a.queries == b.queries);
-  CHECK(a.lone_queries == b.lone_queries);
-}
-
 }  // namespace
 
 TEST_CASE("map: tiled equals the untiled f64 reference, integer points with ties") {
@@ -331,7 +315,8 @@ TEST_CASE("map: tiled equals the untiled f64 reference, integer points with ties
     options.query_block = qb;
     options.gallery_block = gb;
     INFO("query_block " << qb << ", gallery_block " << gb);
-    require_same(metrics::evaluate_retrieval(points, labels, options), expected, 1e-12);
+    test::require_same_retrieval(metrics::evaluate_retrieval(points, labels, options), expected,
+                                 1e-12);
   }
 }
 
@@ -347,7 +332,8 @@ TEST_CASE("map: tiled equals the untiled f64 reference, metrics N and C") {
       options.query_block = qb;
       options.gallery_block = 10;
       INFO("metric " << metrics::metric_name(metric) << ", query_block " << qb);
-      require_same(metrics::evaluate_retrieval(points, labels, options), expected, 1e-12);
+      test::require_same_retrieval(metrics::evaluate_retrieval(points, labels, options), expected,
+                                   1e-12);
     }
   }
 }

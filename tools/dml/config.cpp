@@ -1,8 +1,8 @@
-// Training configuration: schema, defaults, --set overrides and validation (config.h).
+// Training configuration: schema, defaults, --set overrides and validation (config.h). The
+// defense section is read in config_defense.cpp, with the range checks of config_checker.h.
 #include "tools/dml/config.h"
 
 #include <algorithm>
-#include <cmath>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -17,6 +17,8 @@
 #include "losses/miners.h"
 #include "losses/npair.h"
 #include "tools/dml/args.h"
+#include "tools/dml/config_checker.h"
+#include "tools/dml/config_defense.h"
 #include "tools/dml/json_file.h"
 
 namespace dml {
@@ -83,73 +85,6 @@ void merge_checked(const json& user, json& defaults, const std::string& prefix,
   }
 }
 
-// Reads and range-checks resolved values; `prefix` (e.g. "optimizer.groups[0].") is put before
-// the keys in messages.
-class Checker {
- public:
-  Checker(const json& resolved, std::string source, std::string prefix = "")
-      : resolved_(resolved), source_(std::move(source)), prefix_(std::move(prefix)) {}
-
-  const json& at(const std::string& key) const {
-    const json* node = &resolved_;
-    std::stringstream stream(key);
-    std::string part;
-    while (std::getline(stream, part, '.')) node = &node->at(part);
-    return *node;
-  }
-  std::string str(const std::string& key) const { return at(key).get<std::string>(); }
-  bool flag(const std::string& key) const { return at(key).get<bool>(); }
-  // Integers with a lower bound.
-  int64_t integer(const std::string& key, int64_t minimum) const {
-    const int64_t value = at(key).get<int64_t>();
-    if (value < minimum) fail(key, "must be >= " + std::to_string(minimum), at(key));
-    return value;
-  }
-  int64_t integer_in(const std::string& key, int64_t minimum, int64_t maximum) const {
-    const int64_t value = at(key).get<int64_t>();
-    if (value < minimum || value > maximum) {
-      fail(key, "must be in " + std::to_string(minimum) + ".." + std::to_string(maximum), at(key));
-    }
-    return value;
-  }
-  double number(const std::string& key, double minimum, bool strict) const {
-    const double value = at(key).get<double>();
-    if (!std::isfinite(value) || value < minimum || (strict && value == minimum)) {
-      fail(key, std::string("must be a finite number ") + (strict ? "> " : ">= ") + fmt(minimum),
-           at(key));
-    }
-    return value;
-  }
-  double finite(const std::string& key) const {
-    const double value = at(key).get<double>();
-    if (!std::isfinite(value)) fail(key, "must be a finite number", at(key));
-    return value;
-  }
-  std::string one_of(const std::string& key, const std::vector<std::string>& allowed) const {
-    const std::string value = str(key);
-    std::string list;
-    for (const std::string& a : allowed) {
-      if (a == value) return value;
-      list += (list.empty() ? "" : ", ") + a;
-    }
-    fail(key, "must be one of " + list, at(key));
-  }
-  [[noreturn]] void fail(const std::string& key, const std::string& why, const json& value) const {
-    throw UsageError(source_ + ": config key '" + prefix_ + key + "' " + why + ", got " +
-                     value.dump());
-  }
-
- private:
-  static std::string fmt(double x) {
-    std::ostringstream out;
-    out << x;
-    return out.str();
-  }
-  const json& resolved_;
-  std::string source_;
-  std::string prefix_;
-};
-
 // Whether a loss accepts batches in any layout (the others read SPC-2's [a0, p0, a1, p1, ...]).
 bool loss_takes_any_batch(const TrainConfig& t) {
   return t.loss == Loss::ArcFace ||
@@ -181,7 +116,7 @@ std::vector<ParamGroupConfig> resolve_param_groups(json& groups, const Optimizer
     }
     json filled = param_group_schema();
     merge_checked(groups[i], filled, key, source);
-    const Checker c(filled, source, key + ".");
+    const ConfigChecker c(filled, source, key + ".");
     ParamGroupConfig group;
     group.match = c.str("match");
     if (group.match.empty()) {
@@ -198,113 +133,9 @@ std::vector<ParamGroupConfig> resolve_param_groups(json& groups, const Optimizer
   return out;
 }
 
-// The defense keys with the recipes' defaults (attacks/defenses/defense.h).
-json defense_schema() {
-  const attacks::defenses::DefenseOptions d;
-  return json{{"name", attacks::defenses::recipe_name(d.recipe)},
-              {"pgd",
-               {{"eps", d.pgd.eps},
-                {"alpha", d.pgd.alpha},
-                {"steps", d.pgd.steps},
-                {"random_start", d.pgd.random_start}}},
-              {"ses_weight", d.ses_weight},
-              {"hm",
-               {{"source", losses::miner_name(d.hm.source)},
-                {"destination", attacks::defenses::hm_destination_name(d.hm)},
-                {"destination_miner", losses::miner_name(d.hm.destination_miner)},
-                {"objective", attacks::defenses::hm_objective_name(d.hm.objective)},
-                {"gamma", d.hm.gamma},
-                {"xi", d.hm.xi},
-                {"initial_loss", d.hm.initial_loss},
-                {"ics", d.hm.ics},
-                {"ics_lambda", d.hm.ics_lambda},
-                {"stop_tolerance", d.hm.stop_tolerance}}},
-              {"mdprop",
-               {{"targets", d.mdprop.targets},
-                {"reduction", attacks::defenses::mdprop_reduction_name(d.mdprop.reduction)}}}};
-}
-
 // The most epochs a config may ask for: with any data set's batches per epoch, the step count
 // stays far inside int64.
 constexpr int64_t kMaxEpochs = 1000000;
-
-// defense.*: names and ranges through the Checker (messages name the key), then the cross-key
-// rules (the loss a recipe needs, MDProp's BN branches).
-attacks::defenses::DefenseOptions resolve_defense(const Checker& c, const TrainConfig& t) {
-  attacks::defenses::DefenseOptions d;
-  d.recipe =
-      attacks::defenses::parse_recipe(c.one_of("defense.name", attacks::defenses::defense_names()));
-  d.pgd.eps = c.number("defense.pgd.eps", 0.0, false);
-  if (d.pgd.eps > 1.0) {  // the rule of the attack specs (attacks/attack.h): pixels are in [0, 1]
-    c.fail("defense.pgd.eps", "must be <= 1 (pixels are in [0, 1])", c.at("defense.pgd.eps"));
-  }
-  d.pgd.alpha = c.number("defense.pgd.alpha", 0.0, false);
-  d.pgd.steps = c.integer("defense.pgd.steps", 1);
-  d.pgd.random_start = c.flag("defense.pgd.random_start");
-  d.ses_weight = c.number("defense.ses_weight", 0.0, false);
-  d.hm.source = losses::parse_miner(c.one_of("defense.hm.source", losses::miner_names()));
-  // destination_miner first: a miner named by hm.destination replaces it (set_hm_destination).
-  d.hm.destination_miner =
-      losses::parse_miner(c.one_of("defense.hm.destination_miner", losses::miner_names()));
-  attacks::defenses::set_hm_destination(
-      d.hm, c.one_of("defense.hm.destination", attacks::defenses::hm_destination_names()));
-  d.hm.objective =
-      attacks::defenses::parse_hm_objective(c.one_of("defense.hm.objective", {"et", "l2"}));
-  d.hm.gamma = c.number("defense.hm.gamma", 0.0, true);
-  d.hm.xi = c.finite("defense.hm.xi");
-  d.hm.initial_loss = c.finite("defense.hm.initial_loss");
-  d.hm.ics = c.flag("defense.hm.ics");
-  d.hm.ics_lambda = c.number("defense.hm.ics_lambda", 0.0, false);
-  d.hm.stop_tolerance = c.number("defense.hm.stop_tolerance", 0.0, false);
-  const json& targets = c.at("defense.mdprop.targets");
-  d.mdprop.targets.clear();
-  for (const json& value : targets) {
-    if (!value.is_number_integer() || value.get<int64_t>() < 1) {
-      c.fail("defense.mdprop.targets",
-             "must be a list of integers >= 1 (targets per adversarial "
-             "BN branch, e.g. [1, 5])",
-             targets);
-    }
-    d.mdprop.targets.push_back(value.get<int64_t>());
-  }
-  if (d.mdprop.targets.empty()) {
-    c.fail("defense.mdprop.targets", "must name at least one adversarial branch", targets);
-  }
-  d.mdprop.reduction = attacks::defenses::parse_mdprop_reduction(
-      c.one_of("defense.mdprop.reduction", {"sum", "mean"}));
-  if (attacks::defenses::needs_triplet_loss(d.recipe) && t.sampler_name != "spc2") {
-    c.fail("defense.name", "mines SPC-2 triplets: it needs sampler.name \"spc2\"",
-           c.at("defense.name"));
-  }
-  if (attacks::defenses::needs_triplet_loss(d.recipe) && t.loss != Loss::Triplet) {
-    c.fail("defense.name",
-           std::string("trains on triplets itself: it needs loss.name \"triplet\", not \"") +
-               loss_name(t.loss) + "\"",
-           c.at("defense.name"));
-  }
-  if (d.recipe == attacks::defenses::Recipe::Hm && d.hm.gamma != t.margin) {
-    // The CVPR'22 paper's γ is both the triplet margin and the pseudo-hardness scale (robrank ties
-    // both to its margin): two values would train on one and manipulate toward the other.
-    c.fail("defense.hm.gamma",
-           "must equal the triplet margin loss.margin = " + json(t.margin).dump() +
-               " (HM's γ is both; set both, e.g. 1.0 for metric E)",
-           c.at("defense.hm.gamma"));
-  }
-  if (d.recipe == attacks::defenses::Recipe::Mdprop) {
-    if (t.model.name == "c2f2") {
-      c.fail("defense.name", "needs a model with batch norm (c2f2-bn or a resnet), not c2f2",
-             c.at("defense.name"));
-    }
-    const int64_t want = static_cast<int64_t>(d.mdprop.targets.size()) + 1;
-    if (t.model.bn_branches != want) {
-      c.fail("model.bn_branches",
-             "must be " + std::to_string(want) + " for defense mdprop with " +
-                 std::to_string(want - 1) + " adversarial branch(es) (defense.mdprop.targets)",
-             c.at("model.bn_branches"));
-    }
-  }
-  return d;
-}
 
 // Every loss with its config name, in docs/config.md order.
 const std::vector<std::pair<std::string, Loss>>& loss_table() {
@@ -450,7 +281,7 @@ TrainConfig resolve_config(const json& config, const std::string& source) {
   if (!config.is_object()) throw UsageError(source + ": the config must be a JSON object");
   json resolved = default_config_json();
   merge_checked(config, resolved, "", source);
-  const Checker c(resolved, source);
+  const ConfigChecker c(resolved, source);
 
   TrainConfig t;
   t.data_name = c.str("data.name");

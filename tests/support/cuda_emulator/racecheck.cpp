@@ -1,6 +1,6 @@
 // The race checker's edges, as ThreadSanitizer annotations (what and why: racecheck.h). This file
 // is not itself instrumented: the emulator's bookkeeping is not kernel code.
-#include "kernels/emulator/racecheck.h"
+#include "tests/support/cuda_emulator/racecheck.h"
 
 #if EMU_RACECHECK
 #include <sanitizer/tsan_interface.h>

@@ -1,7 +1,8 @@
 // ptxas_report --inc OUT.inc [--markdown OUT.md] REPORT...: reads what `nvcc --resource-usage`
 // printed for each compiled .cu (one REPORT file per source and architecture) and the PTX of each
 // source (REPORT files ending in .ptx), and writes the table the CUDA emulator checks launches
-// against (kernels/emulator/launch_resources.h), and optionally the same table as Markdown.
+// against (tests/support/cuda_emulator/launch_resources.h), and optionally the same table as
+// Markdown.
 //
 // A report names each kernel (an "entry function") by its mangled name and architecture, then its
 // stack frame and spills, then its registers and static shared memory:

@@ -22,9 +22,9 @@
 
 #include <cuda_runtime.h>
 
-#include "kernels/emulator/launch_resources.h"
-#include "kernels/emulator/racecheck.h"
-#include "kernels/emulator/state.h"
+#include "tests/support/cuda_emulator/launch_resources.h"
+#include "tests/support/cuda_emulator/racecheck.h"
+#include "tests/support/cuda_emulator/state.h"
 
 #if defined(__SANITIZE_ADDRESS__)
 #include <sanitizer/asan_interface.h>
@@ -49,8 +49,8 @@ constexpr uint64_t kPoison = ~uint64_t(0);
 // On x86-64 a switch saves the callee-saved registers and the FP control words on the current
 // stack, stores the stack pointer, and loads the other fiber's: about ten instructions, where
 // swapcontext also makes two system calls for the signal mask (which made it half the run time).
-// Elsewhere, ucontext. (With the race checker, kernels/emulator/racecheck.h, each switch also
-// tells ThreadSanitizer which fiber runs next.)
+// Elsewhere, ucontext. (With the race checker, tests/support/cuda_emulator/racecheck.h, each switch
+// also tells ThreadSanitizer which fiber runs next.)
 #if defined(__x86_64__)
 extern "C" void emu_switch_stack(void** save_sp, void* load_sp);
 asm(R"(

@@ -13,7 +13,7 @@
 
 #include <cuda_runtime.h>
 
-#include "kernels/emulator/state.h"
+#include "tests/support/cuda_emulator/state.h"
 
 namespace emu::detail {
 

@@ -1,5 +1,5 @@
-// State the emulator's two halves share (kernels/emulator/scheduler.cpp, runtime.cpp): the error
-// slots of the CUDA runtime and the lock that makes one API call or grid run at a time.
+// State the emulator's two halves share (tests/support/cuda_emulator/scheduler.cpp, runtime.cpp):
+// the error slots of the CUDA runtime and the lock that makes one API call or grid run at a time.
 #pragma once
 
 #include <cuda_runtime.h>

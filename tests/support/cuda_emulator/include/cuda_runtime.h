@@ -1,6 +1,6 @@
 // The CUDA emulator's stand-in for <cuda_runtime.h>: the parts of the CUDA language and runtime
-// API that kernels/*_cuda.cu use, implemented on the CPU (kernels/emulator/scheduler.cpp and
-// runtime.cpp).
+// API that kernels/*_cuda.cu use, implemented on the CPU (tests/support/cuda_emulator/scheduler.cpp
+// and runtime.cpp).
 //
 // Why: the build and CI machines have nvcc but no GPU, so without this the CUDA kernels are
 // compiled and never run. The build's `engine_emulated` library (CMakeLists.txt, docs/testing.md)
@@ -16,13 +16,12 @@
 // every live thread of the block -- or of the warp's mask -- has arrived). What it checks that a
 // GPU would also reject: launch configurations (0 blocks, > 1024 threads, static shared memory
 // over 48 KiB), blocks too large for the kernel's registers, shared memory or __launch_bounds__
-// as ptxas compiled it (kernels/emulator/launch_resources.h), kernel pointer arguments outside any
-// device allocation, copies outside an allocation, barrier deadlocks, __trap. What it adds:
-// device memory and shared memory start as 0xFF bytes (NaN floats, -1 integers), so reading what
-// nobody wrote shows up in the results.
-// What it cannot see: data races (a racing kernel usually computes the right answer here, since
-// threads run in turn; the race checker build, kernels/emulator/racecheck.h, finds them),
-// timing, and anything about performance.
+// as ptxas compiled it (tests/support/cuda_emulator/launch_resources.h), kernel pointer arguments
+// outside any device allocation, copies outside an allocation, barrier deadlocks, __trap. What it
+// adds: device memory and shared memory start as 0xFF bytes (NaN floats, -1 integers), so reading
+// what nobody wrote shows up in the results. What it cannot see: data races (a racing kernel
+// usually computes the right answer here, since threads run in turn; the race checker build,
+// tests/support/cuda_emulator/racecheck.h, finds them), timing, and anything about performance.
 #pragma once
 
 #include <cmath>
@@ -306,7 +305,7 @@ using std::max;
 using std::min;
 
 // Atomics: a grid runs on one host thread, so a read-modify-write would already be atomic; they
-// are compiler atomics (relaxed, as CUDA's) so that the race checker (kernels/emulator/
+// are compiler atomics (relaxed, as CUDA's) so that the race checker (tests/support/cuda_emulator/
 // racecheck.h) sees them as atomics and not as racing plain accesses.
 template <typename T>
 T atomicAdd(T* address, T value) {

@@ -1,5 +1,5 @@
 // The launch-resource check of the CUDA emulator (contract: launch_resources.h).
-#include "kernels/emulator/launch_resources.h"
+#include "tests/support/cuda_emulator/launch_resources.h"
 
 #include <iterator>
 
