@@ -20,7 +20,8 @@ check eval --checkpoint "$ck"
 check attack --checkpoint "$ck" --attack "CA:pm=+:W=1:eps=0.3:alpha=0.1:pgditer=2"
 check ers --checkpoint "$ck" --profile rob28
 check report --grid --checkpoint "$ck" --out "$d/grid.png"
+check report --attack "QA:pm=+:M=1:eps=0.03:alpha=0.01:pgditer=2" --checkpoint "$ck" --out "$d/attack.png"
 check info
 check embed --model c2f2 --embedding-dim 16 --weights "$ck" --out "$d/e.npy"
-test ! -e "$d/grid.png" && test ! -e "$d/e.npy"
+test ! -e "$d/grid.png" && test ! -e "$d/attack.png" && test ! -e "$d/e.npy"
 echo "data option errors ok"

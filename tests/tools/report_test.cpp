@@ -1,10 +1,8 @@
-// `dml report` (tools/dml/report.cpp, report_grid.cpp, svg.h): the training-curve SVG of a
-// hand-written log.jsonl, the ERS bar chart of two hand-written `dml ers` files, and the retrieval
-// grid PNG of a tiny trained model, each checked against values worked out by hand or
-// independently (pixel coordinates from the documented layouts; the grid's neighbours by a
-// brute-force distance loop over the model's embeddings). Errors: usage mistakes and bad files.
+// `dml report`'s charts (tools/dml/report.cpp, svg.h): the training-curve SVG of a hand-written
+// log.jsonl and the ERS bar chart of hand-written `dml ers` files, each checked against values
+// worked out by hand (pixel coordinates from the documented layouts). Errors: usage mistakes and
+// bad files. The pictures (retrieval grid, attack): report_picture_test.cpp.
 #include <fcntl.h>
-#include <stb/stb_image.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -13,21 +11,15 @@
 #include <cstdint>
 #include <fstream>
 #include <regex>
-#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
 
-#include "data/dataset.h"
-#include "engine/random.h"
 #include "kernels/common/check.h"
-#include "models/embed.h"
 #include "tests/io/io_test_util.h"
-#include "tests/tools/tiny_training.h"
 #include "tools/dml/args.h"
 #include "tools/dml/commands.h"
-#include "tools/dml/load_model.h"
-#include "tools/dml/trainer.h"
+#include "tools/dml/svg.h"
 
 namespace {
 
@@ -145,15 +137,87 @@ TEST_CASE("report --log: curves, axes and the documented pixel mapping", "[repor
   CHECK(loss[1].first == Approx(352.0).margin(kPixel));
   CHECK(loss[1].second == Approx(155.0).margin(kPixel));
   CHECK(svg.find(">0.5</text>") != std::string::npos);  // a y tick of the loss panel
-  // Evaluation panel: plot y = 470..770; y range [0, 80] % (max 80, raw step 16 -> 20).
-  //   map_at_r10 at step 5 = 30 %: x = 80 + 5/10 * 680 = 420, y = 770 - 30/80 * 300 = 657.5;
-  //   recall@1 at step 10 = 80 %: the plot's top right corner (760, 470).
+  // (The loss data span 0.5..1.9: with the 5 % margin [0.43, 1.97], step 0.5 -> [0, 2].)
+  // Evaluation panel: plot y = 470..770; data 30..80 %, with the margin [27.5, 82.5], raw step
+  // 11 -> 20: y range [20, 100] (not from 0: the data are far from it).
+  //   map_at_r10 at step 5 = 30 %: x = 80 + 5/10 * 680 = 420, y = 770 - 10/80 * 300 = 732.5;
+  //   recall@1 at step 10 = 80 %: x = 760, y = 770 - 60/80 * 300 = 545.
   const auto& map = find_curve(curves, "map_at_r10").points;
   CHECK(map[0].first == Approx(420.0).margin(kPixel));
-  CHECK(map[0].second == Approx(657.5).margin(kPixel));
+  CHECK(map[0].second == Approx(732.5).margin(kPixel));
   const auto& recall = find_curve(curves, "recall@1").points;
   CHECK(recall[1].first == Approx(760.0).margin(kPixel));
-  CHECK(recall[1].second == Approx(470.0).margin(kPixel));
+  CHECK(recall[1].second == Approx(545.0).margin(kPixel));
+  CHECK(svg.find(">20</text>") != std::string::npos);
+  CHECK(svg.find(">100</text>") != std::string::npos);
+  // The evaluations: a circle per point with its value written above it (y - 8).
+  CHECK(count(svg, "<circle class=\"value-marker\"") == 4);
+  CHECK(svg.find("class=\"value-label\" x=\"420.00\" y=\"724.50\"") != std::string::npos);
+  CHECK(svg.find(">30</text>") != std::string::npos);
+  // The last value of every curve written right of its last point (x + 6, y + 4).
+  CHECK(count(svg, "class=\"last-value\"") == 5);
+  CHECK(svg.find("<text class=\"last-value\" x=\"766.00\" y=\"549.00\" font-size=\"11.00\" "
+                 "text-anchor=\"start\" font-weight=\"bold\">80</text>") != std::string::npos);
+  // mean_loss ends at 0.7 (step 10): x = 760, y = 380 - 0.7/2 * 300 = 275.
+  CHECK(svg.find("x=\"766.00\" y=\"279.00\" font-size=\"11.00\" text-anchor=\"start\" "
+                 "font-weight=\"bold\">0.7</text>") != std::string::npos);
+}
+
+namespace {
+
+// The y tick labels of an SVG (right-aligned at x = 74, font 11), in document order.
+std::vector<double> y_tick_labels(const std::string& svg) {
+  std::vector<double> out;
+  const std::regex re(
+      "<text x=\"74.00\" y=\"[^\"]*\" font-size=\"11.00\" "
+      "text-anchor=\"end\">([^<]*)</text>");
+  for (auto it = std::sregex_iterator(svg.begin(), svg.end(), re); it != std::sregex_iterator();
+       ++it) {
+    out.push_back(std::stod((*it)[1]));
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("report --log: the y range is fitted to the data", "[report]") {
+  test::TempDir dir;
+  const std::string run = dir.file("run");
+  std::filesystem::create_directories(run);
+  const std::string out = dir.file("curves.svg");
+  SECTION("a loss far from 0 gets a range around it, not from 0") {
+    write_text(run + "/log.jsonl", R"({"type":"train","step":1,"mean_loss":10.2})"
+                                   "\n"
+                                   R"({"type":"train","step":2,"mean_loss":10.8})"
+                                   "\n");
+    REQUIRE(report({"--log", run, "--out", out}) == 0);
+    const std::string svg = read_text(out);
+    // Data 10.2..10.8, margin 0.03: [10.17, 10.83], raw step 0.132 -> 0.2: ticks 10 .. 11.
+    const std::vector<double> ticks = y_tick_labels(svg);
+    REQUIRE(ticks.size() == 6);
+    CHECK(ticks.front() == Approx(10.0));
+    CHECK(ticks.back() == Approx(11.0));
+    const std::vector<Polyline> curves = polylines(svg);
+    const auto& points = find_curve(curves, "mean_loss").points;
+    REQUIRE(points.size() == 2);
+    // x range [0, 2]; 10.2 at y = 380 - 0.2/1 * 300 = 320, 10.8 at 380 - 0.8 * 300 = 140.
+    CHECK(points[0].second == Approx(320.0).margin(kPixel));
+    CHECK(points[1].second == Approx(140.0).margin(kPixel));
+    CHECK(svg.find(">10.8</text>") != std::string::npos);  // its last value
+  }
+  SECTION("a loss near 0 keeps 0 at the bottom") {
+    write_text(run + "/log.jsonl", R"({"type":"train","step":1,"mean_loss":2.0})"
+                                   "\n"
+                                   R"({"type":"train","step":2,"mean_loss":0.05})"
+                                   "\n");
+    REQUIRE(report({"--log", run, "--out", out}) == 0);
+    // Data 0.05..2, margin 0.0975 takes the bottom below 0: raised to 0. [0, 2.0975], raw step
+    // 0.42 -> 0.5: ticks 0 .. 2.5.
+    const std::vector<double> ticks = y_tick_labels(read_text(out));
+    REQUIRE(ticks.size() == 6);
+    CHECK(ticks.front() == 0.0);
+    CHECK(ticks.back() == Approx(2.5));
+  }
 }
 
 TEST_CASE("report --log: a plain run, a resumed log, and bad logs", "[report]") {
@@ -182,10 +246,11 @@ TEST_CASE("report --log: a plain run, a resumed log, and bad logs", "[report]") 
     const std::vector<Polyline> curves = polylines(read_text(out));
     const auto& points = find_curve(curves, "mean_loss").points;
     REQUIRE(points.size() == 4);
-    // x range [0, 4] (raw step 0.8 -> 1), y range [0, 2] (raw step 0.4 -> 0.5): step 2 is at
-    // x = 80 + 2/4 * 680 = 420 with the resumed value 2.0 at the plot's top, y = 80.
+    // x range [0, 4] (raw step 0.8 -> 1); y: data 1..2 with the margin [0.95, 2.05], raw step
+    // 0.22 -> 0.5: [0.5, 2.5]. Step 2 is at x = 80 + 2/4 * 680 = 420 with the resumed value 2.0
+    // at y = 380 - 1.5/2 * 300 = 155.
     CHECK(points[1].first == Approx(420.0).margin(kPixel));
-    CHECK(points[1].second == Approx(80.0).margin(kPixel));
+    CHECK(points[1].second == Approx(155.0).margin(kPixel));
     for (size_t i = 1; i < points.size(); ++i) CHECK(points[i].first > points[i - 1].first);
   }
   SECTION("a last line cut short by a kill is left out") {
@@ -345,6 +410,28 @@ TEST_CASE("report --ers warns when the files were attacked under different condi
              Catch::Contains("different conditions") && Catch::Contains("robrank_compat false"));
 }
 
+TEST_CASE("report --ers: a bar of 0 is drawn and written", "[report]") {
+  test::TempDir dir;
+  // CA+ 0 -> 2 * 0 = 0 and GTT 0: two normalized columns of exactly 0; the others 50.
+  write_text(dir.file("e.json"), ers_json({0, 50, 25, 50, 0.5, 1.0, 50, 50, 50, 0}, 40));
+  REQUIRE(report({"--ers", dir.file("e.json"), "--out", dir.file("e.svg")}) == 0);
+  const std::string svg = read_text(dir.file("e.svg"));
+  const std::vector<Bar> b = bars(svg);
+  REQUIRE(b.size() == 11);
+  CHECK(b[0].h == 0.0);
+  // y range [0, 100] over y = 80..380: the zero line is y = 380. A 4-pixel line on it at each 0
+  // bar (group 0 from x = 80 + 0.1 * 680 / 11; group 9 from 80 + 9.1 * 680 / 11), and "0.0".
+  CHECK(count(svg, "<rect class=\"zero-bar\"") == 2);
+  const double bar_w = 0.8 * 680.0 / 11.0;
+  std::ostringstream first, last;
+  first << "<rect class=\"zero-bar\" x=\"" << dml::svg::number(80 + 0.1 * 680.0 / 11.0)
+        << "\" y=\"378.00\" width=\"" << dml::svg::number(bar_w) << "\" height=\"4.00\"";
+  last << "<rect class=\"zero-bar\" x=\"" << dml::svg::number(80 + 9.1 * 680.0 / 11.0) << "\"";
+  CHECK(svg.find(first.str()) != std::string::npos);
+  CHECK(svg.find(last.str()) != std::string::npos);
+  CHECK(count(svg, "font-size=\"10.00\" text-anchor=\"middle\">0.0</text>") == 2);
+}
+
 TEST_CASE("report --ers: a negative normalized value hangs below the zero line", "[report]") {
   test::TempDir dir;
   // ES:D 2.5 -> 100 (2 - 2.5) / 2 = -25; the others 50: ERS (9 * 50 - 25) / 10 = 42.5.
@@ -386,206 +473,4 @@ TEST_CASE("report: usage and file errors", "[report]") {
   CHECK_THROWS_WITH(report({"--ers", dir.file("partial.json"), "--out", dir.file("e.svg")}),
                     Catch::Contains("partial.json") && Catch::Contains("CA-"));
   CHECK_FALSE(std::filesystem::exists(dir.file("e.svg")));
-}
-
-namespace {
-
-struct Image {
-  int width = 0, height = 0;
-  std::vector<uint8_t> rgb;
-  const uint8_t* at(int y, int x) const { return rgb.data() + 3 * (y * width + x); }
-};
-
-Image read_png(const std::string& path) {
-  Image image;
-  int channels = 0;
-  unsigned char* pixels = stbi_load(path.c_str(), &image.width, &image.height, &channels, 3);
-  REQUIRE(pixels != nullptr);
-  image.rgb.assign(pixels, pixels + 3 * image.width * image.height);
-  stbi_image_free(pixels);
-  return image;
-}
-
-struct Split {
-  std::vector<std::vector<uint8_t>> pixels;  // 28 x 28 bytes per image
-  std::vector<int64_t> labels;
-  std::vector<std::vector<double>> embeddings;  // L2-normalized (metric N)
-};
-
-// The generated test split and the trained model's embeddings of it, computed without `dml report`.
-Split load_split(const std::string& model_path) {
-  const auto dataset = data::open_dataset("mnist", "test", tiny_training::data_root());
-  const int64_t n = dataset->size();
-  const dml::TrainedModel trained = dml::load_trained_model(model_path, engine::Device::cpu());
-  REQUIRE(trained.metric == metrics::Metric::N);
-  engine::Tensor images = engine::Tensor::empty({n, 1, 28, 28});
-  Split split;
-  engine::Generator gen(0);
-  for (int64_t i = 0; i < n; ++i) {
-    const engine::Tensor image = dataset->image(i, gen);
-    images.select(0, i).copy_(image);
-    std::vector<uint8_t> bytes;
-    for (double v : image.to_vector()) bytes.push_back(static_cast<uint8_t>(std::lround(255 * v)));
-    split.pixels.push_back(bytes);
-    split.labels.push_back(dataset->label(i));
-  }
-  const std::vector<double> e = models::embed(*trained.model, images).to_vector();
-  const size_t d = e.size() / static_cast<size_t>(n);
-  for (int64_t i = 0; i < n; ++i) {
-    std::vector<double> row(e.begin() + static_cast<std::ptrdiff_t>(i * d),
-                            e.begin() + static_cast<std::ptrdiff_t>((i + 1) * d));
-    double norm = 0.0;
-    for (double v : row) norm += v * v;
-    for (double& v : row) v /= std::sqrt(norm);
-    split.embeddings.push_back(row);
-  }
-  return split;
-}
-
-// The k nearest of images 0..m-1 to image q (q itself left out), by brute force.
-std::vector<int64_t> brute_force_neighbours(const Split& split, int64_t q, int64_t m, int64_t k) {
-  std::vector<std::pair<double, int64_t>> ranked;
-  for (int64_t j = 0; j < m; ++j) {
-    if (j == q) continue;
-    double d2 = 0.0;
-    for (size_t t = 0; t < split.embeddings[0].size(); ++t) {
-      const double diff = split.embeddings[q][t] - split.embeddings[j][t];
-      d2 += diff * diff;
-    }
-    ranked.emplace_back(d2, j);
-  }
-  std::sort(ranked.begin(), ranked.end());
-  std::vector<int64_t> top;
-  for (int64_t i = 0; i < k; ++i) top.push_back(ranked[i].second);
-  return top;
-}
-
-// Checks a grid of `rows` x (1 + k) cells of 28 x 28 images upscaled by `scale` (frames of 3
-// pixels, gaps of 6): size, white gaps, frame colours, and which image each cell shows (found by
-// its pixels). Returns the query index of every row and the number of green frames.
-struct Grid {
-  std::vector<int64_t> queries;
-  int64_t greens = 0;
-};
-Grid check_grid(const std::string& png, const Split& split, int64_t rows, int64_t k, int64_t scale,
-                int64_t m) {
-  const Image image = read_png(png);
-  const int cell = static_cast<int>(28 * scale + 6);
-  REQUIRE(image.width == (k + 1) * cell + (k + 2) * 6);
-  REQUIRE(image.height == rows * cell + (rows + 1) * 6);
-  const uint8_t white[3] = {255, 255, 255}, grey[3] = {128, 128, 128}, green[3] = {0, 170, 0},
-                red[3] = {220, 0, 0};
-  auto is = [](const uint8_t* p, const uint8_t* c) {
-    return p[0] == c[0] && p[1] == c[1] && p[2] == c[2];
-  };
-  // Outside every cell: white.
-  int64_t non_white_gap = 0;
-  for (int y = 0; y < image.height; ++y) {
-    for (int x = 0; x < image.width; ++x) {
-      const bool in_cell = (y % (cell + 6)) >= 6 && (x % (cell + 6)) >= 6 && y < image.height - 6 &&
-                           x < image.width - 6;
-      if (!in_cell && !is(image.at(y, x), white)) ++non_white_gap;
-    }
-  }
-  CHECK(non_white_gap == 0);
-
-  std::vector<int64_t> queries;
-  int64_t greens = 0, reds = 0;
-  for (int64_t r = 0; r < rows; ++r) {
-    std::vector<int64_t> shown;
-    for (int64_t c = 0; c <= k; ++c) {
-      const int y0 = static_cast<int>(6 + r * (cell + 6)),
-                x0 = static_cast<int>(6 + c * (cell + 6));
-      // The image inside the frame: grey RGB, each pixel a scale x scale block.
-      std::vector<uint8_t> bytes(28 * 28);
-      bool grey_blocks = true;
-      for (int y = 0; y < 28 * scale; ++y) {
-        for (int x = 0; x < 28 * scale; ++x) {
-          const uint8_t* p = image.at(y0 + 3 + y, x0 + 3 + x);
-          const uint8_t want = bytes[static_cast<size_t>((y / scale) * 28 + x / scale)];
-          if (y % scale == 0 && x % scale == 0) {
-            bytes[static_cast<size_t>((y / scale) * 28 + x / scale)] = p[0];
-          } else if (p[0] != want) {
-            grey_blocks = false;
-          }
-          if (p[1] != p[0] || p[2] != p[0]) grey_blocks = false;
-        }
-      }
-      CHECK(grey_blocks);
-      int64_t found = -1, matches = 0;
-      for (size_t i = 0; i < split.pixels.size(); ++i) {
-        if (split.pixels[i] == bytes) {
-          found = static_cast<int64_t>(i);
-          ++matches;
-        }
-      }
-      INFO("row " << r << " cell " << c);
-      REQUIRE(matches == 1);
-      REQUIRE(found < m);
-      shown.push_back(found);
-      // The frame: 3 pixels on every side, one colour.
-      const int64_t q = shown[0];
-      const uint8_t* want = c == 0 ? grey : (split.labels[found] == split.labels[q] ? green : red);
-      if (c > 0) ++(want == green ? greens : reds);
-      int64_t wrong = 0;
-      for (int y = 0; y < cell; ++y) {
-        for (int x = 0; x < cell; ++x) {
-          const bool frame = y < 3 || x < 3 || y >= cell - 3 || x >= cell - 3;
-          if (frame && !is(image.at(y0 + y, x0 + x), want)) ++wrong;
-        }
-      }
-      CHECK(wrong == 0);
-    }
-    const std::vector<int64_t> expected = brute_force_neighbours(split, shown[0], m, k);
-    CHECK(std::vector<int64_t>(shown.begin() + 1, shown.end()) == expected);
-    queries.push_back(shown[0]);
-  }
-  // Three test images per class and k >= 3: every row has a red neighbour.
-  INFO(greens << " green and " << reds << " red frames");
-  if (k >= 3) CHECK(reds >= rows);
-  CHECK(std::set<int64_t>(queries.begin(), queries.end()).size() == queries.size());
-  CHECK(std::is_sorted(queries.begin(), queries.end()));
-  return {queries, greens};
-}
-
-}  // namespace
-
-TEST_CASE("report --grid: queries, neighbours and frames of a tiny trained model", "[report]") {
-  test::TempDir dir;
-  const dml::TrainConfig config = tiny_training::tiny_config("triplet", dir.file("run"), 10);
-  REQUIRE(dml::train(config, dml::TrainOptions()) == 0);
-  const std::string model = dir.file("run/model.safetensors");
-  const Split split = load_split(model);
-  REQUIRE(split.labels.size() == 30);
-  const std::vector<std::string> common = {
-      "--grid",   "--checkpoint", model, "--data", "mnist", "--root", tiny_training::data_root(),
-      "--device", "cpu"};
-  auto grid = [&](std::vector<std::string> more) {
-    std::vector<std::string> tokens = common;
-    tokens.insert(tokens.end(), more.begin(), more.end());
-    return report(tokens);
-  };
-
-  // Defaults: 8 queries, top 5, scale 2 for 28 x 28, all 30 images.
-  REQUIRE(grid({"--seed", "3", "--out", dir.file("a.png")}) == 0);
-  const Grid a = check_grid(dir.file("a.png"), split, 8, 5, 2, 30);
-  CHECK(a.greens > 0);  // both frame colours are exercised (the model ranks some classes well)
-  // Same seed, same file; another seed, other queries.
-  REQUIRE(grid({"--seed", "3", "--out", dir.file("b.png")}) == 0);
-  CHECK(test::read_bytes(dir.file("a.png")) == test::read_bytes(dir.file("b.png")));
-  REQUIRE(grid({"--seed", "4", "--out", dir.file("c.png")}) == 0);
-  CHECK(check_grid(dir.file("c.png"), split, 8, 5, 2, 30).queries != a.queries);
-
-  // The first 12 images only, 4 rows of 3 neighbours at scale 1: 4 * 34 + 5 * 6 = 166 square.
-  REQUIRE(grid({"--max-images", "12", "--queries", "4", "--k", "3", "--scale", "1", "--out",
-                dir.file("d.png")}) == 0);
-  check_grid(dir.file("d.png"), split, 4, 3, 1, 12);
-
-  // More neighbours or queries than the images allow: usage errors.
-  CHECK_THROWS_AS(grid({"--max-images", "4", "--k", "4", "--out", dir.file("e.png")}),
-                  dml::UsageError);
-  CHECK_THROWS_AS(
-      grid({"--max-images", "4", "--queries", "5", "--k", "2", "--out", dir.file("e.png")}),
-      dml::UsageError);
-  CHECK_FALSE(std::filesystem::exists(dir.file("e.png")));
 }

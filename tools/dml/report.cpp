@@ -4,6 +4,8 @@
 //   dml report --grid --checkpoint FILE --out FILE.png ...    retrieval grid (report_grid.cpp)
 //   dml report --ers A.json [--ers B.json | ,B.json] [--names a,b] --out FILE.svg
 //                                                             ERS components as grouped bars
+//   dml report --attack SPEC --checkpoint FILE --out FILE.png  an attack's picture
+//   (report_attack.cpp)
 //
 // The SVG layouts (pixels; the mapping of data to pixels is in tools/dml/svg.h):
 //   --log: 960 wide; a 40-pixel title band, then one 390-pixel band per panel (loss if the log has
@@ -35,9 +37,10 @@ namespace dml {
 namespace {
 
 const char kUsage[] =
-    "usage: dml report (--log RUN_DIR | --grid | --ers FILE) [options]\n"
+    "usage: dml report (--log RUN_DIR | --grid | --ers FILE | --attack SPEC) [options]\n"
     "\n"
-    "Charts (SVG) and retrieval grids (PNG); one of the three modes per call (docs/report.md).\n"
+    "Charts (SVG), retrieval grids and attack pictures (PNG); one mode per call\n"
+    "(docs/report.md).\n"
     "\n"
     "dml report --log RUN_DIR [--out FILE.svg]\n"
     "  Training curves from RUN_DIR/log.jsonl (`dml train`): mean_loss (and a defense's\n"
@@ -70,7 +73,21 @@ const char kUsage[] =
     "  GTT; higher = more robust) and the ERS, one colour per file (`dml ers --out` JSON of a\n"
     "  finished rob28 or rob224 profile). --ers also takes a comma-separated list.\n"
     "  --names LIST        comma-separated legend names, one per file (default: the file stems)\n"
-    "  --out FILE          the SVG (required)\n";
+    "  --out FILE          the SVG (required)\n"
+    "\n"
+    "dml report --attack SPEC --checkpoint FILE --out FILE.png [options]\n"
+    "  Attacks the first --queries images of the split as `dml attack --max-images N\n"
+    "  --batch-size N` does (same --seed, same gallery: the whole split) and draws one row per\n"
+    "  image: the image and its top-K before the attack, the adversarial image and its top-K,\n"
+    "  and the perturbation magnified; the header names the attack, eps, model, image count\n"
+    "  and mode. SPEC as for `dml attack` (e.g. QA:pm=+:M=1:eps=0.03137:alpha=0.003922:\n"
+    "  pgditer=32).\n"
+    "  --queries N         images attacked, one row each (default 4, at most 64)\n"
+    "  --k K               neighbours per group (default 5, at most 20)\n"
+    "  --scale F           as for --grid\n"
+    "  --checkpoint --data --split --root --metric --seed --robrank-compat --device\n"
+    "                      as for `dml attack`\n"
+    "  --out FILE          the PNG (required)\n";
 
 std::vector<std::string> split_commas(const std::string& text) {
   std::vector<std::string> items;
@@ -106,8 +123,9 @@ int report_log(const std::string& run_dir, const std::string& out_arg) {
   svg::Series loss{"mean_loss", svg::palette(0), {}};
   svg::Series clean{"clean_loss", svg::palette(2), {}};
   svg::Series adversarial{"adversarial_loss", svg::palette(1), {}};
-  svg::Series recall{"recall@1", svg::palette(0), {}};
-  svg::Series map{"map_at_r10", svg::palette(3), {}};
+  // The evaluations: few points, each circled with its value written.
+  svg::Series recall{"recall@1", svg::palette(0), {}, true};
+  svg::Series map{"map_at_r10", svg::palette(3), {}, true};
   int64_t train_records = 0, eval_records = 0, line_number = 0;
   double max_step = 0.0;
   std::string line;
@@ -269,10 +287,11 @@ int run_report(Args& args) {
     return 0;
   }
   const bool log_mode = args.has("--log"), grid_mode = args.has("--grid"),
-             ers_mode = args.has("--ers");
-  if (log_mode + grid_mode + ers_mode != 1) {
-    throw UsageError("give exactly one of --log RUN_DIR, --grid or --ers FILE");
+             ers_mode = args.has("--ers"), attack_mode = args.has("--attack");
+  if (log_mode + grid_mode + ers_mode + attack_mode != 1) {
+    throw UsageError("give exactly one of --log RUN_DIR, --grid, --ers FILE or --attack SPEC");
   }
+  if (attack_mode) return run_report_attack(args);
   if (grid_mode) {
     args.take_flag("--grid");
     return run_report_grid(args);

@@ -1,5 +1,5 @@
-// What report.cpp (the `dml report` command: log curves, ERS bars) and report_grid.cpp (its
-// retrieval-grid mode) share.
+// What report.cpp (the `dml report` command: log curves, ERS bars), report_grid.cpp (its
+// retrieval-grid mode) and report_attack.cpp (its attack picture) share.
 #pragma once
 
 #include "tools/dml/args.h"
@@ -8,5 +8,7 @@ namespace dml {
 
 // `dml report --grid ...`: args still hold every option but --grid (docs/report.md).
 int run_report_grid(Args& args);
+// `dml report --attack SPEC ...`: args still hold every option (docs/report.md).
+int run_report_attack(Args& args);
 
 }  // namespace dml

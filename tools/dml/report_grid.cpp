@@ -8,9 +8,11 @@
 //
 // Layout (pixels): every image is upscaled by the integer factor s (nearest neighbour) and framed
 // by a 3-pixel border; cells are separated, and surrounded, by 6 white pixels. With images of
-// H x W, a cell is (s H + 6) x (s W + 6) and the PNG (RGB) is
-//   width  = (K + 1) (s W + 6) + (K + 2) 6,   height = N (s H + 6) + (N + 1) 6.
-// Frames: query grey (128, 128, 128); a neighbour with the query's label green (0, 170, 0),
+// H x W, a cell is (s H + 6) x (s W + 6) with a 22-pixel caption band below it (two lines of
+// tools/dml/raster.h text from 3 pixels down: "query Q" or "#RANK DISTANCE", then the class name),
+// and the PNG (RGB) is
+//   width  = (K + 1) (s W + 6) + (K + 2) 6,   height = N (s H + 28) + (N + 1) 6.
+// Frames: query blue (0, 90, 255); a neighbour with the query's label green (0, 170, 0),
 // otherwise red (220, 0, 0). Grey images are shown as grey RGB.
 #include <algorithm>
 #include <cstdio>
@@ -21,13 +23,13 @@
 #include <vector>
 
 #include "data/dataset.h"
-#include "data/png_writer.h"
 #include "engine/io/file_io.h"
 #include "engine/random.h"
 #include "kernels/common/check.h"
 #include "metrics/distance.h"
 #include "tools/dml/load_model.h"
 #include "tools/dml/output_files.h"
+#include "tools/dml/raster.h"
 #include "tools/dml/report.h"
 #include "tools/dml/split_stream.h"
 
@@ -35,51 +37,10 @@ namespace dml {
 
 namespace {
 
-constexpr int64_t kFrame = 3;
+using raster::Canvas;
 constexpr int64_t kGap = 6;
-struct Rgb {
-  double r, g, b;
-};
-constexpr Rgb kBackground{255, 255, 255};
-constexpr Rgb kQueryFrame{128, 128, 128};
-constexpr Rgb kMatchFrame{0, 170, 0};
-constexpr Rgb kMismatchFrame{220, 0, 0};
 
-// An RGB canvas [3, H, W] of values in [0, 1].
-struct Canvas {
-  int64_t height, width;
-  std::vector<double> values;
-
-  Canvas(int64_t h, int64_t w) : height(h), width(w), values(static_cast<size_t>(3 * h * w)) {}
-  void set(int64_t y, int64_t x, double r, double g, double b) {
-    const size_t plane = static_cast<size_t>(height * width);
-    const size_t at = static_cast<size_t>(y * width + x);
-    values[at] = r;
-    values[plane + at] = g;
-    values[2 * plane + at] = b;
-  }
-  void fill(int64_t y0, int64_t x0, int64_t h, int64_t w, const Rgb& c) {
-    for (int64_t y = y0; y < y0 + h; ++y) {
-      for (int64_t x = x0; x < x0 + w; ++x) set(y, x, c.r / 255.0, c.g / 255.0, c.b / 255.0);
-    }
-  }
-  // A framed cell at (y0, x0): the frame colour under the whole cell, then the image inside.
-  void cell(int64_t y0, int64_t x0, const engine::Tensor& image, int64_t scale, const Rgb& frame) {
-    const int64_t channels = image.size(0), h = image.size(1), w = image.size(2);
-    fill(y0, x0, scale * h + 2 * kFrame, scale * w + 2 * kFrame, frame);
-    const std::vector<double> pixels = image.contiguous().to_vector();
-    for (int64_t y = 0; y < scale * h; ++y) {
-      for (int64_t x = 0; x < scale * w; ++x) {
-        const size_t at = static_cast<size_t>((y / scale) * w + x / scale);
-        const size_t plane = static_cast<size_t>(h * w);
-        const double r = pixels[at];
-        const double g = channels == 3 ? pixels[plane + at] : r;
-        const double b = channels == 3 ? pixels[2 * plane + at] : r;
-        set(y0 + kFrame + y, x0 + kFrame + x, r, g, b);
-      }
-    }
-  }
-};
+// The two caption lines of a cell, cut to the cell's width.
 
 }  // namespace
 
@@ -147,47 +108,38 @@ int run_report_grid(Args& args) {
 
   const int64_t h = shape[2], w = shape[3];
   const int64_t scale = scale_option > 0 ? scale_option : (w <= 64 ? 2 : 1);
-  const int64_t cell_h = scale * h + 2 * kFrame, cell_w = scale * w + 2 * kFrame;
-  Canvas canvas(queries * cell_h + (queries + 1) * kGap, (k + 1) * cell_w + (k + 2) * kGap);
-  canvas.fill(0, 0, canvas.height, canvas.width, kBackground);
+  const int64_t cell_h = scale * h + 2 * raster::kFrame, cell_w = scale * w + 2 * raster::kFrame;
+  const int64_t row_h = cell_h + raster::kCaption;
+  Canvas canvas(queries * row_h + (queries + 1) * kGap, (k + 1) * cell_w + (k + 2) * kGap);
+  const std::string dataset_id = dataset->name();
   int64_t matches = 0;
   for (int64_t r = 0; r < queries; ++r) {
     const int64_t q = chosen[static_cast<size_t>(r)];
     const float* row = keys.data() + r * m;
-    std::vector<int64_t> order;
-    for (int64_t j = 0; j < m; ++j) {
-      if (j != q) order.push_back(j);
-    }
-    std::partial_sort(order.begin(), order.begin() + k, order.end(), [&](int64_t a, int64_t b) {
-      return row[a] < row[b] || (row[a] == row[b] && a < b);
-    });
-    const int64_t top = kGap + r * (cell_h + kGap);
-    canvas.cell(top, kGap, image(q), scale, kQueryFrame);
+    const std::vector<int64_t> order = raster::nearest_by_key(row, m, q, k);
+    const int64_t top = kGap + r * (row_h + kGap);
     const int64_t label = labels[static_cast<size_t>(q)];
+    canvas.cell(top, kGap, image(q), scale, raster::kQueryFrame);
+    canvas.caption(top + cell_h, kGap, cell_w, "query " + std::to_string(q),
+                   raster::class_name(dataset_id, label));
     std::printf("query %lld (label %lld):", static_cast<long long>(q),
                 static_cast<long long>(label));
     for (int64_t c = 0; c < k; ++c) {
       const int64_t j = order[static_cast<size_t>(c)];
       const bool match = labels[static_cast<size_t>(j)] == label;
       matches += match;
-      canvas.cell(top, kGap + (c + 1) * (cell_w + kGap), image(j), scale,
-                  match ? kMatchFrame : kMismatchFrame);
+      const int64_t left = kGap + (c + 1) * (cell_w + kGap);
+      canvas.cell(top, left, image(j), scale, match ? raster::kMatchFrame : raster::kMismatchFrame);
+      canvas.caption(top + cell_h, left, cell_w,
+                     "#" + std::to_string(c + 1) + " " +
+                         raster::short_number(raster::caption_distance(query_points, r, points, j)),
+                     raster::class_name(dataset_id, labels[static_cast<size_t>(j)]));
       std::printf(" %lld%s", static_cast<long long>(j), match ? "" : "x");
     }
     std::printf("\n");
   }
 
-  // Atomic like the other outputs: a temporary file renamed over `out`.
-  const std::string temp = engine::detail::atomic_temp_path(out);
-  try {
-    data::write_png(temp,
-                    engine::Tensor::from_vector(canvas.values, {3, canvas.height, canvas.width}));
-    std::filesystem::rename(temp, out);
-  } catch (const std::exception& e) {
-    std::error_code ignored;
-    std::filesystem::remove(temp, ignored);
-    engine::fail(out, ": cannot write the PNG: ", e.what());
-  }
+  raster::write_canvas_png(out, canvas);
   std::printf(
       "wrote %s: %lld queries x top-%lld of the first %lld %s %s images (%s, metric %s); "
       "%lld of %lld neighbours share the query's label (x: they do not)\n",

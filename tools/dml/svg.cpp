@@ -84,9 +84,20 @@ void Document::polyline(const std::vector<std::pair<double, double>>& points,
   body_ += title.empty() ? "/>\n" : "><title>" + escape(title) + "</title></polyline>\n";
 }
 
+void Document::circle(double x, double y, double r, const std::string& fill, const std::string& cls,
+                      const std::string& title) {
+  body_ += "<circle";
+  if (!cls.empty()) body_ += " class=\"" + escape(cls) + "\"";
+  body_ += " cx=\"" + number(x) + "\" cy=\"" + number(y) + "\" r=\"" + number(r) + "\" fill=\"" +
+           escape(fill) + "\"";
+  body_ += title.empty() ? "/>\n" : "><title>" + escape(title) + "</title></circle>\n";
+}
+
 void Document::text(double x, double y, const std::string& text, double size,
-                    const std::string& anchor, double rotate, bool bold) {
-  body_ += "<text x=\"" + number(x) + "\" y=\"" + number(y) + "\" font-size=\"" + number(size) +
+                    const std::string& anchor, double rotate, bool bold, const std::string& cls) {
+  body_ += "<text";
+  if (!cls.empty()) body_ += " class=\"" + escape(cls) + "\"";
+  body_ += " x=\"" + number(x) + "\" y=\"" + number(y) + "\" font-size=\"" + number(size) +
            "\" text-anchor=\"" + anchor + "\"";
   if (rotate != 0.0) {
     body_ += " transform=\"rotate(" + number(rotate) + " " + number(x) + " " + number(y) + ")\"";
@@ -168,17 +179,37 @@ void legend(Document& doc, double x, double y, const std::vector<std::string>& n
   }
 }
 
+Ticks fitted_ticks(double lo, double hi) {
+  double margin = 0.05 * (hi - lo);
+  if (!(margin > 0.0)) margin = hi != 0.0 ? 0.05 * std::abs(hi) : 0.5;
+  double bottom = lo - margin;
+  if (lo >= 0.0 && bottom < 0.0) bottom = 0.0;
+  return nice_ticks(bottom, hi + margin);
+}
+
+namespace {
+
+std::string value_text(double value) {
+  char buffer[64];
+  std::snprintf(buffer, sizeof buffer, "%.3g", value);
+  return buffer;
+}
+
+}  // namespace
+
 void line_chart(Document& doc, const Rect& plot, const Ticks& x, const std::string& title,
                 const std::string& x_label, const std::string& y_label,
                 const std::vector<Series>& series) {
   double lo = 0.0, hi = 0.0;
+  bool any = false;
   for (const Series& s : series) {
     for (const auto& p : s.points) {
-      lo = std::min(lo, p.second);
-      hi = std::max(hi, p.second);
+      lo = any ? std::min(lo, p.second) : p.second;
+      hi = any ? std::max(hi, p.second) : p.second;
+      any = true;
     }
   }
-  const Ticks y = nice_ticks(lo, hi);
+  const Ticks y = fitted_ticks(lo, hi);
   doc.text(plot.x, plot.y - 12, title, 14, "start", 0.0, true);
   axes(doc, plot, &x, y, x_label, y_label);
   std::vector<std::string> names, colors;
@@ -189,13 +220,22 @@ void line_chart(Document& doc, const Rect& plot, const Ticks& x, const std::stri
       pixels.emplace_back(x_pixel(plot, x, p.first), y_pixel(plot, y, p.second));
     }
     doc.polyline(pixels, s.color, "curve", s.name);
-    if (pixels.size() <= 40) {
-      for (const auto& p : pixels) doc.rect(p.first - 2, p.second - 2, 4, 4, s.color, "marker");
+    for (size_t i = 0; i < pixels.size(); ++i) {
+      const auto& p = pixels[i];
+      if (s.label_points) {
+        const std::string value = value_text(s.points[i].second);
+        doc.circle(p.first, p.second, 4, s.color, "value-marker", s.name + ": " + value);
+        doc.text(p.first, p.second - 8, value, 10, "middle", 0.0, false, "value-label");
+      } else if (pixels.size() <= 40) {
+        doc.rect(p.first - 2, p.second - 2, 4, 4, s.color, "marker");
+      }
     }
+    doc.text(pixels.back().first + 6, pixels.back().second + 4, value_text(s.points.back().second),
+             11, "start", 0.0, true, "last-value");
     names.push_back(s.name);
     colors.push_back(s.color);
   }
-  legend(doc, plot.x + plot.w + 20, plot.y, names, colors);
+  legend(doc, plot.x + plot.w + 70, plot.y, names, colors);
 }
 
 void bar_chart(Document& doc, const Rect& plot, const std::string& title,
@@ -226,7 +266,11 @@ void bar_chart(Document& doc, const Rect& plot, const std::string& title,
       std::snprintf(label, sizeof label, ": %.2f", v);
       doc.rect(left + bar_w * static_cast<double>(s), std::min(top, zero), bar_w,
                std::abs(zero - top), colors[s], "bar", names[s] + " " + groups[g] + label);
-      if (g + 1 == groups.size()) {  // the last group's values written above its bars
+      if (std::abs(zero - top) < 1.0) {  // a 0: a visible line on the zero line and its value
+        doc.rect(left + bar_w * static_cast<double>(s), zero - 2, bar_w, 4, colors[s], "zero-bar");
+      }
+      if (g + 1 == groups.size() || std::abs(zero - top) < 1.0) {
+        // The last group's values (and every 0) written above the bars.
         std::snprintf(label, sizeof label, "%.1f", v);
         doc.text(left + bar_w * (static_cast<double>(s) + 0.5), std::min(top, zero) - 4, label, 10,
                  "middle");

@@ -35,7 +35,10 @@ class Document {
                 const std::string& cls = "curve", const std::string& title = "");
   // anchor: "start", "middle" or "end"; rotate: degrees about (x, y).
   void text(double x, double y, const std::string& text, double size = 12.0,
-            const std::string& anchor = "start", double rotate = 0.0, bool bold = false);
+            const std::string& anchor = "start", double rotate = 0.0, bool bold = false,
+            const std::string& cls = "");
+  void circle(double x, double y, double r, const std::string& fill, const std::string& cls = "",
+              const std::string& title = "");
   // The whole file: "<svg ...>" ... "</svg>\n".
   std::string str() const;
 
@@ -77,17 +80,29 @@ struct Series {
   std::string name;
   std::string color;
   std::vector<std::pair<double, double>> points;  // (x, y) in data units
+  // Each point a circle (class "value-marker", radius 4) with its value written above it
+  // (class "value-label"), e.g. the evaluations; otherwise a 4-pixel square (class "marker")
+  // per point when there are at most 40.
+  bool label_points = false;
 };
 
-// Axes, one polyline per series with at least one point (a marker circle per point when there
-// are at most 40), and a legend right of the plot. The y ticks cover 0 and every point.
+// The y range of a line chart: the data's [lo, hi] widened by 5 % of hi - lo on both sides (by
+// 5 % of |hi|, or 0.5 when hi is 0, if all values are equal), then nice_ticks(). Data that are all
+// >= 0 never get a range below 0: a lower end that the margin took below 0 is raised to 0.
+Ticks fitted_ticks(double lo, double hi);
+
+// Axes, one polyline per series with at least one point, and a legend right of the plot (from
+// x = plot.x + plot.w + 70). The y ticks are fitted_ticks() of every point. The last value of
+// each series is written right of its last point (class "last-value", three significant digits).
 void line_chart(Document& doc, const Rect& plot, const Ticks& x, const std::string& title,
                 const std::string& x_label, const std::string& y_label,
                 const std::vector<Series>& series);
 
 // Grouped bars: values[s][g] is series s in group g. Each group takes plot.w / groups of width;
 // its bars fill the middle 80 % side by side (series order), from the zero line up (or down for a
-// negative value); the last group's values are written above its bars. The y ticks cover 0,
+// negative value); the last group's values are written above its bars. A bar less than one pixel
+// high (a value of 0) also gets a 4-pixel line centred on the zero line (class "zero-bar") and its
+// value written above it, so that it is not an empty slot. The y ticks cover 0,
 // `y_floor_hi` and every value. Legend right of the plot.
 void bar_chart(Document& doc, const Rect& plot, const std::string& title,
                const std::vector<std::string>& groups, const std::vector<std::string>& names,
