@@ -13,7 +13,7 @@ BUILD_TYPE="${BUILD_TYPE:-Release}"
 
 # Debian packages the build, the tests and the default dataset need.
 PACKAGES=(cmake make g++ clang-format catch2 libeigen3-dev nlohmann-json3-dev zlib1g-dev libstb-dev
-          dataset-fashion-mnist)
+          dataset-fashion-mnist libprotobuf-dev protobuf-compiler)
 
 install_missing_packages() {
   local missing=()

@@ -3,9 +3,9 @@
 //   dml train --config FILE.json [--set key.sub=value]... [--resume] [--seed N]
 //             [--device cpu|cuda] [--stop-after-batches N] [--print-config]
 //
-// Writes <output_dir>/{log.jsonl, checkpoint.safetensors, model.safetensors, metrics.json} and
-// prints the evaluation table at the end. The loop: trainer.h; the checkpoint format:
-// train_checkpoint.h.
+// Writes <output_dir>/{log.jsonl, log.csv, tensorboard/, checkpoint.safetensors, model.safetensors,
+// metrics.json} and prints the evaluation table at the end. The loop: trainer.h; the checkpoint
+// format: train_checkpoint.h.
 #include <cstdio>
 #include <filesystem>
 #include <optional>
@@ -41,7 +41,8 @@ const char kUsage[] =
     "  --print-config        print the resolved config (every key, defaults filled in, --set\n"
     "                        applied) as JSON and exit without training\n"
     "\n"
-    "Outputs in output_dir: log.jsonl (one JSON object per logged step and evaluation),\n"
+    "Outputs in output_dir: log.jsonl (one JSON object per logged step and evaluation), the\n"
+    "same as log.csv and as TensorBoard scalars in tensorboard/ (tensorboard --logdir DIR),\n"
     "checkpoint.safetensors (model, optimizer, sampler and RNG state; written atomically),\n"
     "model.safetensors (final weights), metrics.json (final evaluation).\n";
 

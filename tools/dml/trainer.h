@@ -36,7 +36,8 @@
 // it bit-identically: train_checkpoint.h.
 // At the end, <output_dir>/model.safetensors holds the final weights (models::save_weights, with
 // metadata naming the model), <output_dir>/metrics.json the last evaluation and
-// <output_dir>/log.jsonl one JSON object per logged step and per evaluation (appended on resume).
+// <output_dir>/log.jsonl one JSON object per logged step and per evaluation (appended on resume),
+// the same records as log.csv and as TensorBoard scalars in tensorboard/ (run_log.h).
 #pragma once
 
 #include <cstdint>

@@ -8,7 +8,6 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 
 #include "engine/autograd.h"
 #include "engine/io/file_io.h"
@@ -18,31 +17,12 @@
 #include "losses/losses.h"
 #include "models/weights.h"
 #include "tools/dml/args.h"
+#include "tools/dml/run_log.h"
 
 namespace dml {
 
 using nlohmann::json;
 using Clock = std::chrono::steady_clock;
-
-// log.jsonl: one JSON object a line, flushed as written.
-class TrainingLog {
- public:
-  // `fresh`: start an empty file (a new run, including --overwrite and a run killed before its
-  // first checkpoint); otherwise append (a resumed run).
-  TrainingLog(const std::string& path, bool fresh)
-      : out_(path, fresh ? std::ios::trunc : std::ios::app), path_(path) {
-    ENGINE_CHECK(out_.good(), path, ": cannot open the log for writing");
-  }
-  void write(const json& record) {
-    out_ << record.dump() << '\n';
-    out_.flush();
-    ENGINE_CHECK(out_.good(), path_, ": write failed");
-  }
-
- private:
-  std::ofstream out_;
-  std::string path_;
-};
 
 namespace {
 
@@ -111,30 +91,6 @@ std::string batch_summary(const TrainConfig& config) {
            (config.with_replacement ? " (with replacement)" : "");
   }
   return std::to_string(config.pairs_per_batch) + " pairs";
-}
-
-// On --resume: the records of log.jsonl written after the checkpoint (steps > `step`) describe
-// work the resumed run redoes and logs again, and a kill can leave a torn last line; both are
-// dropped (the file rewritten atomically) so the log reads like one uninterrupted run. Returns how
-// many lines were dropped.
-int64_t drop_log_records_after(const std::string& path, int64_t step) {
-  std::ifstream in(path);
-  if (!in) return 0;  // no log yet
-  std::string kept, line;
-  int64_t dropped = 0;
-  while (std::getline(in, line)) {
-    const json record = json::parse(line, nullptr, false);
-    const bool valid = record.is_object();
-    const bool after = valid && record.contains("step") && record["step"].is_number_integer() &&
-                       record["step"].get<int64_t>() > step;
-    if (!valid || after) {
-      ++dropped;
-      continue;
-    }
-    kept += line + '\n';
-  }
-  if (dropped > 0) engine::detail::write_file_atomically(path, kept);
-  return dropped;
 }
 
 std::string format_number(double x) {
@@ -233,16 +189,8 @@ void TrainingRun::restore_or_start() {
 }
 
 void TrainingRun::open_log() {
-  const std::string log_path = (std::filesystem::path(config_.output_dir) / "log.jsonl").string();
-  if (options_.resume) {
-    const int64_t dropped = drop_log_records_after(log_path, run_.step);
-    if (dropped > 0) {
-      std::fprintf(stderr, "train: %s: dropped %lld record(s) after the checkpoint's step %lld\n",
-                   log_path.c_str(), static_cast<long long>(dropped),
-                   static_cast<long long>(run_.step));
-    }
-  }
-  log_ = std::make_unique<TrainingLog>(log_path, /*fresh=*/!options_.resume);
+  log_ = std::make_unique<RunLog>(
+      config_.output_dir, options_.resume ? std::optional<int64_t>(run_.step) : std::nullopt);
 }
 
 void TrainingRun::print_opening_line() const {

@@ -28,7 +28,7 @@
 
 namespace dml {
 
-class TrainingLog;
+class RunLog;
 
 // What one optimizer step leaves for the progress log.
 struct StepOutcome {
@@ -118,7 +118,7 @@ class TrainingRun {
   std::unique_ptr<attacks::defenses::TrainingContext> context_;  // what the defense trains with
   int64_t per_epoch_ = 0;
   bool tty_ = false;
-  std::unique_ptr<TrainingLog> log_;
+  std::unique_ptr<RunLog> log_;  // log.jsonl, log.csv and the TensorBoard files
   EvalSettings eval_settings_;
   double eval_seconds_ = 0.0;  // this process's time in evaluations, for the closing line
   std::optional<metrics::Evaluation> final_eval_;
