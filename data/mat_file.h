@@ -12,7 +12,8 @@
 //   (miINT32), name (miINT8), then by class:
 //     numeric (double, single, int8..uint64):  real part in any numeric element type (MATLAB
 //         stores doubles as smaller integer types when they fit), optional imaginary part
-//     char:    miUTF8 / miUINT8 / miUINT16 (UTF-16) code units, column-major
+//     char:    miUTF8 / miUINT8 / miUINT16 (UTF-16) code units, column-major (read as text:
+//              rows joined by '\n'; an empty array, any dimension 0, is the empty text)
 //     cell:    one miMATRIX per cell, column-major
 //     struct:  field-name length (miINT32), field names (miINT8, null padded), then for each
 //              element (column-major) one miMATRIX per field

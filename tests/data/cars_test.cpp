@@ -195,6 +195,22 @@ TEST_CASE("mat file: numeric element types, multi-row chars, empty arrays", "[da
   CHECK(vars[3].numel() == 0);
 }
 
+TEST_CASE("mat file: an empty char array is the empty text, whatever rows it declares", "[data]") {
+  // A 3x0 char array, and the fuzzer's find (fuzz_mat): a 0x410002A3 x 0 char array, which a
+  // 100-byte file declares and whose rows were once joined into a gigabyte of newlines. Neither
+  // has a character, so both read as "", with their dimensions kept.
+  Bytes out = mat_header();
+  test::append(out, matrix(4, {3, 0}, "few", element(4, {})));
+  test::append(out, matrix(4, {0x410002A3, 0}, "many", element(4, {})));
+  const std::vector<data::MatArray> vars = data::parse_mat(out.data(), out.size(), "e.mat");
+  REQUIRE(vars.size() == 2);
+  CHECK(vars[0].kind == data::MatArray::Kind::Char);
+  CHECK(vars[0].text.empty());
+  CHECK(vars[0].dims == std::vector<int64_t>{3, 0});
+  CHECK(vars[1].text.empty());
+  CHECK(vars[1].dims == std::vector<int64_t>{0x410002A3, 0});
+}
+
 TEST_CASE("mat file errors: each names the file", "[data]") {
   const Bytes good = cars_annos({{"car_ims/000001.jpg", 1}}, false);
   SECTION("truncated inside a variable") {
