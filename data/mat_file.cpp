@@ -219,6 +219,9 @@ class Parser {
           const char* start = reinterpret_cast<const char*>(names.data + f * field_length);
           out.field_names.emplace_back(start, strnlen(start, field_length));
         }
+        // A struct without fields stores nothing, however many elements it declares (up to
+        // 2^40: looping over them took hours; found by fuzz_mat).
+        if (out.field_names.empty()) return out;
         for (int64_t i = 0; i < numel; ++i) {
           for (const std::string& field : out.field_names) {
             out.elements.push_back(

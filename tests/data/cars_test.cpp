@@ -211,6 +211,22 @@ TEST_CASE("mat file: an empty char array is the empty text, whatever rows it dec
   CHECK(vars[1].dims == std::vector<int64_t>{0x410002A3, 0});
 }
 
+TEST_CASE("mat file: a struct array without fields reads at once, however many elements",
+          "[data]") {
+  // The fuzzer's second find (fuzz_mat): a 2^16 x 2^24 struct array (2^40 elements, the reader's
+  // limit) with no fields, which stores nothing per element; the reader looped over every element.
+  Bytes body = small_element(5, int32s({32}));  // field name length 32, no names
+  test::append(body, element(1, {}));
+  Bytes out = mat_header();
+  test::append(out, matrix(2, {1 << 16, 1 << 24}, "bare", body));
+  const std::vector<data::MatArray> vars = data::parse_mat(out.data(), out.size(), "s.mat");
+  REQUIRE(vars.size() == 1);
+  CHECK(vars[0].kind == data::MatArray::Kind::Struct);
+  CHECK(vars[0].field_names.empty());
+  CHECK(vars[0].elements.empty());
+  CHECK(vars[0].numel() == int64_t(1) << 40);
+}
+
 TEST_CASE("mat file errors: each names the file", "[data]") {
   const Bytes good = cars_annos({{"car_ims/000001.jpg", 1}}, false);
   SECTION("truncated inside a variable") {
