@@ -10,8 +10,9 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 DEST="$ROOT/.gpu-deps"
 source "$ROOT/scripts/setup.sh"  # installs the project's packages here if missing
-BUNDLE=(catch2 libeigen3-dev nlohmann-json3-dev libstb-dev libstb0 zlib1g-dev
-        libprotobuf-dev libprotobuf32 protobuf-compiler libprotoc32)
+# Protobuf (TensorBoard files) stays out: it would add 12 MB and push the upload with the data past
+# the device tool's 64 MiB; dml builds without it there (CMakeLists.txt, dml_tensorboard).
+BUNDLE=(catch2 libeigen3-dev nlohmann-json3-dev libstb-dev libstb0 zlib1g-dev)
 case "${1:-}" in
   "") BUNDLE+=(dataset-fashion-mnist) ;;
   --without-data) ;;
@@ -23,10 +24,6 @@ for pkg in "${BUNDLE[@]}"; do
   dpkg -L "$pkg" | while read -r path; do
     [ -f "$path" ] || continue                   # files (and symlinks to files) only
     case "$path" in /usr/share/doc/*|/usr/share/man/*|/usr/share/lintian/*|/usr/share/locale/*) continue ;; esac
-    # Protobuf's files the build does not need (it links the shared library), 10+ MB: the static
-    # and lite libraries, and each library's fully versioned name (its SONAME link, copied -L,
-    # has the same bytes).
-    case "$path" in */libproto*.a|*/libprotobuf-lite*|*/libproto*.so.*.*.*) continue ;; esac
     mkdir -p "$DEST$(dirname "$path")"
     cp -L "$path" "$DEST$path"                   # dereference: absolute symlinks would break
   done

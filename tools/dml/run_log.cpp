@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <iostream>
 #include <iterator>
 #include <vector>
 
@@ -276,7 +277,13 @@ RunLog::RunLog(const std::string& output_dir, std::optional<int64_t> resume_step
   ENGINE_CHECK(jsonl_.good(), jsonl_path_, ": cannot open the log for writing");
   csv_ = std::make_unique<Csv>((std::filesystem::path(output_dir) / "log.csv").string(),
                                jsonl_path_, !resume_step);
-  events_ = std::make_unique<Events>(tensorboard_dir(output_dir), resume_step);
+  if (tensorboard::event_files_supported()) {
+    events_ = std::make_unique<Events>(tensorboard_dir(output_dir), resume_step);
+  } else {
+    std::cerr << "note: no TensorBoard files in " << tensorboard_dir(output_dir)
+              << ": this dml was built without protobuf (log.jsonl and log.csv hold every "
+                 "value)\n";
+  }
 }
 
 RunLog::~RunLog() = default;
@@ -286,7 +293,7 @@ void RunLog::write(const json& record) {
   jsonl_.flush();
   ENGINE_CHECK(jsonl_.good(), jsonl_path_, ": write failed");
   csv_->write(record);
-  events_->write(record);
+  if (events_) events_->write(record);
 }
 
 }  // namespace dml

@@ -1,18 +1,14 @@
-// TensorBoard event records (header: tools/dml/tensorboard/event_file.h).
+// TensorBoard event records (header: tools/dml/tensorboard/event_file.h): the TFRecord framing
+// and its CRC. The Events themselves are protobuf messages, made in event_proto.cpp.
 #include "tools/dml/tensorboard/event_file.h"
 
 #include <array>
 #include <cstring>
-
-#include "tools/dml/tensorboard/tensorboard_event.pb.h"
+#include <optional>
 
 namespace dml::tensorboard {
 
 namespace {
-
-// The generated classes (package tensorboard, outside our namespace of the same name).
-using Event = ::tensorboard::Event;
-using Summary = ::tensorboard::Summary;
 
 // crc32c's table: entry b is the CRC register after shifting byte b through it (the reflected
 // polynomial, least significant bit first).
@@ -55,12 +51,6 @@ size_t framed_record_at(const std::string& bytes, size_t at, std::string& data) 
   return header + length + footer;
 }
 
-std::string serialized(const Event& event) {
-  std::string bytes;
-  event.SerializeToString(&bytes);
-  return bytes;
-}
-
 }  // namespace
 
 uint32_t crc32c(const std::string& bytes) {
@@ -83,39 +73,18 @@ std::string tfrecord(const std::string& data) {
   return record;
 }
 
-std::string file_version_event(double wall_time) {
-  Event event;
-  event.set_wall_time(wall_time);
-  event.set_step(0);
-  event.set_file_version(kFileVersion);
-  return serialized(event);
-}
-
-std::string scalars_event(double wall_time, int64_t step, const std::vector<Scalar>& scalars) {
-  Event event;
-  event.set_wall_time(wall_time);
-  event.set_step(step);
-  Summary* summary = event.mutable_summary();
-  for (const Scalar& scalar : scalars) {
-    Summary::Value* value = summary->add_value();
-    value->set_tag(scalar.tag);
-    value->set_simple_value(static_cast<float>(scalar.value));
-  }
-  return serialized(event);
-}
-
 KeptRecords records_through_step(const std::string& file_bytes, int64_t step) {
   KeptRecords kept;
   size_t at = 0;
   std::string data;
   while (at < file_bytes.size()) {
     const size_t size = framed_record_at(file_bytes, at, data);
-    Event event;
-    if (size == 0 || !event.ParseFromString(data)) {  // a torn or damaged tail: nothing after it
-      ++kept.dropped;                                 // can be framed
+    const std::optional<int64_t> event_step = size == 0 ? std::nullopt : step_of_event(data);
+    if (!event_step) {  // a torn or damaged tail: nothing after it can be framed
+      ++kept.dropped;
       break;
     }
-    if (event.step() <= step) {
+    if (*event_step <= step) {
       kept.bytes += file_bytes.substr(at, size);
     } else {
       ++kept.dropped;

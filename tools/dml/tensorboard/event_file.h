@@ -3,11 +3,13 @@
 // tensorboard.Event (tensorboard_event.proto); the first Event says file_version
 // "brain.Event:2", each later one holds a Summary of scalars (tag, value) at one step.
 //
-// This is the only code that uses protobuf: the library dml_tensorboard (CMakeLists.txt) links it,
-// and this header does not include it, so the rest of the program builds without its headers.
+// Only event_proto.cpp uses protobuf: the library dml_tensorboard (CMakeLists.txt) links it, and
+// this header does not include it, so the rest of the program builds without its headers. A build
+// without protobuf compiles event_proto_absent.cpp instead (event_files_supported() is false).
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -34,10 +36,16 @@ struct Scalar {
   double value = 0.0;  // stored as TensorBoard's simple_value, a float
 };
 
+// False when this dml was built without protobuf: then the three functions below throw, and
+// `dml train` writes no event files.
+bool event_files_supported();
+
 // Serialized Events: the first of every file, and the scalars of one step. wall_time: seconds
 // since the Unix epoch.
 std::string file_version_event(double wall_time);
 std::string scalars_event(double wall_time, int64_t step, const std::vector<Scalar>& scalars);
+// The step of a serialized Event; nothing when the bytes are not one.
+std::optional<int64_t> step_of_event(const std::string& serialized_event);
 
 // An event file's records up to a resumed run's checkpoint: the records of `file_bytes` whose
 // Event has a step <= `step` (the file-version event included), up to the first record that is
