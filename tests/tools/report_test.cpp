@@ -272,8 +272,8 @@ TEST_CASE("report --log: a plain run, a resumed log, and bad logs", "[report]") 
     REQUIRE_THROWS_WITH(report({"--log", run, "--out", out}),
                         Catch::Contains("log.jsonl") && Catch::Contains("no train or eval"));
   }
-  SECTION("a missing run directory is a runtime error naming the file") {
-    REQUIRE_THROWS_AS(report({"--log", dir.file("nope")}), engine::Error);
+  SECTION("a missing run directory is a usage error naming the file (README, Exit codes)") {
+    REQUIRE_THROWS_AS(report({"--log", dir.file("nope")}), dml::UsageError);
     REQUIRE_THROWS_WITH(report({"--log", dir.file("nope")}), Catch::Contains("nope/log.jsonl"));
   }
   CHECK_FALSE(std::filesystem::exists(run + "/report.svg"));
@@ -463,9 +463,10 @@ TEST_CASE("report: usage and file errors", "[report]") {
   CHECK_THROWS_WITH(
       report({"--grid", "--checkpoint", "m.safetensors", "--out", "g.png", "--queries", "x"}),
       Catch::Contains("--queries"));
-  // Files: missing, not JSON, without the ERS columns (runtime errors naming the file).
+  // Files: missing (a usage error, README "Exit codes"), not JSON, without the ERS columns
+  // (runtime errors naming the file).
   CHECK_THROWS_AS(report({"--ers", dir.file("none.json"), "--out", dir.file("e.svg")}),
-                  engine::Error);
+                  dml::UsageError);
   write_text(dir.file("bad.json"), "{\"CA+\": ");
   CHECK_THROWS_WITH(report({"--ers", dir.file("bad.json"), "--out", dir.file("e.svg")}),
                     Catch::Contains("bad.json") && Catch::Contains("not a JSON"));

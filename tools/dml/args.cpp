@@ -154,6 +154,15 @@ std::optional<engine::kernels::Metric> take_metric_option(Args& args) {
   }
 }
 
+void require_input_file(const std::string& path, const std::string& what) {
+  std::error_code error;
+  const std::filesystem::file_status status = std::filesystem::status(path, error);
+  if (!std::filesystem::exists(status)) throw UsageError(what + " " + path + ": no such file");
+  if (std::filesystem::is_directory(status)) {
+    throw UsageError(what + " " + path + ": a folder, not a file");
+  }
+}
+
 void refuse_output_over_input(const std::string& output, const std::string& output_option,
                               const std::string& input, const std::string& input_option) {
   if (output.empty() || input.empty()) return;

@@ -54,6 +54,13 @@ class Args {
   std::vector<Token> tokens_;
 };
 
+// The one rule for input files named on the command line or in the config (README, "Exit
+// codes"): a path that does not exist, or names a folder where a file is expected, is a usage
+// error (exit 2), found before any work; a file that exists but cannot be read or parsed is a
+// runtime error (exit 1) from the reader, naming the file. `what` names the option or config key
+// ("--checkpoint", "config key 'model.pretrained'").
+void require_input_file(const std::string& path, const std::string& what);
+
 // UsageError when the file an output option names is the existing file an input option names
 // (`dml ers --out` pointing at the checkpoint would replace the weights with the results).
 void refuse_output_over_input(const std::string& output, const std::string& output_option,

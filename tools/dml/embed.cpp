@@ -127,6 +127,7 @@ int run_embed(Args& args) {
   const int64_t batch_size = args.take_int("--batch-size", 256);
   const ExistingResult existing = take_existing_result_flags(args, /*can_resume=*/false);
   args.finish();
+  require_input_file(weights, "--weights");
   refuse_output_over_input(out, "--out", weights, "--weights");
   check_result_file(out, "--out", existing);
   check_result_file(labels_out, "--labels-out", existing);

@@ -15,7 +15,7 @@
 namespace dml {
 
 TrainedModel load_trained_model(const std::string& path, const engine::Device& device) {
-  if (!std::filesystem::exists(path)) throw UsageError("--checkpoint " + path + ": no such file");
+  require_input_file(path, "--checkpoint");
   if (engine::is_torch_checkpoint_path(path)) {
     throw UsageError(path +
                      ": a PyTorch checkpoint holds weights without dml's model metadata; give a "

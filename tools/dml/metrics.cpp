@@ -88,6 +88,8 @@ int run_metrics(Args& args) {
   const int64_t iterations = args.take_int("--kmeans-iterations", 25);
   const std::string device_text = args.take_string("--device", "cpu");
   args.finish();
+  require_input_file(embeddings_path, "--embeddings");
+  require_input_file(labels_path, "--labels");
 
   for (int64_t k : ks) {
     if (k < 1) throw UsageError("--k: every K must be >= 1, got " + std::to_string(k));

@@ -49,7 +49,7 @@ const char kUsage[] =
     "  --out FILE          the SVG (default RUN_DIR/report.svg)\n"
     "\n"
     "dml report --grid --checkpoint FILE --out FILE.png [options]\n"
-    "  A retrieval grid: one row per query, the query (grey frame) then its top-K neighbours in\n"
+    "  A retrieval grid: one row per query, the query (blue frame) then its top-K neighbours in\n"
     "  the same images (the query itself excluded), framed green when they share its label and\n"
     "  red otherwise.\n"
     "  --checkpoint FILE   <output_dir>/model.safetensors or checkpoint.safetensors of `dml "
@@ -301,6 +301,7 @@ int run_report(Args& args) {
     const std::string out = args.take_string("--out", "");
     args.finish();
     if (run_dir.empty()) throw UsageError("--log needs a run directory");
+    require_input_file((std::filesystem::path(run_dir) / "log.jsonl").string(), "--log");
     check_replaceable_file(out, "--out");
     return report_log(run_dir, out);
   }
@@ -327,6 +328,7 @@ int run_report(Args& args) {
       names.push_back(std::filesystem::path(file).stem().string());
     }
   }
+  for (const std::string& file : files) require_input_file(file, "--ers");
   return report_ers(files, names, out);
 }
 

@@ -64,9 +64,7 @@ void prepare_output_dir(const std::string& output_dir, bool resume) {
 // model.pretrained into the fresh model (config.h); BN aux branches take branch 0's values when
 // the file has none (MDProp's initialization from ImageNet weights).
 void load_pretrained(const TrainConfig& config, models::Model& model) {
-  if (!std::filesystem::is_regular_file(config.pretrained)) {
-    throw UsageError("config key 'model.pretrained': no such file '" + config.pretrained + "'");
-  }
+  require_input_file(config.pretrained, "config key 'model.pretrained':");
   models::WeightLoadOptions load;
   load.aux_from_main = true;
   load.keep_prefixes = config.pretrained_skip;
