@@ -88,8 +88,6 @@ int run_metrics(Args& args) {
   const int64_t iterations = args.take_int("--kmeans-iterations", 25);
   const std::string device_text = args.take_string("--device", "cpu");
   args.finish();
-  require_input_file(embeddings_path, "--embeddings");
-  require_input_file(labels_path, "--labels");
 
   for (int64_t k : ks) {
     if (k < 1) throw UsageError("--k: every K must be >= 1, got " + std::to_string(k));
@@ -100,6 +98,8 @@ int run_metrics(Args& args) {
   }
   // Before reading the (possibly large) files: a missing GPU is a runtime error (exit 1).
   const engine::Device device = parse_device_option(device_text);
+  require_input_file(embeddings_path, "--embeddings");
+  require_input_file(labels_path, "--labels");
 
   metrics::Points points;
   {  // the tensor is released once the prepared copy exists (peak memory)

@@ -301,8 +301,8 @@ int run_report(Args& args) {
     const std::string out = args.take_string("--out", "");
     args.finish();
     if (run_dir.empty()) throw UsageError("--log needs a run directory");
-    require_input_file((std::filesystem::path(run_dir) / "log.jsonl").string(), "--log");
     check_replaceable_file(out, "--out");
+    require_input_file((std::filesystem::path(run_dir) / "log.jsonl").string(), "--log");
     return report_log(run_dir, out);
   }
   std::vector<std::string> files;
