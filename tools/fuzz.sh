@@ -17,6 +17,7 @@ BUILD="$ROOT/build-fuzz"
 seeds_of() {
   case "$1" in
     fuzz_safetensors) echo "$ROOT/tests/fuzz/seeds/safetensors" ;;
+    fuzz_pth) echo "$ROOT/tests/fuzz/seeds/pth" ;;
     fuzz_npy) echo "$ROOT/tests/fuzz/seeds/npy" ;;
     fuzz_idx) echo "$ROOT/tests/fuzz/seeds/idx" ;;
     fuzz_mat) echo "$ROOT/tests/fuzz/seeds/mat" ;;
@@ -28,7 +29,7 @@ seeds_of() {
 }
 TARGETS=("$@")
 if [ ${#TARGETS[@]} -eq 0 ]; then
-  TARGETS=(fuzz_safetensors fuzz_npy fuzz_idx fuzz_mat fuzz_image fuzz_attack_spec fuzz_config)
+  TARGETS=(fuzz_safetensors fuzz_pth fuzz_npy fuzz_idx fuzz_mat fuzz_image fuzz_attack_spec fuzz_config)
 fi
 for target in "${TARGETS[@]}"; do seeds_of "$target" > /dev/null; done
 
