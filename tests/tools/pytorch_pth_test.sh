@@ -9,11 +9,7 @@
 set -u
 dml=$1 dir=$2 src=$3
 . "$src/tests/tools/find_torch_python.sh"
-rm -rf "$dir" && mkdir -p "$dir" || exit 1
-"$dml" train --config "$src/configs/quick.json" --set device=cpu --set model.embedding_dim=24 \
-  --set sampler.pairs_per_batch=8 --set sampler.max_batches_per_epoch=3 --set epochs=1 \
-  --set eval.max_images=50 --set output_dir="$dir/run" > "$dir/train.log" 2>&1 ||
-  { cat "$dir/train.log"; echo "FAIL: dml train"; exit 1; }
+. "$src/tests/tools/tiny_c2f2_run.sh"
 PYTHONPATH="$src/tests/tools" "$python" -c "
 import numpy as np, torch
 from pytorch_embed_check import read_safetensors
