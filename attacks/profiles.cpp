@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdio>
 
+#include "attacks/curve_profiles.h"
 #include "kernels/common/check.h"
 
 namespace attacks {
@@ -18,7 +19,9 @@ std::vector<std::string> ers_specs(const std::string& budget) {
 
 }  // namespace
 
-std::vector<std::string> profile_names() { return {"rob28", "rob224", "qccurve28"}; }
+std::vector<std::string> profile_names() {
+  return {"rob28", "rob224", "qccurve28", "curve28", "curve224"};
+}
 
 std::vector<std::string> profile_specs(const std::string& profile) {
   // robrank's literal values (configs_rank.py): 77/255 and 8/255 rounded to 5 digits, 3/255 to 6.
@@ -41,7 +44,9 @@ std::vector<std::string> profile_specs(const std::string& profile) {
     }
     return specs;
   }
-  engine::fail("unknown attack profile '", profile, "' (known: rob28, rob224, qccurve28)");
+  if (is_curve_profile(profile)) return curve_specs(profile);  // attacks/curve_profiles.h
+  engine::fail("unknown attack profile '", profile,
+               "' (known: rob28, rob224, qccurve28, curve28, curve224)");
 }
 
 const std::vector<ErsSource>& ers_sources() {

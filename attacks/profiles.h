@@ -7,6 +7,8 @@
 //   qccurve28  the attack-strength curve of Zhou et al. TPAMI, Fig. 6: CA+, CA-, SP-QA+, SP-QA-
 //           (W = M = 1) for eps = 7i/255, i = 0..11, 32 steps of alpha = max(1, round(7i/25))/255
 //           (Zhou et al. TPAMI §6.1.3; robrank's profile_qccurve28; 3/255 only from eps = 63/255).
+//   curve28, curve224  every ERS attack over an eps sweep and a steps sweep
+//   (attacks/curve_profiles.h).
 #pragma once
 
 #include <string>

@@ -15,6 +15,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "attacks/curve_profiles.h"
 #include "attacks/profiles.h"
 #include "engine/io/file_io.h"
 #include "kernels/common/check.h"
@@ -22,6 +23,7 @@
 #include "tools/dml/attack_runner.h"
 #include "tools/dml/attack_setup.h"
 #include "tools/dml/commands.h"
+#include "tools/dml/curve_results.h"
 #include "tools/dml/output_files.h"
 
 namespace dml {
@@ -38,9 +40,11 @@ const char kUsage[] =
     "Runs an attack profile over a split. rob28 / rob224: the ten ERS columns (CA+ CA- QA+ QA-\n"
     "TMA ES:D ES:R LTM GTM GTT, nine attacks) and the Empirical Robustness Score; qccurve28: CA+,\n"
     "CA-, SP-QA+ and SP-QA- for eps = 0, 7, ..., 77 / 255 (the curve of Zhou et al. TPAMI,\n"
-    "Fig. 6).\n"
+    "Fig. 6); curve28 / curve224: every ERS attack over an eps sweep (to 1) and a steps sweep\n"
+    "(1 to 128), each point's raw score and ERS-column score under \"curve\" (docs/attacks.md).\n"
     "\n"
-    "  --profile NAME      rob28 (28x28 models), rob224 (224x224 models) or qccurve28\n"
+    "  --profile NAME      rob28 (28x28 models), rob224 (224x224 models), qccurve28, curve28\n"
+    "                      or curve224\n"
     "  --out FILE          also write the JSON to FILE (atomically, after every attack; "
     "\"complete\"\n"
     "                      is false until the last one has finished)\n"
@@ -185,6 +189,9 @@ int run_ers(Args& args) {
       }
       out["ers"] = metrics::empirical_robustness_score(raw);
     }
+    if (attacks::is_curve_profile(profile)) {
+      out["curve"] = curve_results_json(profile, setup.dataset, summaries);
+    }
     out["attacks"] = attacks_json;
     if (!out_path.empty()) {
       engine::detail::write_file_atomically(out_path, out.dump(2) + "\n");
@@ -239,6 +246,7 @@ int run_ers(Args& args) {
     for (double v : raw) std::printf("%7.3g", v);
     std::printf("%7.1f\n", metrics::empirical_robustness_score(raw));
   }
+  if (attacks::is_curve_profile(profile)) print_curve_tables(out.at("curve"));
   return 0;
 }
 

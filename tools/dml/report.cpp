@@ -6,6 +6,10 @@
 //                                                             ERS components as grouped bars
 //   dml report --attack SPEC --checkpoint FILE --out FILE.png  an attack's picture
 //   (report_attack.cpp)
+//   dml report --robustness --input LABEL=FILE[,FILE] ... --out FILE.svg
+//                                                             several models' ERS, worst case and
+//                                                             attack-strength curves
+//                                                             (report_robustness.cpp)
 //
 // The SVG layouts (pixels; the mapping of data to pixels is in tools/dml/svg.h):
 //   --log: 960 wide; a 40-pixel title band, then one 390-pixel band per panel (loss if the log has
@@ -37,7 +41,8 @@ namespace dml {
 namespace {
 
 const char kUsage[] =
-    "usage: dml report (--log RUN_DIR | --grid | --ers FILE | --attack SPEC) [options]\n"
+    "usage: dml report (--log RUN_DIR | --grid | --ers FILE | --attack SPEC | --robustness)\n"
+    "                  [options]\n"
     "\n"
     "Charts (SVG), retrieval grids and attack pictures (PNG); one mode per call\n"
     "(docs/report.md).\n"
@@ -87,7 +92,16 @@ const char kUsage[] =
     "  --scale F           as for --grid\n"
     "  --checkpoint --data --split --root --metric --seed --robrank-compat --device\n"
     "                      as for `dml attack`\n"
-    "  --out FILE          the PNG (required)\n";
+    "  --out FILE          the PNG (required)\n"
+    "\n"
+    "dml report --robustness --input LABEL=FILE[,FILE] [--input ...] --out FILE.svg\n"
+    "  Several models side by side: the ERS bars and the worst case (from a finished rob28 or\n"
+    "  rob224 `dml ers --out` JSON) and the attack-strength curves of every ERS column against\n"
+    "  eps and against the number of steps (from a curve28 or curve224 JSON), one colour per\n"
+    "  model, with each file's image count and attack mode in the caption.\n"
+    "  --input LABEL=FILES one model: its label and its result files, comma-separated (an ERS\n"
+    "                      file, a curve file or both); without LABEL= the first file's stem\n"
+    "  --out FILE          the SVG (required)\n";
 
 std::vector<std::string> split_commas(const std::string& text) {
   std::vector<std::string> items;
@@ -287,9 +301,15 @@ int run_report(Args& args) {
     return 0;
   }
   const bool log_mode = args.has("--log"), grid_mode = args.has("--grid"),
-             ers_mode = args.has("--ers"), attack_mode = args.has("--attack");
-  if (log_mode + grid_mode + ers_mode + attack_mode != 1) {
-    throw UsageError("give exactly one of --log RUN_DIR, --grid, --ers FILE or --attack SPEC");
+             ers_mode = args.has("--ers"), attack_mode = args.has("--attack"),
+             robustness_mode = args.has("--robustness");
+  if (log_mode + grid_mode + ers_mode + attack_mode + robustness_mode != 1) {
+    throw UsageError(
+        "give exactly one of --log RUN_DIR, --grid, --ers FILE, --attack SPEC or --robustness");
+  }
+  if (robustness_mode) {
+    args.take_flag("--robustness");
+    return run_report_robustness(args);
   }
   if (attack_mode) return run_report_attack(args);
   if (grid_mode) {

@@ -10,5 +10,8 @@ namespace dml {
 int run_report_grid(Args& args);
 // `dml report --attack SPEC ...`: args still hold every option (docs/report.md).
 int run_report_attack(Args& args);
+// `dml report --robustness --input LABEL=FILE[,FILE] ...`: args hold every option but
+// --robustness (report_robustness.cpp; docs/report.md).
+int run_report_robustness(Args& args);
 
 }  // namespace dml

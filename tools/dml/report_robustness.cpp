@@ -1,0 +1,476 @@
+// dml report --robustness: several models side by side in one SVG (docs/report.md, "Robustness
+// figure"): the ERS bars, the worst-case summary, and the attack-strength curves of every ERS
+// column against eps and against the number of steps, with the image counts and attack modes in
+// the caption.
+//
+//   dml report --robustness --input LABEL=FILE[,FILE] [--input ...] --out FILE.svg
+//
+// Each FILE is a `dml ers --out` JSON: a finished rob28 / rob224 result (the ERS, and its
+// "worst_case" when the run computed one) or a curve28 / curve224 result (its "curve").
+//
+// Layout (pixels), 960 wide: a 40-pixel title band; the caption, 16 + 16 (2 M + 1) for M models;
+// then a 330-pixel band with the ERS bars (plot x = 70..650) and the worst case (plot x =
+// 750..930), both plots 220 high from 60 below the band's top; then the curves: a 30-pixel
+// heading and two rows of 170 pixels per sweep (eps, then steps), five panels of 192 pixels per
+// row, each plot 130 x 100 from (panel left + 44, row top + 26).
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "attacks/attack.h"
+#include "engine/io/file_io.h"
+#include "kernels/common/check.h"
+#include "metrics/ers.h"
+#include "tools/dml/commands.h"
+#include "tools/dml/output_files.h"
+#include "tools/dml/report.h"
+#include "tools/dml/svg.h"
+
+namespace dml {
+namespace {
+
+struct CurvePoint {
+  std::string sweep, column;
+  double x = 0.0;  // eps (eps sweep) or steps (steps sweep)
+  double score = 0.0;
+};
+
+// What one model's files hold.
+struct ModelResults {
+  std::string label, weights;
+  std::string ers_path, curve_path;  // empty when not given
+  std::optional<metrics::ErsRow> ers_raw;
+  nlohmann::json ers_json, curve_json;
+  nlohmann::json worst_case;  // null when the ERS file has none
+  std::vector<CurvePoint> curve;
+};
+
+std::string text_of(const nlohmann::json& j, const char* key) {
+  if (!j.contains(key)) return "?";
+  return j.at(key).is_string() ? j.at(key).get<std::string>() : j.at(key).dump();
+}
+
+// 0.301961 -> "77/255"; a budget that is not a whole number of 1/255 as "%.5g".
+std::string in_255(double value) {
+  char buffer[32];
+  const double k = value * 255.0;
+  if (std::abs(k - std::nearbyint(k)) < 0.02) {
+    std::snprintf(buffer, sizeof buffer, "%.0f/255", k);
+  } else {
+    std::snprintf(buffer, sizeof buffer, "%.5g", value);
+  }
+  return buffer;
+}
+
+nlohmann::json read_json_file(const std::string& path) {
+  std::ifstream in(path);
+  ENGINE_CHECK(in.is_open(), path, ": cannot open");
+  std::stringstream text;
+  text << in.rdbuf();
+  nlohmann::json j = nlohmann::json::parse(text.str(), nullptr, false);
+  ENGINE_CHECK(!j.is_discarded() && j.is_object(), path, ": not a JSON object");
+  ENGINE_CHECK(j.contains("profile") && j.at("profile").is_string(), path,
+               ": no \"profile\" (give `dml ers --out` results)");
+  return j;
+}
+
+void read_ers(ModelResults& model, const std::string& path, const nlohmann::json& j) {
+  ENGINE_CHECK(model.ers_path.empty(), path, ": a second ERS result for '", model.label, "' (",
+               model.ers_path, " is the first)");
+  metrics::ErsRow raw{};
+  for (size_t c = 0; c < raw.size(); ++c) {
+    const std::string& key = metrics::ers_column_names()[c];
+    ENGINE_CHECK(j.contains(key) && j.at(key).is_number(), path, ": no number \"", key,
+                 "\" (an unfinished rob28/rob224 run? finish it with `dml ers --resume`)");
+    raw[c] = j.at(key).get<double>();
+  }
+  model.ers_path = path;
+  model.ers_raw = raw;
+  model.ers_json = j;
+  if (j.contains("worst_case")) model.worst_case = j.at("worst_case");
+}
+
+void read_curve(ModelResults& model, const std::string& path, const nlohmann::json& j) {
+  ENGINE_CHECK(model.curve_path.empty(), path, ": a second curve result for '", model.label, "' (",
+               model.curve_path, " is the first)");
+  ENGINE_CHECK(j.contains("curve") && j.at("curve").is_array(), path,
+               ": no \"curve\" array (written by a binary without curve28/curve224?)");
+  for (const nlohmann::json& p : j.at("curve")) {
+    CurvePoint point;
+    try {
+      point.sweep = p.at("sweep").get<std::string>();
+      point.column = p.at("column").get<std::string>();
+      point.x = point.sweep == "eps" ? p.at("eps").get<double>() : p.at("steps").get<double>();
+      point.score = p.at("score").get<double>();
+    } catch (const nlohmann::json::exception& e) {
+      engine::fail(path,
+                   ": a \"curve\" point without sweep, column, eps, steps or score: ", p.dump());
+    }
+    model.curve.push_back(point);
+  }
+  model.curve_path = path;
+  model.curve_json = j;
+}
+
+void read_model_file(ModelResults& model, const std::string& path) {
+  const nlohmann::json j = read_json_file(path);
+  const std::string profile = j.at("profile").get<std::string>();
+  const std::string weights = text_of(j, "weights_fnv1a64");
+  if (!model.weights.empty()) {
+    ENGINE_CHECK(weights == model.weights, path, ": weights_fnv1a64 ", weights,
+                 " differs from the other file of '", model.label, "' (", model.weights,
+                 "): two models under one label");
+  }
+  model.weights = weights;
+  if (profile == "rob28" || profile == "rob224") {
+    read_ers(model, path, j);
+  } else if (profile == "curve28" || profile == "curve224") {
+    read_curve(model, path, j);
+  } else {
+    engine::fail(path, ": profile '", profile,
+                 "' is neither an ERS (rob28, rob224) nor a curve (curve28, curve224) result");
+  }
+}
+
+// "rob28, 10000 images of fashion-mnist:test, eps 77/255, 32 steps of 3/255, ..." from a result's
+// header and its first attack's spec.
+std::string mode_text(const nlohmann::json& j, const std::string& restarts) {
+  std::string text = text_of(j, "profile") + ": " + text_of(j, "images") + " images of " +
+                     text_of(j, "dataset") + ", metric " + text_of(j, "metric");
+  if (j.contains("attacks") && j.at("attacks").is_array() && !j.at("attacks").empty() &&
+      j.at("attacks")[0].contains("attack")) {
+    const attacks::AttackSpec spec =
+        attacks::parse_attack_spec(j.at("attacks")[0].at("attack").get<std::string>());
+    if (j.at("profile") == "rob28" || j.at("profile") == "rob224") {
+      text += ", eps " + in_255(spec.pgd.eps) + ", " + std::to_string(spec.pgd.steps) +
+              " steps of " + in_255(spec.pgd.alpha);
+    }
+    text += spec.pgd.random_start ? ", random start" : ", no random start";
+  }
+  text += ", " + restarts + ", seed " + text_of(j, "seed") + ", robrank-compat " +
+          (j.value("robrank_compat", false) ? "on" : "off");
+  if (j.value("complete", false) != true) text += ", INCOMPLETE";
+  return text;
+}
+
+std::string restarts_text(const nlohmann::json& worst_case) {
+  if (worst_case.is_object() && worst_case.contains("restarts") &&
+      worst_case.at("restarts").is_number()) {
+    return "worst case over " + worst_case.at("restarts").dump() + " restarts";
+  }
+  return "1 run per attack";
+}
+
+// The caption: one colour swatch per model with its files' modes. Returns the y below it.
+double draw_caption(svg::Document& doc, const std::vector<ModelResults>& models, double top) {
+  double y = top;
+  doc.text(20, y + 12,
+           "Scores are ERS columns normalized to higher = more robust (0-100, metrics/ers.h); "
+           "each model's files:",
+           12);
+  y += 16;
+  for (size_t m = 0; m < models.size(); ++m) {
+    const ModelResults& model = models[m];
+    doc.rect(20, y + 3, 14, 10, svg::palette(m), "legend");
+    doc.text(40, y + 12, model.label, 12, "start", 0.0, true);
+    const std::string ers =
+        model.ers_path.empty()
+            ? "ERS: no rob28/rob224 file"
+            : "ERS " + mode_text(model.ers_json, restarts_text(model.worst_case));
+    const std::string curve = model.curve_path.empty()
+                                  ? "curves: no curve28/curve224 file"
+                                  : "curves " + mode_text(model.curve_json, "1 run per attack") +
+                                        ", " + std::to_string(model.curve_json.at("curve").size()) +
+                                        " points";
+    doc.text(130, y + 12, ers, 11);
+    doc.text(130, y + 28, curve, 11);
+    y += 32;
+  }
+  return y + 16;
+}
+
+// Grouped bars with one colour per model (palette(model)); a missing value (NaN) is written
+// "n/c" (not computed) at its slot. Every value is written above its bar (turned upright when the
+// bar is narrower than 26 pixels).
+void model_bars(svg::Document& doc, const svg::Rect& plot, const std::string& title,
+                const std::vector<std::string>& groups, const std::vector<std::string>& names,
+                const std::vector<std::vector<double>>& v, const std::string& y_label) {
+  double lo = 0.0, hi = 100.0;
+  for (const auto& row : v) {
+    for (double x : row) {
+      if (std::isnan(x)) continue;
+      lo = std::min(lo, x);
+      hi = std::max(hi, x);
+    }
+  }
+  const svg::Ticks y = svg::nice_ticks(lo, hi);
+  doc.text(plot.x, plot.y - 12, title, 14, "start", 0.0, true);
+  svg::axes(doc, plot, nullptr, y, "", y_label);
+  const double group_w = plot.w / static_cast<double>(groups.size());
+  const double bar_w = 0.8 * group_w / static_cast<double>(std::max<size_t>(v.size(), 1));
+  const double zero = svg::y_pixel(plot, y, 0.0);
+  for (size_t g = 0; g < groups.size(); ++g) {
+    const double left = plot.x + group_w * static_cast<double>(g) + 0.1 * group_w;
+    for (size_t m = 0; m < v.size(); ++m) {
+      const double x = left + bar_w * (static_cast<double>(m) + 0.5);
+      char label[64];
+      if (std::isnan(v[m][g])) {
+        doc.text(x, zero - 4, "n/c", 9, "middle");
+        continue;
+      }
+      const double top = svg::y_pixel(plot, y, v[m][g]);
+      std::snprintf(label, sizeof label, "%.1f", v[m][g]);
+      doc.rect(left + bar_w * static_cast<double>(m), std::min(top, zero), bar_w,
+               std::max(std::abs(zero - top), 1.0), svg::palette(m), "bar",
+               names[m] + " " + groups[g] + ": " + label);
+      if (bar_w >= 26.0) {
+        doc.text(x, std::min(top, zero) - 4, label, 9, "middle");
+      } else {  // narrow bars: the value upright above its bar, so that neighbours do not collide
+        doc.text(x + 3, std::min(top, zero) - 3, label, 9, "start", -90.0);
+      }
+    }
+    doc.text(plot.x + group_w * (static_cast<double>(g) + 0.5), plot.y + plot.h + 18, groups[g], 11,
+             "middle");
+  }
+  doc.line(plot.x, zero, plot.x + plot.w, zero, "#333333");
+}
+
+void draw_ers_band(svg::Document& doc, const std::vector<ModelResults>& models, double top) {
+  std::vector<std::string> groups(metrics::ers_column_names().begin(),
+                                  metrics::ers_column_names().end());
+  groups.push_back("ERS");
+  std::vector<std::vector<double>> values;
+  for (const ModelResults& model : models) {
+    std::vector<double> row(groups.size(), std::nan(""));
+    if (model.ers_raw) {
+      const metrics::ErsRow normalized = metrics::ers_normalized(*model.ers_raw);
+      std::copy(normalized.begin(), normalized.end(), row.begin());
+      row.back() = metrics::empirical_robustness_score(*model.ers_raw);
+    }
+    values.push_back(row);
+  }
+  std::vector<std::string> names;
+  for (const ModelResults& model : models) names.push_back(model.label);
+  model_bars(doc, svg::Rect{70, top + 60, 580, 220}, "ERS: normalized columns and their mean",
+             groups, names, values, "score");
+
+  // The worst case: every number at the top level of an ERS file's "worst_case" (or the value
+  // itself when it is a number), one group each, in the order first met.
+  std::vector<std::string> keys;
+  for (const ModelResults& model : models) {
+    if (model.worst_case.is_number()) {
+      if (std::find(keys.begin(), keys.end(), "worst_case") == keys.end()) {
+        keys.push_back("worst_case");
+      }
+    } else if (model.worst_case.is_object()) {
+      for (const auto& [key, value] : model.worst_case.items()) {
+        if (value.is_number() && key != "restarts" &&
+            std::find(keys.begin(), keys.end(), key) == keys.end() && keys.size() < 3) {
+          keys.push_back(key);
+        }
+      }
+    }
+  }
+  const svg::Rect plot{750, top + 60, 180, 220};
+  if (keys.empty()) {
+    doc.text(plot.x, plot.y - 12, "worst case", 14, "start", 0.0, true);
+    doc.rect(plot.x, plot.y, plot.w, plot.h, "#f4f4f4", "not-computed");
+    doc.text(plot.x + plot.w / 2, plot.y + plot.h / 2, "not computed", 14, "middle");
+    doc.text(plot.x + plot.w / 2, plot.y + plot.h / 2 + 18, "(no \"worst_case\" in the ERS files)",
+             9, "middle");
+    return;
+  }
+  std::vector<std::vector<double>> worst;
+  for (const ModelResults& model : models) {
+    std::vector<double> row;
+    for (const std::string& key : keys) {
+      const nlohmann::json& w = model.worst_case;
+      if (w.is_number() && key == "worst_case") {
+        row.push_back(w.get<double>());
+      } else if (w.is_object() && w.contains(key) && w.at(key).is_number()) {
+        row.push_back(w.at(key).get<double>());
+      } else {
+        row.push_back(std::nan(""));
+      }
+    }
+    worst.push_back(row);
+  }
+  model_bars(doc, plot, "worst case", keys, names, worst, "");
+}
+
+// One small panel: a column's score against eps (or steps, on a log2 axis), one line per model.
+// In the eps panels a dashed grey line marks `profile_eps` (the steps sweep's budget) when known.
+void curve_panel(svg::Document& doc, const svg::Rect& plot, const std::string& column,
+                 const std::string& sweep, double profile_eps,
+                 const std::vector<ModelResults>& models) {
+  const bool log_x = sweep == "steps";
+  svg::Ticks x;
+  if (log_x) {
+    x.lo = 0.0;  // log2(1)
+    x.hi = 7.0;  // log2(128)
+    x.values = {0.0, 3.0, 5.0, 7.0};
+  } else {
+    x = svg::nice_ticks(0.0, 1.0, 4);
+  }
+  double lo = 0.0, hi = 100.0;
+  for (const ModelResults& model : models) {
+    for (const CurvePoint& p : model.curve) {
+      if (p.sweep == sweep && p.column == column) {
+        lo = std::min(lo, p.score);
+        hi = std::max(hi, p.score);
+      }
+    }
+  }
+  const svg::Ticks y = svg::nice_ticks(lo, hi, 4);
+  doc.text(plot.x + plot.w / 2, plot.y - 8, column, 12, "middle", 0.0, true);
+  svg::axes(doc, plot, log_x ? nullptr : &x, y, "", "");
+  if (!log_x && profile_eps > 0.0) {
+    const double px = svg::x_pixel(plot, x, profile_eps);
+    doc.line(px, plot.y, px, plot.y + plot.h, "#999999", 1.0, true);
+  }
+  if (log_x) {
+    for (double v : x.values) {
+      const double px = svg::x_pixel(plot, x, v);
+      doc.line(px, plot.y + plot.h, px, plot.y + plot.h + 5, "#333333");
+      doc.text(px, plot.y + plot.h + 18, std::to_string(1 << static_cast<int>(v)), 11, "middle");
+    }
+  }
+  for (size_t m = 0; m < models.size(); ++m) {
+    std::vector<std::pair<double, double>> data;
+    for (const CurvePoint& p : models[m].curve) {
+      if (p.sweep == sweep && p.column == column) {
+        data.emplace_back(log_x ? std::log2(p.x) : p.x, p.score);
+      }
+    }
+    if (data.empty()) continue;
+    std::sort(data.begin(), data.end());
+    std::vector<std::pair<double, double>> pixels;
+    for (const auto& [dx, dy] : data) {
+      pixels.emplace_back(svg::x_pixel(plot, x, dx), svg::y_pixel(plot, y, dy));
+    }
+    doc.polyline(pixels, svg::palette(m), "curve", models[m].label + " " + column);
+    for (const auto& [px, py] : pixels)
+      doc.rect(px - 1.5, py - 1.5, 3, 3, svg::palette(m), "marker");
+  }
+}
+
+double draw_curves(svg::Document& doc, const std::vector<ModelResults>& models, double top) {
+  // The budget of the steps sweep, for its heading: the eps of the first model's steps points.
+  double profile_eps = 0.0;
+  for (const ModelResults& model : models) {
+    if (!model.curve_json.is_object() || profile_eps > 0.0) continue;
+    for (const nlohmann::json& p : model.curve_json.at("curve")) {
+      if (p.value("sweep", "") == "steps") {
+        profile_eps = p.value("eps", 0.0);
+        break;
+      }
+    }
+  }
+  const std::string steps_eps =
+      profile_eps > 0.0 ? "eps " + in_255(profile_eps) + " (dashed above)" : "the profile's eps";
+  const std::vector<std::pair<std::string, std::string>> sweeps = {
+      {"eps",
+       "Attack strength against eps (32 steps of alpha = max(1/255, round(255 eps/25)/255))"},
+      {"steps", "Attack strength against the number of steps (log axis), at " + steps_eps}};
+  double y = top;
+  for (const auto& [sweep, heading] : sweeps) {
+    doc.text(20, y + 20, heading, 14, "start", 0.0, true);
+    y += 30;
+    const auto& columns = metrics::ers_column_names();
+    for (size_t c = 0; c < columns.size(); ++c) {
+      const double left = 192.0 * static_cast<double>(c % 5);
+      const double row_top = y + 170.0 * static_cast<double>(c / 5);
+      curve_panel(doc, svg::Rect{left + 44, row_top + 26, 130, 100}, columns[c], sweep, profile_eps,
+                  models);
+    }
+    y += 2 * 170;
+  }
+  return y;
+}
+
+// "LABEL=FILE[,FILE]" or "FILE[,FILE]" (label: the first file's stem).
+std::pair<std::string, std::vector<std::string>> parse_input(const std::string& value) {
+  const size_t equals = value.find('=');
+  std::string label, files_text = value;
+  if (equals != std::string::npos) {
+    label = value.substr(0, equals);
+    files_text = value.substr(equals + 1);
+    if (label.empty()) throw UsageError("--input: an empty label in '" + value + "'");
+  }
+  std::vector<std::string> files;
+  std::stringstream stream(files_text);
+  std::string file;
+  while (std::getline(stream, file, ',')) {
+    if (file.empty()) throw UsageError("--input: an empty file name in '" + value + "'");
+    files.push_back(file);
+  }
+  if (files.empty() || files_text.back() == ',') {
+    throw UsageError("--input: an empty file name in '" + value + "'");
+  }
+  if (label.empty()) label = std::filesystem::path(files.front()).stem().string();
+  return {label, files};
+}
+
+}  // namespace
+
+int run_report_robustness(Args& args) {
+  std::vector<std::pair<std::string, std::vector<std::string>>> inputs;
+  for (const std::string& value : args.take_all("--input")) inputs.push_back(parse_input(value));
+  const std::string out = args.take_string("--out");
+  args.finish();
+  if (inputs.empty()) throw UsageError("--robustness needs at least one --input LABEL=FILE");
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    for (size_t k = 0; k < i; ++k) {
+      if (inputs[k].first == inputs[i].first) {
+        throw UsageError("--input: the label '" + inputs[i].first + "' is given twice");
+      }
+    }
+  }
+  check_replaceable_file(out, "--out");
+  for (const auto& input : inputs) {
+    for (const std::string& file : input.second) require_input_file(file, "--input");
+  }
+  std::vector<ModelResults> models;
+  for (const auto& [label, files] : inputs) {
+    ModelResults model;
+    model.label = label;
+    for (const std::string& file : files) read_model_file(model, file);
+    models.push_back(std::move(model));
+  }
+
+  const double caption_height = 16.0 + 16.0 + 32.0 * static_cast<double>(models.size());
+  const double ers_top = 40.0 + caption_height;
+  const double curves_top = ers_top + 330.0;
+  svg::Document doc(960, curves_top + 2 * (30 + 2 * 170) + 10);
+  doc.text(20, 28,
+           "Robustness of " + std::to_string(models.size()) +
+               " model(s): ERS, worst case and attack-strength curves",
+           16, "start", 0.0, true);
+  draw_caption(doc, models, 40);
+  draw_ers_band(doc, models, ers_top);
+  draw_curves(doc, models, curves_top);
+  engine::detail::write_file_atomically(out, doc.str());
+
+  for (const ModelResults& model : models) {
+    char ers[32] = "-";
+    if (model.ers_raw) {
+      std::snprintf(ers, sizeof ers, "%.1f", metrics::empirical_robustness_score(*model.ers_raw));
+    }
+    const std::string worst = model.worst_case.is_null() ? "not computed" : model.worst_case.dump();
+    std::printf("%-16s ERS %s, worst case %s, %zu curve points\n", model.label.c_str(), ers,
+                worst.c_str(), model.curve.size());
+  }
+  std::printf("wrote %s\n", out.c_str());
+  return 0;
+}
+
+}  // namespace dml
