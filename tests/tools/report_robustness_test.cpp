@@ -13,6 +13,7 @@
 
 #include "kernels/common/check.h"
 #include "tests/io/io_test_util.h"
+#include "tests/tools/stderr_capture.h"
 #include "tools/dml/args.h"
 #include "tools/dml/commands.h"
 
@@ -130,6 +131,17 @@ TEST_CASE("dml report --robustness draws several models' ERS, worst case and cur
   // 1 step -> (44, 992 - 80 = 912); 128 -> (174, 972).
   CHECK(ca[1] == "44.00,912.00 174.00,972.00");
   CHECK(polyline_points(svg, "act CA\\+").empty());  // no curve file for act
+
+  // Another image count: drawn, with a warning on stderr that the two do not compare.
+  json small = ers_file("cccc");
+  small["images"] = 100;
+  write_json(dir.file("small-ers.json"), small);
+  const std::string err = test::standard_error_of(dir.file("stderr.txt"), [&] {
+    REQUIRE(report({"--robustness", "--input", "a=" + dir.file("act-ers.json"), "--input",
+                    "b=" + dir.file("small-ers.json"), "--out", out}) == 0);
+  });
+  CHECK_THAT(err, Catch::Contains("the ERS results of 'b' (rob28, 100 images") &&
+                      Catch::Contains("do not compare"));
 
   // One model without a worst case: the panel says so.
   REQUIRE(report({"--robustness", "--input", dir.file("vanilla-ers.json"), "--out", out}) == 0);

@@ -17,6 +17,7 @@
 
 #include "kernels/common/check.h"
 #include "tests/io/io_test_util.h"
+#include "tests/tools/stderr_capture.h"
 #include "tools/dml/args.h"
 #include "tools/dml/commands.h"
 #include "tools/dml/svg.h"
@@ -359,26 +360,6 @@ TEST_CASE("report --ers: 2 x 11 bars with heights of the normalized values", "[r
   CHECK(b[0].fill != b[1].fill);
 }
 
-namespace {
-
-// What `body` writes to the process's standard error (fd 2, as fprintf(stderr) writes it).
-template <typename Body>
-std::string standard_error_of(const std::string& capture_file, Body body) {
-  std::fflush(stderr);
-  const int saved = ::dup(2);
-  const int file = ::open(capture_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  REQUIRE((saved >= 0 && file >= 0));
-  ::dup2(file, 2);
-  ::close(file);
-  body();
-  std::fflush(stderr);
-  ::dup2(saved, 2);
-  ::close(saved);
-  return read_text(capture_file);
-}
-
-}  // namespace
-
 TEST_CASE("report --ers warns when the files were attacked under different conditions",
           "[report]") {
   test::TempDir dir;
@@ -395,15 +376,15 @@ TEST_CASE("report --ers warns when the files were attacked under different condi
   const std::string papers = with("papers.json", R"("images":10000,"robrank_compat":false)");
   const std::string out = dir.file("ers.svg");
   const std::string log = dir.file("stderr.txt");
-  CHECK(standard_error_of(log, [&] {
+  CHECK(test::standard_error_of(log, [&] {
           report({"--ers", all, "--ers", same, "--out", out});
         }).find("different conditions") == std::string::npos);
-  const std::string images = standard_error_of(log, [&] {
+  const std::string images = test::standard_error_of(log, [&] {
     report({"--ers", all, "--ers", fewer, "--out", out});
   });
   CHECK_THAT(images, Catch::Contains("different conditions") && Catch::Contains("500 images") &&
                          Catch::Contains("10000 images"));
-  const std::string mode = standard_error_of(log, [&] {
+  const std::string mode = test::standard_error_of(log, [&] {
     report({"--ers", all, "--ers", papers, "--out", out});
   });
   CHECK_THAT(mode,

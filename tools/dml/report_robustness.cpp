@@ -397,6 +397,34 @@ double draw_curves(svg::Document& doc, const std::vector<ModelResults>& models, 
   return y;
 }
 
+// Models whose ERS (or curve) files were attacked on other images, another profile or with
+// robrank's definitions do not compare bar for bar: a warning on stderr (the caption shows it too).
+void warn_if_not_comparable(const std::vector<ModelResults>& models) {
+  auto conditions = [](const nlohmann::json& j) {
+    return text_of(j, "profile") + ", " + text_of(j, "images") + " images of " +
+           text_of(j, "dataset") + ", robrank_compat " + text_of(j, "robrank_compat");
+  };
+  for (const char* kind : {"ERS", "curve"}) {
+    const ModelResults* first = nullptr;
+    for (const ModelResults& model : models) {
+      const nlohmann::json& j = std::string(kind) == "ERS" ? model.ers_json : model.curve_json;
+      if (!j.is_object()) continue;
+      if (first == nullptr) {
+        first = &model;
+        continue;
+      }
+      const nlohmann::json& f = std::string(kind) == "ERS" ? first->ers_json : first->curve_json;
+      if (conditions(j) != conditions(f)) {
+        std::fprintf(stderr,
+                     "dml report: warning: the %s results of '%s' (%s) and '%s' (%s) were attacked "
+                     "under different conditions: they do not compare\n",
+                     kind, model.label.c_str(), conditions(j).c_str(), first->label.c_str(),
+                     conditions(f).c_str());
+      }
+    }
+  }
+}
+
 // "LABEL=FILE[,FILE]" or "FILE[,FILE]" (label: the first file's stem).
 std::pair<std::string, std::vector<std::string>> parse_input(const std::string& value) {
   const size_t equals = value.find('=');
@@ -446,6 +474,7 @@ int run_report_robustness(Args& args) {
     for (const std::string& file : files) read_model_file(model, file);
     models.push_back(std::move(model));
   }
+  warn_if_not_comparable(models);
 
   const double caption_height = 16.0 + 16.0 + 32.0 * static_cast<double>(models.size());
   const double ers_top = 40.0 + caption_height;
