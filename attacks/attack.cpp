@@ -8,6 +8,7 @@
 #include <stdexcept>
 
 #include "attacks/attack_kinds.h"
+#include "attacks/worst_case.h"
 #include "engine/autograd.h"
 #include "engine/random.h"
 #include "kernels/common/check.h"
@@ -243,7 +244,9 @@ BatchResult attack_batch(models::Model& model, const Tensor& images,
   // rinit=1: this batch's random start comes from `gen`, so batches (and --seed values) differ.
   result.adversarial_images = pgd_attack(
       x, [&](const Tensor& input, int64_t step) { return plan.objective(forward(input), step); },
-      seeded(spec.pgd, gen), &trace);
+      options.restart > 0 ? restart_pgd_options(spec.pgd, gen, options.restart)
+                          : seeded(spec.pgd, gen),
+      &trace);
   Tensor adversarial;
   {
     engine::NoGradGuard no_grad;

@@ -78,6 +78,9 @@ uint64_t attack_stream_seed(uint64_t seed, const AttackSpec& spec);
 struct AttackOptions {
   // GTM target index, LTM self mask and SP-QA's batch-wide xi as robrank (§6.2; objectives.h)
   bool robrank_compat = false;
+  // > 0: restart r of a worst-case run (attacks/worst_case.h): a random start seeded by
+  // restart_pgd_options, drawing nothing from the generator, so the selection is restart 0's.
+  int64_t restart = 0;
 };
 
 // Named per-image measures, e.g. {"CA+:prank", {...}} (percent for ranks and recalls, the raw

@@ -61,6 +61,7 @@ AttackSummary run_attack(models::Model& model, const SplitImages& split,
   summary.perturbation.max_pixel = -std::numeric_limits<double>::infinity();
   attacks::AttackOptions options;
   options.robrank_compat = settings.robrank_compat;
+  options.restart = settings.restart;
   engine::Generator gen(attacks::attack_stream_seed(settings.seed, spec));
   const int64_t batches = (n + settings.batch_size - 1) / settings.batch_size;
   const bool tty = isatty(fileno(stderr)) != 0;
@@ -92,6 +93,7 @@ AttackSummary run_attack(models::Model& model, const SplitImages& split,
       }
     }
     if (adversarial_file) adversarial_file->append(r.adversarial_images);
+    if (settings.on_batch) settings.on_batch(begin, r);
     for (size_t m = 0; m < summary.names.size(); ++m) {
       for (double v : r.clean[m].second) sum_clean[m] += v;
       for (double v : r.adversarial[m].second) sum_adversarial[m] += v;

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -36,6 +37,9 @@ struct AttackRunSettings {
   std::string save_adversarial;  // non-empty: write every adversarial image to this .npy
   int64_t dump_count = 16;       // how many pairs
   bool progress = true;          // a progress line on stderr
+  int64_t restart = 0;           // attacks::AttackOptions::restart (worst-case runs)
+  // Called with every batch's first image index and result (per-image values), if set.
+  std::function<void(int64_t first_image, const attacks::BatchResult&)> on_batch;
 };
 
 struct AttackSummary {

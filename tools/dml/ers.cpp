@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -24,6 +25,7 @@
 #include "tools/dml/attack_setup.h"
 #include "tools/dml/commands.h"
 #include "tools/dml/curve_results.h"
+#include "tools/dml/ers_worst_case.h"
 #include "tools/dml/output_files.h"
 
 namespace dml {
@@ -128,6 +130,7 @@ std::vector<AttackSummary> finished_attacks(const std::string& path, const std::
 int run_ers(Args& args) {
   if (args.take_flag("--help") || args.take_flag("-h")) {
     std::fputs(kUsage, stdout);
+    std::fputs(kWorstCaseUsage, stdout);
     std::fputs(kAttackCommonUsage, stdout);
     return 0;
   }
@@ -136,6 +139,7 @@ int run_ers(Args& args) {
   const ExistingResult existing = take_existing_result_flags(args, /*can_resume=*/true);
   const bool resume = existing == ExistingResult::kResume;
   AttackCommonOptions options = take_attack_options(args);
+  const WorstCaseOptions worst_options = take_worst_case_options(args);
   args.finish();
   refuse_output_over_input(out_path, "--out", options.checkpoint, "--checkpoint");
   if (resume && out_path.empty()) throw UsageError("--resume needs --out (the file to resume)");
@@ -150,6 +154,19 @@ int run_ers(Args& args) {
   }
   AttackSetup setup = setup_attack(options);
   const std::string weights_hash = file_fnv1a64(options.checkpoint);
+  const int64_t total_images = static_cast<int64_t>(setup.images.labels.size());
+  std::unique_ptr<ErsWorstCase> worst;  // --worst-case (tools/dml/ers_worst_case.h)
+  if (worst_options.enabled()) {
+    worst = std::make_unique<ErsWorstCase>(
+        worst_options,
+        setup.run.max_images > 0 ? std::min(setup.run.max_images, total_images) : total_images);
+  } else {
+    // The collapse check (d) costs one k-means; with --worst-case it is in the report.
+    const attacks::SanityVerdict collapse =
+        check_gallery_not_collapsed(setup.gallery, setup.run.seed);
+    std::fprintf(stderr, "ers: sanity check (d), embeddings not collapsed: %s, %s\n",
+                 collapse.passed ? "passed" : "FLAGGED", collapse.detail.c_str());
+  }
 
   // The JSON of the attacks done so far; with --out it is rewritten (atomically) after every
   // attack, with "complete": false until the last, so an interrupted hour-long run keeps what it
@@ -193,6 +210,10 @@ int run_ers(Args& args) {
       out["curve"] = curve_results_json(profile, setup.dataset, summaries);
     }
     out["attacks"] = attacks_json;
+    if (worst) {
+      out["worst_case"] = worst->worst_case_json(complete && is_ers);
+      if (complete) out["sanity"] = worst->sanity_json();
+    }
     if (!out_path.empty()) {
       engine::detail::write_file_atomically(out_path, out.dump(2) + "\n");
     }
@@ -200,6 +221,8 @@ int run_ers(Args& args) {
   };
   std::vector<AttackSummary> finished;  // --resume: what the previous run wrote
   if (resume && std::filesystem::exists(out_path)) {
+    ErsWorstCase::check_resume(out_path, worst_options);
+    if (worst) worst->restore(out_path);
     finished = finished_attacks(out_path, options.checkpoint, weights_hash, profile, setup);
     for (const AttackSummary& f : finished) seconds += f.seconds;
     std::fprintf(stderr, "ers: resuming %s: %zu of %zu attacks already done\n", out_path.c_str(),
@@ -213,14 +236,17 @@ int run_ers(Args& args) {
     if (done != finished.end()) {
       summaries.push_back(*done);
       attacks_json.push_back(attack_summary_json(summaries.back()));
-      continue;
+    } else {
+      summaries.push_back(
+          run_attack(*setup.trained.model, setup.images, setup.gallery, spec,
+                     worst ? worst->single_run_settings(setup.run, spec) : setup.run));
+      attacks_json.push_back(attack_summary_json(summaries.back()));
+      seconds += summaries.back().seconds;
+      if (summaries.size() < specs.size()) results(false);
     }
-    summaries.push_back(
-        run_attack(*setup.trained.model, setup.images, setup.gallery, spec, setup.run));
-    attacks_json.push_back(attack_summary_json(summaries.back()));
-    seconds += summaries.back().seconds;
-    if (summaries.size() < specs.size()) results(false);
+    if (worst) worst->run_restarts(setup, spec, [&] { results(false); });
   }
+  if (worst) worst->run_sanity(setup, specs);
   const nlohmann::ordered_json out = results(true);
 
   if (setup.json) {
@@ -247,6 +273,7 @@ int run_ers(Args& args) {
     std::printf("%7.1f\n", metrics::empirical_robustness_score(raw));
   }
   if (attacks::is_curve_profile(profile)) print_curve_tables(out.at("curve"));
+  if (worst) worst->print(is_ers);
   return 0;
 }
 
