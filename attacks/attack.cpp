@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <memory>
 #include <set>
 #include <stdexcept>
 
@@ -47,6 +48,22 @@ int64_t parse_count(const std::string& spec, const std::string& key, const std::
   return static_cast<int64_t>(number);
 }
 
+// nes=N with queries=Q takes Q / N steps; queries and sigma mean nothing without nes.
+void complete_nes_keys(AttackSpec& spec, const std::string& text, int64_t queries,
+                       const std::set<std::string>& seen) {
+  if (spec.nes.population == 0) {
+    ENGINE_CHECK(queries == 0 && seen.count("sigma") == 0, "attack spec '", text,
+                 "': queries and sigma apply to the NES attack only (give nes=N)");
+    return;
+  }
+  if (queries == 0) return;
+  ENGINE_CHECK(seen.count("pgditer") == 0, "attack spec '", text,
+               "': give either pgditer or queries with nes, not both");
+  ENGINE_CHECK(queries % spec.nes.population == 0, "attack spec '", text, "': queries=", queries,
+               " is not a multiple of nes=", spec.nes.population);
+  spec.pgd.steps = queries / spec.nes.population;
+}
+
 }  // namespace
 
 AttackSpec parse_attack_spec(const std::string& text) {
@@ -71,6 +88,7 @@ AttackSpec parse_attack_spec(const std::string& text) {
                "' (known: CA QA SPQA TMA ES LTM GTM GTT STAX MTAX)");
   spec.T = spec.kind == AttackKind::MTAX ? 5 : 1;
   bool has_pm = false;
+  int64_t queries = 0;         // the NES budget, turned into steps once nes is known
   std::set<std::string> seen;  // a key given twice is a typo, not a value to overwrite silently
   for (size_t i = 1; i < parts.size(); ++i) {
     const size_t eq = parts[i].find('=');
@@ -118,11 +136,21 @@ AttackSpec parse_attack_spec(const std::string& text) {
       const int64_t rinit = parse_count(text, key, value, 0);
       ENGINE_CHECK(rinit <= 1, "attack spec '", text, "': rinit must be 0 or 1");
       spec.pgd.random_start = rinit == 1;
+    } else if (key == "nes") {
+      spec.nes.population = parse_count(text, key, value, 2);
+      ENGINE_CHECK(spec.nes.population % 2 == 0, "attack spec '", text,
+                   "': nes must be even (antithetic pairs)");
+    } else if (key == "queries") {
+      queries = parse_count(text, key, value, 1);
+    } else if (key == "sigma") {
+      spec.nes.sigma = parse_number(text, key, value);
+      ENGINE_CHECK(spec.nes.sigma > 0.0, "attack spec '", text, "': sigma must be > 0");
     } else {
       engine::fail("attack spec '", text, "': unknown key '", key,
-                   "' (known: pm W M T G zeta eps alpha pgditer rinit)");
+                   "' (known: pm W M T G zeta eps alpha pgditer rinit nes queries sigma)");
     }
   }
+  complete_nes_keys(spec, text, queries, seen);
   ENGINE_CHECK(has_pm || !ranks_candidates(spec.kind), "attack spec '", text,
                "': ", kind_name(spec.kind), " needs pm=+ or pm=-");
   // With several steps alpha is the step size, so 0 would leave every image as it is and report
@@ -154,6 +182,13 @@ std::string attack_spec_string(const AttackSpec& spec) {
                 spec.pgd.alpha, static_cast<long long>(spec.pgd.steps));
   out += buffer;
   if (spec.pgd.random_start) out += ":rinit=1";
+  if (spec.nes.population > 0) {
+    out += ":nes=" + std::to_string(spec.nes.population);
+    if (spec.nes.sigma > 0.0) {
+      std::snprintf(buffer, sizeof(buffer), ":sigma=%.8g", spec.nes.sigma);
+      out += buffer;
+    }
+  }
   return out;
 }
 
@@ -207,6 +242,15 @@ BatchResult attack_batch(models::Model& model, const Tensor& images,
                          const std::vector<int64_t>& labels, const std::vector<int64_t>& self_index,
                          const Gallery& gallery, const AttackSpec& spec, engine::Generator& gen,
                          const AttackOptions& options) {
+  return attack_batch_through(model, gallery, nullptr, nullptr, images, labels, self_index, spec,
+                              gen, options);
+}
+
+BatchResult attack_batch_through(models::Model& model, const Gallery& gallery,
+                                 models::Model* source, const Gallery* source_gallery,
+                                 const Tensor& images, const std::vector<int64_t>& labels,
+                                 const std::vector<int64_t>& self_index, const AttackSpec& spec,
+                                 engine::Generator& gen, const AttackOptions& options) {
   const int64_t rows = images.size(0);
   ENGINE_CHECK(static_cast<int64_t>(labels.size()) == rows &&
                    static_cast<int64_t>(self_index.size()) == rows,
@@ -236,27 +280,82 @@ BatchResult attack_batch(models::Model& model, const Tensor& images,
   // (attacks/attack_kinds.h).
   const AttackBatch batch{spec,       options, label,       gallery, labels,
                           self_index, clean,   clean_table, rows};
-  const AttackPlan plan = attack_definition(spec.kind).plan(batch, gen);
+  // Transfer: the same selection (the target's clean ranking, the same draws) in the source's
+  // embedding space, so the objective the perturbation follows is the source's.
+  const bool transfer = source != nullptr;
+  engine::Generator target_draws = gen;
+  const AttackPlan plan = attack_definition(spec.kind).plan(batch, transfer ? target_draws : gen);
+  models::Model& attacked = transfer ? *source : model;
+  const Metric attacked_metric = transfer ? source_gallery->metric : metric;
+  std::unique_ptr<EvalModeGuard> source_eval;
+  if (transfer) source_eval = std::make_unique<EvalModeGuard>(*source);
+  const Tensor attacked_x =
+      images.detach().to(models::module_device(attacked)).to(models::module_dtype(attacked));
+  auto attacked_forward = [&](const Tensor& input) {
+    return losses::embed_for_metric(attacked.forward(input), attacked_metric);
+  };
+  // Lives as long as the plans, which may hold references into their AttackBatch.
+  Tensor source_clean;
+  AttackPlan source_plan;
+  if (transfer) {
+    {
+      engine::NoGradGuard no_grad;
+      source_clean = attacked_forward(attacked_x);
+    }
+    const AttackBatch source_batch{
+        spec, options, label, *source_gallery, labels, self_index, source_clean, clean_table, rows};
+    source_plan = attack_definition(spec.kind).plan(source_batch, gen);
+  }
+  const AttackPlan& followed = transfer ? source_plan : plan;
 
   BatchResult result;
   result.clean = plan.measure(clean);
-  PgdTrace trace;
   // rinit=1: this batch's random start comes from `gen`, so batches (and --seed values) differ.
-  result.adversarial_images = pgd_attack(
-      x, [&](const Tensor& input, int64_t step) { return plan.objective(forward(input), step); },
-      options.restart > 0 ? restart_pgd_options(spec.pgd, gen, options.restart)
-                          : seeded(spec.pgd, gen),
-      &trace);
+  const PgdOptions pgd = options.restart > 0 ? restart_pgd_options(spec.pgd, gen, options.restart)
+                                             : seeded(spec.pgd, gen);
+  if (spec.nes.population > 0) {
+    NesTrace trace;
+    result.adversarial_images = nes_attack(
+        attacked_x,
+        [&](const Tensor& points, int64_t step) {
+          return followed.row_objective(attacked_forward(points), step);
+        },
+        pgd, spec.nes, gen, &trace);
+    result.objective = trace.objective;
+    result.queries_per_image = trace.queries_per_image;
+  } else {
+    PgdTrace trace;
+    result.adversarial_images = pgd_attack(
+        attacked_x,
+        [&](const Tensor& input, int64_t step) {
+          return followed.objective(attacked_forward(input), step);
+        },
+        pgd, &trace);
+    result.objective = trace.objective_values();
+  }
+  result.adversarial_images = result.adversarial_images.to(x.device()).to(x.dtype());
   Tensor adversarial;
   {
     engine::NoGradGuard no_grad;
     adversarial = forward(result.adversarial_images);
   }
   result.adversarial = plan.measure(adversarial);
-  result.objective = trace.objective_values();
   result.perturbation = measure_perturbation(x, result.adversarial_images);
   check_perturbation(result.perturbation, spec.pgd.eps, label.c_str());
   return result;
+}
+
+BatchResult transfer_attack_batch(models::Model& source, const Gallery& source_gallery,
+                                  models::Model& target, const Gallery& target_gallery,
+                                  const Tensor& images, const std::vector<int64_t>& labels,
+                                  const std::vector<int64_t>& self_index, const AttackSpec& spec,
+                                  engine::Generator& gen, const AttackOptions& options) {
+  ENGINE_CHECK(source_gallery.labels == target_gallery.labels,
+               "transfer attack: the source model's gallery (", source_gallery.labels.size(),
+               " items) is not the target's (", target_gallery.labels.size(),
+               " items): both must embed the same split");
+  return attack_batch_through(target, target_gallery, &source, &source_gallery, images, labels,
+                              self_index, spec, gen, options);
 }
 
 }  // namespace attacks

@@ -15,7 +15,9 @@
 //   TMA:eps=...    ES:...    LTM:...    GTM:...    GTT:...    STAX:...    MTAX:T=5:...
 // Keys: pm (+ or -, CA/QA/SPQA only), W (CA), M (QA/SPQA), T (MTAX; STAX is T = 1), G (SP-QA
 // references, default 5), zeta (SP-QA's xi schedule; default by dataset, see default_zeta), eps,
-// alpha, pgditer (defaults robrank's: 4/255, 1/255, 24), rinit (1 = uniform random start).
+// alpha, pgditer (defaults robrank's: 4/255, 1/255, 24), rinit (1 = uniform random start);
+// nes (the NES black-box attack's population per step, attacks/nes.h), queries (its budget per
+// image: pgditer = queries / nes), sigma (its sampling scale, default 2 eps).
 #pragma once
 
 #include <cstdint>
@@ -23,6 +25,7 @@
 #include <utility>
 #include <vector>
 
+#include "attacks/nes.h"
 #include "attacks/pgd.h"
 #include "engine/random.h"
 #include "engine/tensor.h"
@@ -39,6 +42,7 @@ struct AttackSpec {
   int64_t W = 1, M = 1, T = 1, G = 5;
   double zeta = 0.0;  // 0: not given (the caller fills in default_zeta)
   PgdOptions pgd;
+  NesOptions nes;  // population > 0: the NES black-box attack (keys nes, queries, sigma)
 };
 
 // Throws engine::Error naming the spec and the offending key/value.
@@ -94,6 +98,7 @@ struct BatchResult {
   PerturbationReport perturbation;
   std::vector<double> objective;  // the objective before each PGD step
   engine::Tensor adversarial_images;
+  int64_t queries_per_image = 0;  // NES: model queries per image (0 for a gradient attack)
 };
 
 // images [B, C, H, W] in [0, 1] (any device; moved to the model's), labels B,
@@ -102,5 +107,15 @@ BatchResult attack_batch(models::Model& model, const engine::Tensor& images,
                          const std::vector<int64_t>& labels, const std::vector<int64_t>& self_index,
                          const Gallery& gallery, const AttackSpec& spec, engine::Generator& gen,
                          const AttackOptions& options = {});
+
+// Transfer (docs/attacks.md "Black-box and transfer attacks"): the selection from `target`'s clean
+// ranking (as attack_batch on target), the perturbation computed through `source` (its model and
+// its gallery: the same split's clean embeddings through source, same rows and labels), the
+// measures through `target`. With source == target the result is attack_batch's, bit for bit.
+BatchResult transfer_attack_batch(models::Model& source, const Gallery& source_gallery,
+                                  models::Model& target, const Gallery& target_gallery,
+                                  const engine::Tensor& images, const std::vector<int64_t>& labels,
+                                  const std::vector<int64_t>& self_index, const AttackSpec& spec,
+                                  engine::Generator& gen, const AttackOptions& options = {});
 
 }  // namespace attacks

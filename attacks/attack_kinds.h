@@ -47,6 +47,9 @@ struct AttackPlan {
   // The loss of the perturbed embeddings [B, D] before PGD step `step` (0-based).
   std::function<engine::Tensor(const engine::Tensor& embeddings, int64_t step)> objective;
   std::function<Measures(const engine::Tensor& embeddings)> measure;
+  // Each image's own loss [B] (the objective is their mean): what the NES black-box attack
+  // estimates its gradient from (attacks/nes.h), never differentiated.
+  std::function<engine::Tensor(const engine::Tensor& embeddings, int64_t step)> row_objective;
 };
 
 struct AttackDefinition {
@@ -69,6 +72,14 @@ AttackPlan plan_learning_to_misrank(const AttackBatch& batch, engine::Generator&
 AttackPlan plan_greedy_top1_misrank(const AttackBatch& batch, engine::Generator& gen);  // GTM
 AttackPlan plan_greedy_top1_translocation(const AttackBatch& batch,
                                           engine::Generator& gen);  // GTT
+
+// attack_batch's body (attacks/attack.cpp): with `source` (and its gallery) given, the transfer
+// attack of transfer_attack_batch; without, the attack on `model` itself.
+BatchResult attack_batch_through(models::Model& model, const Gallery& gallery,
+                                 models::Model* source, const Gallery* source_gallery,
+                                 const engine::Tensor& images, const std::vector<int64_t>& labels,
+                                 const std::vector<int64_t>& self_index, const AttackSpec& spec,
+                                 engine::Generator& gen, const AttackOptions& options);
 
 // Helpers the definitions share (no gradients unless said).
 

@@ -15,6 +15,9 @@ AttackPlan plan_targeted_mismatch(const AttackBatch& batch, engine::Generator& g
       gallery_rows(batch.gallery, select_uniform(batch.clean_table, 1, gen), batch.rows, 0);
   AttackPlan plan;
   plan.objective = [=](const Tensor& e, int64_t) { return targeted_mismatch_loss(e, targets); };
+  plan.row_objective = [=](const Tensor& e, int64_t) {
+    return losses::row_distance(e, targets, losses::Metric::C);
+  };
   // Measure: the cosine of the query's embedding and its target.
   plan.measure = [=](const Tensor& e) { return Measures{{"TMA:cosine", row_cosine(e, targets)}}; };
   return plan;
@@ -32,6 +35,9 @@ AttackPlan plan_embedding_shift(const AttackBatch& batch, engine::Generator&) {
   AttackPlan plan;
   plan.objective = [=](const Tensor& e, int64_t step) {
     return embedding_shift_loss(e, step == 0 ? first_reference : reference, metric);
+  };
+  plan.row_objective = [=](const Tensor& e, int64_t step) {
+    return -losses::row_distance(e, step == 0 ? first_reference : reference, metric);
   };
   // Measure: how far the embedding moved, and recall@1.
   plan.measure = [=](const Tensor& e) {
@@ -51,6 +57,7 @@ AttackPlan plan_feature_targeted(const AttackBatch& batch, engine::Generator& ge
       count);
   AttackPlan plan;
   plan.objective = [=](const Tensor& e, int64_t) { return feature_targeted_loss(e, targets); };
+  plan.row_objective = [=](const Tensor& e, int64_t) { return feature_targeted_rows(e, targets); };
   // Measure: recall@1, and the mean over targets of the squared distance to each.
   plan.measure = [=](const Tensor& e) {
     const std::vector<double> recall = recall_at_1_percent(batch, e);

@@ -100,9 +100,12 @@ Tensor gallery_distance(const Tensor& queries, const Tensor& gallery, Metric met
       engine::clamp(squared, kSquaredDistanceFloor, std::numeric_limits<double>::infinity()));
 }
 
-Tensor candidate_attack_loss(const Tensor& candidates, const Tensor& queries,
-                             const Tensor& query_gallery, Metric metric, bool raise) {
-  const char* op = "candidate_attack_loss";
+namespace {
+
+// CA's hinge [B, W, NX] (see objectives.h).
+Tensor candidate_attack_hinge(const Tensor& candidates, const Tensor& queries,
+                              const Tensor& query_gallery, Metric metric, bool raise,
+                              const char* op) {
   check_grouped(candidates, queries, op, "queries");
   ENGINE_CHECK(query_gallery.defined() && query_gallery.dim() == 3 &&
                    query_gallery.size(0) == queries.size(0) &&
@@ -113,7 +116,22 @@ Tensor candidate_attack_loss(const Tensor& candidates, const Tensor& queries,
   const Tensor to_candidate = grouped_distance(candidates, queries, metric).unsqueeze(2);
   // [B, W, NX]: CA+ wants the candidate nearer each query than every x, CA- farther.
   const Tensor gap = raise ? to_candidate - query_gallery : query_gallery - to_candidate;
-  return engine::mean(engine::relu(gap));
+  return engine::relu(gap);
+}
+
+}  // namespace
+
+Tensor candidate_attack_loss(const Tensor& candidates, const Tensor& queries,
+                             const Tensor& query_gallery, Metric metric, bool raise) {
+  return engine::mean(candidate_attack_hinge(candidates, queries, query_gallery, metric, raise,
+                                             "candidate_attack_loss"));
+}
+
+Tensor candidate_attack_rows(const Tensor& candidates, const Tensor& queries,
+                             const Tensor& query_gallery, Metric metric, bool raise) {
+  return engine::mean(candidate_attack_hinge(candidates, queries, query_gallery, metric, raise,
+                                             "candidate_attack_rows"),
+                      {1, 2});
 }
 
 Tensor query_attack_loss(const Tensor& queries, const Tensor& candidates, const Tensor& gallery,
@@ -183,6 +201,17 @@ Tensor semantic_preserving_query_loss(const Tensor& qa_rows, const Tensor& sp_ro
   return engine::mean(qa_rows + semantic_preserving_weight(sp_rows, zeta) * sp_rows);
 }
 
+Tensor semantic_preserving_query_rows(const Tensor& qa_rows, const Tensor& sp_rows, double zeta,
+                                      bool batch_xi) {
+  ENGINE_CHECK(qa_rows.defined() && sp_rows.defined() && qa_rows.dim() == 1 &&
+                   qa_rows.shape() == sp_rows.shape(),
+               "semantic_preserving_query_rows: expected two [B] rows, got ", describe(qa_rows),
+               " and ", describe(sp_rows));
+  const Tensor xi = batch_xi ? semantic_preserving_weight(engine::mean(sp_rows), zeta)
+                             : semantic_preserving_weight(sp_rows, zeta);
+  return qa_rows + xi * sp_rows;
+}
+
 Tensor targeted_mismatch_loss(const Tensor& queries, const Tensor& targets) {
   check_same_shape(queries, targets, "targeted_mismatch_loss", "targets");
   return engine::mean(losses::row_distance(queries, targets, Metric::C));
@@ -193,12 +222,14 @@ Tensor embedding_shift_loss(const Tensor& queries, const Tensor& references, Met
   return -engine::mean(losses::row_distance(queries, references, metric));
 }
 
-Tensor learning_to_misrank_loss(const Tensor& queries, const Tensor& gallery,
-                                const std::vector<int64_t>& gallery_labels,
-                                const std::vector<int64_t>& query_labels,
-                                const std::vector<int64_t>& self_index, Metric metric,
-                                bool include_self) {
-  const char* op = "learning_to_misrank_loss";
+namespace {
+
+// LTM's hinge per query [B, 1] (see objectives.h).
+Tensor learning_to_misrank_terms(const Tensor& queries, const Tensor& gallery,
+                                 const std::vector<int64_t>& gallery_labels,
+                                 const std::vector<int64_t>& query_labels,
+                                 const std::vector<int64_t>& self_index, Metric metric,
+                                 bool include_self, const char* op) {
   check_matrix(queries, op, "queries");
   check_matrix(gallery, op, "gallery");
   ENGINE_CHECK(gallery.size(1) == queries.size(1), op, ": gallery ",
@@ -249,7 +280,29 @@ Tensor learning_to_misrank_loss(const Tensor& queries, const Tensor& gallery,
   const Tensor to_positive = grouped_distance(queries, rows_of(nearest_positive), metric);
   const Tensor mask = Tensor::from_vector(active, {batch, 1}, queries.dtype(), device);
   // Queries without a negative or a positive count as 0 in the mean over the batch.
-  return engine::mean(engine::relu(to_negative - to_positive) * mask);
+  return engine::relu(to_negative - to_positive) * mask;  // [B, 1]
+}
+
+}  // namespace
+
+Tensor learning_to_misrank_loss(const Tensor& queries, const Tensor& gallery,
+                                const std::vector<int64_t>& gallery_labels,
+                                const std::vector<int64_t>& query_labels,
+                                const std::vector<int64_t>& self_index, Metric metric,
+                                bool include_self) {
+  return engine::mean(learning_to_misrank_terms(queries, gallery, gallery_labels, query_labels,
+                                                self_index, metric, include_self,
+                                                "learning_to_misrank_loss"));
+}
+
+Tensor learning_to_misrank_rows(const Tensor& queries, const Tensor& gallery,
+                                const std::vector<int64_t>& gallery_labels,
+                                const std::vector<int64_t>& query_labels,
+                                const std::vector<int64_t>& self_index, Metric metric,
+                                bool include_self) {
+  return learning_to_misrank_terms(queries, gallery, gallery_labels, query_labels, self_index,
+                                   metric, include_self, "learning_to_misrank_rows")
+      .reshape({queries.size(0)});
 }
 
 Tensor greedy_top1_misrank_loss(const Tensor& queries, const Tensor& targets, Metric metric) {
@@ -262,6 +315,12 @@ Tensor feature_targeted_loss(const Tensor& queries, const Tensor& targets) {
   const Tensor difference = queries.unsqueeze(1) - targets;  // [B, T, D]
   // The mean over [B, T] of the squared norms is mean_b (1/T) sum_j ||q_b - t_bj||^2.
   return engine::mean(engine::sum(difference * difference, {2}));
+}
+
+Tensor feature_targeted_rows(const Tensor& queries, const Tensor& targets) {
+  check_grouped(queries, targets, "feature_targeted_rows", "targets");
+  const Tensor difference = queries.unsqueeze(1) - targets;  // [B, T, D]
+  return engine::mean(engine::sum(difference * difference, {2}), {1});
 }
 
 }  // namespace attacks

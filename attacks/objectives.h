@@ -124,4 +124,24 @@ engine::Tensor greedy_top1_misrank_loss(const engine::Tensor& queries,
 // MDProp papers' feature-space loss on the embeddings as given).
 engine::Tensor feature_targeted_loss(const engine::Tensor& queries, const engine::Tensor& targets);
 
+// Per-row forms [B] of the objectives above, row b = image b's own loss, for the NES black-box
+// attack (attacks/nes.h), which needs each image's loss separately. The scalar objective is
+// their mean (up to the order of the float sums). QA and GTT: query_attack_rows_from_distances;
+// TMA, ES and GTM: losses::row_distance; SP-QA: semantic_preserving_query_rows.
+engine::Tensor candidate_attack_rows(const engine::Tensor& candidates,
+                                     const engine::Tensor& queries,
+                                     const engine::Tensor& query_gallery, Metric metric,
+                                     bool raise);
+engine::Tensor learning_to_misrank_rows(const engine::Tensor& queries,
+                                        const engine::Tensor& gallery,
+                                        const std::vector<int64_t>& gallery_labels,
+                                        const std::vector<int64_t>& query_labels,
+                                        const std::vector<int64_t>& self_index, Metric metric,
+                                        bool include_self);
+engine::Tensor feature_targeted_rows(const engine::Tensor& queries, const engine::Tensor& targets);
+// qa_b + xi_b sp_b per query (batch_xi: one xi from mean(sp), robrank's).
+engine::Tensor semantic_preserving_query_rows(const engine::Tensor& qa_rows,
+                                              const engine::Tensor& sp_rows, double zeta,
+                                              bool batch_xi);
+
 }  // namespace attacks

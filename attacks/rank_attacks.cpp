@@ -49,6 +49,9 @@ AttackPlan plan_candidate_attack(const AttackBatch& batch, engine::Generator& ge
   plan.objective = [=](const Tensor& e, int64_t) {
     return candidate_attack_loss(e, queries, query_gallery, metric, spec.raise);
   };
+  plan.row_objective = [=](const Tensor& e, int64_t) {
+    return candidate_attack_rows(e, queries, query_gallery, metric, spec.raise);
+  };
   // Measure: the percentile of the candidate in its queries' rankings.
   plan.measure = [=, label = batch.label](const Tensor& e) {
     const std::vector<double> to_query =
@@ -91,6 +94,11 @@ AttackPlan plan_query_attack(const AttackBatch& batch, engine::Generator& gen) {
     return query_attack_loss_from_distances(e, candidates.embeddings, to_gallery, metric,
                                             spec.raise);
   };
+  plan.row_objective = [=](const Tensor& e, int64_t) {
+    const Tensor to_gallery = gallery_distance(e, gallery.embeddings, metric);
+    return query_attack_rows_from_distances(e, candidates.embeddings, to_gallery, metric,
+                                            spec.raise);
+  };
   // Measure: the candidates' rank in the perturbed query's ranking.
   plan.measure = [=, label = batch.label, self_index = batch.self_index](const Tensor& e) {
     const DistanceTable table = distance_table(e, gallery, self_index);
@@ -121,6 +129,13 @@ AttackPlan plan_semantic_preserving_query_attack(const AttackBatch& batch, engin
     // One query-vs-gallery distance matrix per step serves both QA terms.
     const Tensor to_gallery = gallery_distance(e, gallery.embeddings, metric);
     return semantic_preserving_query_loss(
+        query_attack_rows_from_distances(e, candidates.embeddings, to_gallery, metric, spec.raise),
+        query_attack_rows_from_distances(e, reference_rows, to_gallery, metric, true), spec.zeta,
+        batch_xi);
+  };
+  plan.row_objective = [=](const Tensor& e, int64_t) {
+    const Tensor to_gallery = gallery_distance(e, gallery.embeddings, metric);
+    return semantic_preserving_query_rows(
         query_attack_rows_from_distances(e, candidates.embeddings, to_gallery, metric, spec.raise),
         query_attack_rows_from_distances(e, reference_rows, to_gallery, metric, true), spec.zeta,
         batch_xi);

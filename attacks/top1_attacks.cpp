@@ -17,6 +17,10 @@ AttackPlan plan_learning_to_misrank(const AttackBatch& batch, engine::Generator&
     return learning_to_misrank_loss(e, batch.gallery.embeddings, batch.gallery.labels, batch.labels,
                                     batch.self_index, batch.gallery.metric, include_self);
   };
+  plan.row_objective = [=](const Tensor& e, int64_t) {
+    return learning_to_misrank_rows(e, batch.gallery.embeddings, batch.gallery.labels, batch.labels,
+                                    batch.self_index, batch.gallery.metric, include_self);
+  };
   // Measure: recall@1.
   plan.measure = [=](const Tensor& e) {
     return Measures{{"LTM:r@1", recall_at_1_percent(batch, e)}};
@@ -36,6 +40,9 @@ AttackPlan plan_greedy_top1_misrank(const AttackBatch& batch, engine::Generator&
   plan.objective = [=](const Tensor& e, int64_t) {
     return greedy_top1_misrank_loss(e, targets, metric);
   };
+  plan.row_objective = [=](const Tensor& e, int64_t) {
+    return losses::row_distance(e, targets, metric);
+  };
   // Measure: recall@1.
   plan.measure = [=](const Tensor& e) {
     return Measures{{"GTM:r@1", recall_at_1_percent(batch, e)}};
@@ -50,6 +57,10 @@ AttackPlan plan_greedy_top1_translocation(const AttackBatch& batch, engine::Gene
   AttackPlan plan;
   plan.objective = [=](const Tensor& e, int64_t) {
     return query_attack_loss(e, candidates, batch.gallery.embeddings, batch.gallery.metric, false);
+  };
+  plan.row_objective = [=](const Tensor& e, int64_t) {
+    const Tensor to_gallery = gallery_distance(e, batch.gallery.embeddings, batch.gallery.metric);
+    return query_attack_rows_from_distances(e, candidates, to_gallery, batch.gallery.metric, false);
   };
   // Measure: whether the clean top-1 item is still among the first 4, and first 1, items.
   plan.measure = [=](const Tensor& e) {

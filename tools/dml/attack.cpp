@@ -7,10 +7,12 @@
 // (max|delta|_inf, NaN count, pixel range); exits 1 if the perturbation breaks eps by more than
 // 1e-6 (attacks::check_perturbation, per batch).
 #include <cstdio>
+#include <memory>
 #include <string>
 
 #include "attacks/attack.h"
 #include "kernels/common/check.h"
+#include "tools/dml/attack_blackbox.h"
 #include "tools/dml/attack_runner.h"
 #include "tools/dml/attack_setup.h"
 #include "tools/dml/commands.h"
@@ -30,14 +32,20 @@ const char kUsage[] =
     "                        CA:pm=+:W=1:eps=0.30196:alpha=0.011764:pgditer=32\n"
     "                        QA:pm=-:M=1:...   SPQA:pm=+:M=1:zeta=4e4:...   TMA:...   ES:...\n"
     "                        LTM:...   GTM:...   GTT:...   STAX:...   MTAX:T=5:...\n"
-    "                      keys: pm W M T G zeta eps alpha pgditer rinit (docs/attacks.md)\n"
+    "                      keys: pm W M T G zeta eps alpha pgditer rinit; NES black-box:\n"
+    "                      nes queries sigma (docs/attacks.md)\n"
     "  -X DIR              write original/adversarial PNG pairs of the first batch to DIR\n"
     "  --save-adversarial FILE.npy\n"
     "                      write every attacked image's adversarial version as float32\n"
     "                      [N, C, H, W], row i = image i of the split (the first N with\n"
     "                      --max-images); written as the batches finish, renamed into place at\n"
     "                      the end; an existing file is refused unless --overwrite\n"
-    "  --overwrite         replace an existing --save-adversarial file\n";
+    "  --overwrite         replace an existing --save-adversarial file\n"
+    "  --source-checkpoint FILE\n"
+    "                      transfer attack: the perturbation is computed through this model,\n"
+    "                      the selection and the measures through --checkpoint's; printed beside\n"
+    "                      the white-box attack on --checkpoint, with the gradient-masking flag\n"
+    "                      (also for a black-box spec, nes=N: docs/attacks.md)\n";
 
 }  // namespace
 
@@ -51,8 +59,10 @@ int run_attack_command(Args& args) {
   const std::string dump_dir = args.take_string("-X", "");
   const std::string save_adversarial = args.take_string("--save-adversarial", "");
   const ExistingResult existing = take_existing_result_flags(args, /*can_resume=*/false);
+  const std::string source_checkpoint = args.take_string("--source-checkpoint", "");
   AttackCommonOptions options = take_attack_options(args);
   args.finish();
+  if (!source_checkpoint.empty()) require_input_file(source_checkpoint, "--source-checkpoint");
   refuse_output_over_input(save_adversarial, "--save-adversarial", options.checkpoint,
                            "--checkpoint");
   check_result_file(save_adversarial, "--save-adversarial", existing);
@@ -67,6 +77,14 @@ int run_attack_command(Args& args) {
   options.run.save_adversarial = save_adversarial;
   AttackSetup setup = setup_attack(options);
   complete_spec(spec, setup.dataset);
+  if (!source_checkpoint.empty() || spec.nes.population > 0) {
+    std::unique_ptr<TransferSource> source;
+    if (!source_checkpoint.empty()) {
+      source = std::make_unique<TransferSource>(load_transfer_source(source_checkpoint, setup));
+    }
+    return run_blackbox_or_transfer(setup, spec, options.checkpoint, source.get(),
+                                    source_checkpoint);
+  }
   const AttackSummary s =
       run_attack(*setup.trained.model, setup.images, setup.gallery, spec, setup.run);
   if (setup.json) {

@@ -81,7 +81,12 @@ AttackSummary run_attack(models::Model& model, const SplitImages& split,
     std::vector<int64_t> self_index(static_cast<size_t>(end - begin));
     for (int64_t i = begin; i < end; ++i) self_index[static_cast<size_t>(i - begin)] = i;
     const attacks::BatchResult r =
-        attacks::attack_batch(model, images, labels, self_index, gallery, spec, gen, options);
+        settings.source_model != nullptr
+            ? attacks::transfer_attack_batch(*settings.source_model, *settings.source_gallery,
+                                             model, gallery, images, labels, self_index, spec, gen,
+                                             options)
+            : attacks::attack_batch(model, images, labels, self_index, gallery, spec, gen, options);
+    summary.queries_per_image = r.queries_per_image;
     if (batch == 0) {
       summary.objective_first_batch = r.objective;
       for (const auto& [name, values] : r.clean) summary.names.push_back(name);
@@ -142,6 +147,7 @@ nlohmann::ordered_json attack_summary_json(const AttackSummary& s) {
   out["nan_count"] = s.perturbation.nan_count;
   out["pixel_min"] = s.perturbation.min_pixel;
   out["pixel_max"] = s.perturbation.max_pixel;
+  if (s.queries_per_image > 0) out["queries_per_image"] = s.queries_per_image;
   return out;
 }
 

@@ -40,6 +40,10 @@ struct AttackRunSettings {
   int64_t restart = 0;           // attacks::AttackOptions::restart (worst-case runs)
   // Called with every batch's first image index and result (per-image values), if set.
   std::function<void(int64_t first_image, const attacks::BatchResult&)> on_batch;
+  // Transfer (tools/dml/attack_blackbox.h): the perturbation computed through this model and its
+  // gallery, the selection and the measures through the attacked one. Null: a white-box attack.
+  models::Model* source_model = nullptr;
+  const attacks::Gallery* source_gallery = nullptr;
 };
 
 struct AttackSummary {
@@ -52,6 +56,7 @@ struct AttackSummary {
   int64_t images = 0;
   double seconds = 0.0;
   std::vector<double> objective_first_batch;  // the objective before each PGD step, batch 1
+  int64_t queries_per_image = 0;              // NES: model queries per image; 0 otherwise
 };
 
 AttackSummary run_attack(models::Model& model, const SplitImages& split,
