@@ -13,7 +13,8 @@ BUILD_TYPE="${BUILD_TYPE:-Release}"
 
 # Debian packages the build, the tests and the default dataset need.
 PACKAGES=(cmake make g++ clang-format catch2 libeigen3-dev nlohmann-json3-dev zlib1g-dev libstb-dev
-          dataset-fashion-mnist libprotobuf-dev protobuf-compiler)
+          dataset-fashion-mnist libprotobuf-dev protobuf-compiler
+          openmpi-bin libopenmpi-dev)  # openmpi: runs over several ranks (docs/distributed.md)
 
 install_missing_packages() {
   local missing=()

@@ -18,6 +18,7 @@
 #include "kernels/common/check.h"
 #include "models/registry.h"
 #include "tools/dml/commands.h"
+#include "tools/dml/distributed.h"
 #include "tools/dml/load_model.h"
 #include "tools/dml/split_stream.h"
 #include "tools/dml/trainer.h"
@@ -79,6 +80,7 @@ int run_eval(Args& args) {
   const std::unique_ptr<data::Dataset> dataset = open_data_option(
       dataset_name, split, root.value_or(data_name ? "" : trained.root), trained.transform);
   const metrics::Evaluation e = evaluate_model(model, *dataset, settings);
+  if (!writes_results()) return 0;  // several MPI ranks: rank 0 prints (docs/distributed.md)
   if (json) {
     std::printf("%s\n", metrics::metrics_json(e).dump().c_str());
   } else {

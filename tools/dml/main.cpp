@@ -10,6 +10,7 @@
 
 #include "kernels/common/check.h"
 #include "tools/dml/commands.h"
+#include "tools/dml/distributed.h"
 #include "tools/dml/version.h"
 
 namespace {
@@ -59,6 +60,7 @@ int main(int argc, char** argv) {
     try {
       dml::Args args(argc, argv, 2);
       dml::take_backend_options(args);
+      dml::check_ranks_for(command.name);  // several MPI ranks: docs/distributed.md
       return command.run(args);
     } catch (const dml::UsageError& e) {
       std::fprintf(stderr, "dml %s: %s\n(run 'dml %s --help' for usage)\n", command.name, e.what(),

@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "data/loader.h"
+#include "engine/dist/communicator.h"
 #include "kernels/common/check.h"
 #include "models/embed.h"
 #include "tools/dml/args.h"
@@ -15,6 +16,23 @@ namespace {
 void check_count(const data::Dataset& dataset, int64_t count, const char* what) {
   ENGINE_CHECK(count > 0 && count <= dataset.size(), what, ": ", count, " images asked of ",
                dataset.name(), " ", dataset.split(), ", which has ", dataset.size());
+}
+
+// Replaces `rows` (f32 [N, D] on the CPU, of which this rank filled the rows from `first_row`
+// up to the next rank's first row) by every rank's rows: an all-gather of bytes, exact.
+void gather_embedding_rows(engine::Tensor& rows, int64_t first_row) {
+  const engine::dist::World& world = engine::dist::world();
+  const int64_t n = rows.size(0), d = rows.size(1);
+  const std::vector<int64_t> firsts = engine::dist::all_gather(&first_row, 1);
+  const int64_t begin = std::min(n, first_row);
+  const int64_t end =
+      world.rank + 1 < world.size ? std::min(n, firsts[static_cast<size_t>(world.rank) + 1]) : n;
+  const float* data = rows.data<float>();
+  std::vector<float> mine(data + begin * d, data + end * d);
+  const std::vector<float> all = engine::dist::all_gather_varying(mine);
+  ENGINE_CHECK(static_cast<int64_t>(all.size()) == n * d, "embed_split: gathered ", all.size(),
+               " floats, expected ", n * d);
+  std::copy(all.begin(), all.end(), rows.data<float>());
 }
 
 }  // namespace
@@ -38,11 +56,26 @@ std::vector<int64_t> split_labels(const data::Dataset& dataset, int64_t count) {
 
 void for_each_split_batch(const data::Dataset& dataset, int64_t count, int64_t batch_size,
                           const std::function<void(int64_t, const engine::Tensor&)>& visit) {
+  ENGINE_CHECK(batch_size > 0, "for_each_split_batch: batch size must be positive, got ",
+               batch_size);
+  for_each_split_batch_in(dataset, count, batch_size, 0, (count + batch_size - 1) / batch_size,
+                          visit);
+}
+
+void for_each_split_batch_in(const data::Dataset& dataset, int64_t count, int64_t batch_size,
+                             int64_t first_batch, int64_t end_batch,
+                             const std::function<void(int64_t, const engine::Tensor&)>& visit) {
   check_count(dataset, count, "for_each_split_batch");
   ENGINE_CHECK(batch_size > 0, "for_each_split_batch: batch size must be positive, got ",
                batch_size);
+  ENGINE_CHECK(0 <= first_batch && first_batch <= end_batch &&
+                   end_batch <= (count + batch_size - 1) / batch_size,
+               "for_each_split_batch: batches [", first_batch, ", ", end_batch, ") of ", count,
+               " images in batches of ", batch_size);
+  if (first_batch == end_batch) return;
   std::vector<std::vector<int64_t>> batches;
-  for (int64_t begin = 0; begin < count; begin += batch_size) {
+  for (int64_t begin = first_batch * batch_size; begin < std::min(count, end_batch * batch_size);
+       begin += batch_size) {
     std::vector<int64_t> indices(static_cast<size_t>(std::min(count, begin + batch_size) - begin));
     for (size_t j = 0; j < indices.size(); ++j) indices[j] = begin + static_cast<int64_t>(j);
     batches.push_back(std::move(indices));
@@ -59,14 +92,21 @@ engine::Tensor embed_split(models::Model& model, const data::Dataset& dataset, i
                            int64_t batch_size,
                            const std::function<void(int64_t, int64_t)>& progress) {
   check_count(dataset, count, "embed_split");
+  ENGINE_CHECK(batch_size > 0, "embed_split: batch size must be positive, got ", batch_size);
   engine::Tensor out = engine::Tensor::empty({count, model.embedding_dim()}, engine::DType::F32);
-  for_each_split_batch(dataset, count, batch_size,
-                       [&](int64_t begin, const engine::Tensor& images) {
-                         const int64_t end = begin + images.size(0);
-                         model.check_input(images);
-                         out.slice(0, begin, end).copy_(models::embed_batch(model, images));
-                         if (progress) progress(end, count);
-                       });
+  // Over several ranks each embeds its share of whole batches, the same batches a single process
+  // embeds (so the same rows, bit for bit), and the rows are gathered in order.
+  const engine::dist::World& world = engine::dist::world();
+  const engine::dist::Share share =
+      engine::dist::share_of((count + batch_size - 1) / batch_size, world.rank, world.size);
+  for_each_split_batch_in(dataset, count, batch_size, share.begin, share.end,
+                          [&](int64_t begin, const engine::Tensor& images) {
+                            const int64_t end = begin + images.size(0);
+                            model.check_input(images);
+                            out.slice(0, begin, end).copy_(models::embed_batch(model, images));
+                            if (progress && world.rank == 0) progress(end, count);
+                          });
+  if (world.size > 1) gather_embedding_rows(out, share.begin * batch_size);
   return out;
 }
 

@@ -42,8 +42,16 @@ std::vector<int64_t> split_labels(const data::Dataset& dataset, int64_t count);
 void for_each_split_batch(const data::Dataset& dataset, int64_t count, int64_t batch_size,
                           const std::function<void(int64_t, const engine::Tensor&)>& visit);
 
+// for_each_split_batch's walk over the batches numbered [first_batch, end_batch) only (batch b
+// holds images [b * batch_size, min(count, (b + 1) * batch_size))): one rank's share of the walk.
+void for_each_split_batch_in(const data::Dataset& dataset, int64_t count, int64_t batch_size,
+                             int64_t first_batch, int64_t end_batch,
+                             const std::function<void(int64_t, const engine::Tensor&)>& visit);
+
 // The model's raw embeddings (eval mode, before any L2 normalization) of the first `count` images:
-// f32 [count, D] on the CPU. progress(done, count) after each batch, if given.
+// f32 [count, D] on the CPU. progress(done, count) after each batch, if given (on rank 0). Over
+// several MPI ranks (docs/distributed.md) each rank embeds its share of the batches and every
+// rank gets all rows, equal bit for bit to a single process's.
 engine::Tensor embed_split(models::Model& model, const data::Dataset& dataset, int64_t count,
                            int64_t batch_size,
                            const std::function<void(int64_t, int64_t)>& progress = {});

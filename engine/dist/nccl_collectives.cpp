@@ -1,0 +1,51 @@
+// engine/dist/nccl_collectives.h with NCCL (compiled only in a CUDA build that found NCCL and
+// MPI). On a machine without a GPU this file is compiled and linked, never run.
+#include "engine/dist/nccl_collectives.h"
+
+#include <cuda_runtime_api.h>
+#include <nccl.h>
+
+#include "engine/dist/communicator.h"
+#include "kernels/common/check.h"
+
+namespace engine::dist {
+
+namespace {
+
+void check_nccl(ncclResult_t result, const char* what) {
+  ENGINE_CHECK(result == ncclSuccess, "NCCL ", what, " failed: ", ncclGetErrorString(result));
+}
+
+void check_cuda(cudaError_t error, const char* what) {
+  ENGINE_CHECK(error == cudaSuccess, what, " failed: ", cudaGetErrorString(error));
+}
+
+ncclComm_t& communicator() {
+  static ncclComm_t comm = nullptr;
+  return comm;
+}
+
+}  // namespace
+
+bool built_with_nccl() { return true; }
+
+void start_nccl() {
+  if (communicator() != nullptr) return;
+  const World& w = world();
+  check_cuda(cudaSetDevice(w.local_rank), "cudaSetDevice (the rank's local device)");
+  ncclUniqueId id;
+  if (w.rank == 0) check_nccl(ncclGetUniqueId(&id), "ncclGetUniqueId");
+  broadcast(&id, sizeof id, 0);
+  check_nccl(ncclCommInitRank(&communicator(), w.size, id, w.rank), "ncclCommInitRank");
+}
+
+void nccl_all_reduce_sum(float* device_data, size_t count, void* stream) {
+  start_nccl();
+  const cudaStream_t s = static_cast<cudaStream_t>(stream);
+  check_nccl(
+      ncclAllReduce(device_data, device_data, count, ncclFloat32, ncclSum, communicator(), s),
+      "ncclAllReduce");
+  check_cuda(cudaStreamSynchronize(s), "cudaStreamSynchronize after ncclAllReduce");
+}
+
+}  // namespace engine::dist

@@ -1,0 +1,20 @@
+// The split of work over ranks (header: engine/dist/communicator.h); built with or without MPI.
+#include <algorithm>
+
+#include "engine/dist/communicator.h"
+#include "kernels/common/check.h"
+
+namespace engine::dist {
+
+Share share_of(int64_t total, int rank, int size) {
+  ENGINE_CHECK(size > 0 && rank >= 0 && rank < size, "share_of: rank ", rank, " of ", size);
+  ENGINE_CHECK(total >= 0, "share_of: negative total ", total);
+  const int64_t base = total / size;
+  const int64_t extra = total % size;
+  Share share;
+  share.begin = rank * base + std::min<int64_t>(rank, extra);
+  share.end = share.begin + base + (rank < extra ? 1 : 0);
+  return share;
+}
+
+}  // namespace engine::dist
