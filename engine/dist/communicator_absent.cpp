@@ -36,6 +36,7 @@ std::vector<int64_t> all_gather(const int64_t* data, size_t count) {
 }
 std::vector<float> all_gather_varying(const std::vector<float>& data) { return data; }
 std::vector<int64_t> all_gather_varying(const std::vector<int64_t>& data) { return data; }
+std::vector<char> all_gather_varying(const std::vector<char>& data) { return data; }
 
 void broadcast(void*, size_t, int root) {
   ENGINE_CHECK(root == 0, "broadcast: root ", root, " in a world of one");

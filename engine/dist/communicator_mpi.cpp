@@ -188,6 +188,9 @@ std::vector<float> all_gather_varying(const std::vector<float>& data) {
 std::vector<int64_t> all_gather_varying(const std::vector<int64_t>& data) {
   return gather_varying(data, MPI_INT64_T);
 }
+std::vector<char> all_gather_varying(const std::vector<char>& data) {
+  return gather_varying(data, MPI_CHAR);
+}
 
 void broadcast(void* data, size_t bytes, int root) {
   ENGINE_CHECK(root >= 0 && root < world().size, "broadcast: root ", root, " of ", world().size);

@@ -1,6 +1,11 @@
 // Which `dml` subcommands run over several MPI ranks (docs/distributed.md).
 #pragma once
 
+#include <cstddef>
+#include <vector>
+
+#include "tools/dml/attack_runner.h"
+
 namespace dml {
 
 // Called before a subcommand runs. A process not started by mpirun, or started as one rank,
@@ -11,5 +16,15 @@ void check_ranks_for(const char* subcommand);
 // Whether this process prints the results and writes the files of a run: rank 0 (the only rank
 // of a single-process run).
 bool writes_results();
+
+// `dml ers` over several ranks runs whole attacks on different ranks: attack i (of the profile's
+// list) on rank i % size. Each attack draws from its own stream (attacks::attack_stream_seed), so
+// its numbers are those of a single-process run.
+bool runs_attack_here(size_t attack_index);
+
+// After every rank ran its attacks: fills each slot of `summaries` that this rank left empty
+// (empty spec) with the summary the rank that ran it made, passed as attack_summary_json's
+// text (doubles round-trip exactly). Every rank takes part.
+void gather_attack_summaries(std::vector<AttackSummary>& summaries);
 
 }  // namespace dml

@@ -18,6 +18,7 @@
 
 #include "attacks/curve_profiles.h"
 #include "attacks/profiles.h"
+#include "engine/dist/communicator.h"
 #include "engine/io/file_io.h"
 #include "kernels/common/check.h"
 #include "metrics/ers.h"
@@ -25,6 +26,7 @@
 #include "tools/dml/attack_setup.h"
 #include "tools/dml/commands.h"
 #include "tools/dml/curve_results.h"
+#include "tools/dml/distributed.h"
 #include "tools/dml/ers_worst_case.h"
 #include "tools/dml/output_files.h"
 
@@ -153,10 +155,14 @@ int run_ers(Args& args) {
     throw UsageError(std::string("--profile: ") + e.what());
   }
   AttackSetup setup = setup_attack(options);
+  if (!writes_results()) setup.run.progress = false;  // several MPI ranks: rank 0 shows progress
   const std::string weights_hash = file_fnv1a64(options.checkpoint);
   const int64_t total_images = static_cast<int64_t>(setup.images.labels.size());
   std::unique_ptr<ErsWorstCase> worst;  // --worst-case (tools/dml/ers_worst_case.h)
   if (worst_options.enabled()) {
+    if (engine::dist::world().size > 1) {
+      throw UsageError("--worst-case runs in one process; it is not split over MPI ranks yet");
+    }
     worst = std::make_unique<ErsWorstCase>(
         worst_options,
         setup.run.max_images > 0 ? std::min(setup.run.max_images, total_images) : total_images);
@@ -164,8 +170,10 @@ int run_ers(Args& args) {
     // The collapse check (d) costs one k-means; with --worst-case it is in the report.
     const attacks::SanityVerdict collapse =
         check_gallery_not_collapsed(setup.gallery, setup.run.seed);
-    std::fprintf(stderr, "ers: sanity check (d), embeddings not collapsed: %s, %s\n",
-                 collapse.passed ? "passed" : "FLAGGED", collapse.detail.c_str());
+    if (writes_results()) {
+      std::fprintf(stderr, "ers: sanity check (d), embeddings not collapsed: %s, %s\n",
+                   collapse.passed ? "passed" : "FLAGGED", collapse.detail.c_str());
+    }
   }
 
   // The JSON of the attacks done so far; with --out it is rewritten (atomically) after every
@@ -214,12 +222,13 @@ int run_ers(Args& args) {
       out["worst_case"] = worst->worst_case_json(complete && is_ers);
       if (complete) out["sanity"] = worst->sanity_json();
     }
-    if (!out_path.empty()) {
+    if (!out_path.empty() && writes_results()) {
       engine::detail::write_file_atomically(out_path, out.dump(2) + "\n");
     }
     return out;
   };
   std::vector<AttackSummary> finished;  // --resume: what the previous run wrote
+  const bool several_ranks = engine::dist::world().size > 1;
   if (resume && std::filesystem::exists(out_path)) {
     ErsWorstCase::check_resume(out_path, worst_options);
     if (worst) worst->restore(out_path);
@@ -236,18 +245,31 @@ int run_ers(Args& args) {
     if (done != finished.end()) {
       summaries.push_back(*done);
       attacks_json.push_back(attack_summary_json(summaries.back()));
+    } else if (!runs_attack_here(summaries.size())) {  // several MPI ranks: another rank's attack
+      summaries.emplace_back();
+      continue;
     } else {
       summaries.push_back(
           run_attack(*setup.trained.model, setup.images, setup.gallery, spec,
                      worst ? worst->single_run_settings(setup.run, spec) : setup.run));
       attacks_json.push_back(attack_summary_json(summaries.back()));
       seconds += summaries.back().seconds;
-      if (summaries.size() < specs.size()) results(false);
+      if (summaries.size() < specs.size() && !several_ranks) results(false);
     }
     if (worst) worst->run_restarts(setup, spec, [&] { results(false); });
   }
+  if (several_ranks) {  // the other ranks' attacks, in the profile's order (docs/distributed.md)
+    gather_attack_summaries(summaries);
+    attacks_json = nlohmann::ordered_json::array();
+    seconds = 0.0;
+    for (const AttackSummary& s : summaries) {
+      attacks_json.push_back(attack_summary_json(s));
+      seconds += s.seconds;
+    }
+  }
   if (worst) worst->run_sanity(setup, specs);
   const nlohmann::ordered_json out = results(true);
+  if (!writes_results()) return 0;
 
   if (setup.json) {
     std::printf("%s\n", out.dump().c_str());
