@@ -40,15 +40,6 @@ SanityVerdict check_more_effort_not_weaker(double single_robust, double more_eff
   return verdict(more_effort_robust <= single_robust + tolerance, line);
 }
 
-SanityVerdict check_blackbox_not_stronger(double white_box_robust, double black_box_robust,
-                                          double tolerance) {
-  char line[128];
-  std::snprintf(line, sizeof line,
-                "robust fraction white-box %.4f, black-box/transfer %.4f (tolerance %.4f)",
-                white_box_robust, black_box_robust, tolerance);
-  return verdict(black_box_robust >= white_box_robust - tolerance, line);
-}
-
 SanityVerdict check_not_collapsed(double nmi, double pi_ratio, double min_nmi,
                                   double max_pi_ratio) {
   const bool passed =

@@ -4,7 +4,7 @@
 // (transfer). When one of those beats the white-box attack on the same spec, same images and same
 // selection, the white-box gradient is suspect — masked or obfuscated (a quantizing or otherwise
 // non-differentiable input layer, a saturated loss) — and the white-box robustness overstated.
-// (issue 38; a sanity-check module attacks/sanity.* may absorb this.)
+// (issue 38; sanity check (c) of attacks/sanity.h, docs/attacks.md "Sanity checks".)
 #pragma once
 
 #include <string>

@@ -100,7 +100,10 @@ TEST_CASE("dml report --robustness draws several models' ERS, worst case and cur
   write_json(dir.file("vanilla-ers.json"), ers_file("aaaa"));
   write_json(dir.file("vanilla-curve.json"), curve_file("aaaa"));
   json act = ers_file("bbbb");
-  act["worst_case"] = {{"robust_fraction", 42.0}, {"restarts", 3}};
+  // As `dml ers --worst-case 3` writes it (tools/dml/ers_worst_case.cpp), fractions in [0, 1].
+  act["worst_case"] = {{"restarts", 3},
+                       {"robust_fraction", {{"single", 0.5}, {"restarts", 0.45}, {"worst", 0.42}}},
+                       {"ers_worst", 20.5}};
   write_json(dir.file("act-ers.json"), act);
   const std::string out = dir.file("robustness.svg");
   REQUIRE(report({"--robustness", "--input",
@@ -114,11 +117,14 @@ TEST_CASE("dml report --robustness draws several models' ERS, worst case and cur
   CHECK(svg.find("worst case over 3 restarts") != std::string::npos);
   CHECK(svg.find("curves curve28: 100 images of fashion-mnist:test") != std::string::npos);
   CHECK(svg.find("curves: no curve28/curve224 file") != std::string::npos);  // act's
-  // ERS bars: both models' ERS 23.0; the worst case: act's 42.0, vanilla's "n/c".
+  // ERS bars: both models' ERS 23.0; the worst case: act's ERS 20.5 and robust 50 % / 42 %,
+  // vanilla's "n/c".
   CHECK(svg.find("<title>vanilla ERS: 23.0</title>") != std::string::npos);
   CHECK(svg.find("<title>act ERS: 23.0</title>") != std::string::npos);
   CHECK(svg.find("<title>vanilla CA-: 60.0</title>") != std::string::npos);
-  CHECK(svg.find("<title>act robust_fraction: 42.0</title>") != std::string::npos);
+  CHECK(svg.find("<title>act ERS worst: 20.5</title>") != std::string::npos);
+  CHECK(svg.find("<title>act robust % 1 run: 50.0</title>") != std::string::npos);
+  CHECK(svg.find("<title>act robust % worst: 42.0</title>") != std::string::npos);
   CHECK(svg.find(">n/c</text>") != std::string::npos);
   CHECK(svg.find("not computed") == std::string::npos);
   // Curves: 2 models -> caption 16 + 16 + 2 x 32 = 96 high, the ERS band at 136, the curves at

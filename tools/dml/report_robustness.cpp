@@ -244,6 +244,21 @@ void model_bars(svg::Document& doc, const svg::Rect& plot, const std::string& ti
   doc.line(plot.x, zero, plot.x + plot.w, zero, "#333333");
 }
 
+// The three worst-case numbers drawn per model (see draw_ers_band), NaN where absent.
+std::vector<double> worst_case_values(const nlohmann::json& worst_case) {
+  auto number = [](const nlohmann::json& j, const char* key, double scale) {
+    return j.is_object() && j.contains(key) && j.at(key).is_number()
+               ? scale * j.at(key).get<double>()
+               : std::nan("");
+  };
+  const nlohmann::json none;
+  const nlohmann::json& fractions = worst_case.is_object() && worst_case.contains("robust_fraction")
+                                        ? worst_case.at("robust_fraction")
+                                        : none;
+  return {number(worst_case, "ers_worst", 1.0), number(fractions, "single", 100.0),
+          number(fractions, "worst", 100.0)};
+}
+
 void draw_ers_band(svg::Document& doc, const std::vector<ModelResults>& models, double top) {
   std::vector<std::string> groups(metrics::ers_column_names().begin(),
                                   metrics::ers_column_names().end());
@@ -263,46 +278,24 @@ void draw_ers_band(svg::Document& doc, const std::vector<ModelResults>& models, 
   model_bars(doc, svg::Rect{70, top + 60, 580, 220}, "ERS: normalized columns and their mean",
              groups, names, values, "score");
 
-  // The worst case: every number at the top level of an ERS file's "worst_case" (or the value
-  // itself when it is a number), one group each, in the order first met.
-  std::vector<std::string> keys;
-  for (const ModelResults& model : models) {
-    if (model.worst_case.is_number()) {
-      if (std::find(keys.begin(), keys.end(), "worst_case") == keys.end()) {
-        keys.push_back("worst_case");
-      }
-    } else if (model.worst_case.is_object()) {
-      for (const auto& [key, value] : model.worst_case.items()) {
-        if (value.is_number() && key != "restarts" &&
-            std::find(keys.begin(), keys.end(), key) == keys.end() && keys.size() < 3) {
-          keys.push_back(key);
-        }
-      }
-    }
-  }
+  // The worst case, as `dml ers --worst-case R` writes it (docs/attacks.md, "Worst case per
+  // query"): the ERS of the columns' worst means, and the robust fraction (as %) of one run and of
+  // the worst over the attacks and restarts. NaN (drawn "n/c") where a file lacks a value.
+  const std::vector<std::string> keys = {"ERS worst", "robust % 1 run", "robust % worst"};
   const svg::Rect plot{750, top + 60, 180, 220};
-  if (keys.empty()) {
+  bool any = false;
+  std::vector<std::vector<double>> worst;
+  for (const ModelResults& model : models) {
+    worst.push_back(worst_case_values(model.worst_case));
+    for (double v : worst.back()) any = any || !std::isnan(v);
+  }
+  if (!any) {
     doc.text(plot.x, plot.y - 12, "worst case", 14, "start", 0.0, true);
     doc.rect(plot.x, plot.y, plot.w, plot.h, "#f4f4f4", "not-computed");
     doc.text(plot.x + plot.w / 2, plot.y + plot.h / 2, "not computed", 14, "middle");
     doc.text(plot.x + plot.w / 2, plot.y + plot.h / 2 + 18, "(no \"worst_case\" in the ERS files)",
              9, "middle");
     return;
-  }
-  std::vector<std::vector<double>> worst;
-  for (const ModelResults& model : models) {
-    std::vector<double> row;
-    for (const std::string& key : keys) {
-      const nlohmann::json& w = model.worst_case;
-      if (w.is_number() && key == "worst_case") {
-        row.push_back(w.get<double>());
-      } else if (w.is_object() && w.contains(key) && w.at(key).is_number()) {
-        row.push_back(w.at(key).get<double>());
-      } else {
-        row.push_back(std::nan(""));
-      }
-    }
-    worst.push_back(row);
   }
   model_bars(doc, plot, "worst case", keys, names, worst, "");
 }
