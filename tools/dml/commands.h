@@ -26,5 +26,7 @@ int run_ers(Args& args);             // tools/dml/ers.cpp
 int run_report(Args& args);          // tools/dml/report.cpp (+ report_grid.cpp)
 // `dml bench --train CONFIG ...`, called by run_bench (tools/dml/bench_train.cpp).
 int run_bench_train(const std::string& config_path, Args& args);
+int run_aggregate(Args& args);  // tools/dml/aggregate.cpp
+int run_hardness(Args& args);   // tools/dml/hardness.cpp
 
 }  // namespace dml

@@ -32,6 +32,11 @@ const dml::Command kCommands[] = {
      "time our CUDA kernels against cuDNN/cuBLAS and the measured ceilings, or whole training "
      "steps (--train) against PyTorch",
      dml::run_bench},
+    {"aggregate",
+     "mean and sample std over seeds of R@1, mAP, NMI, ERS and its columns (MD, JSON, SVG)",
+     dml::run_aggregate},
+    {"hardness", "E[H] and Var[H] of each triplet miner, H = d(a,p) - d(a,n) (HM paper, Table 1)",
+     dml::run_hardness},
 };
 
 void print_usage(FILE* out) {

@@ -103,15 +103,6 @@ const char kUsage[] =
     "                      file, a curve file or both); without LABEL= the first file's stem\n"
     "  --out FILE          the SVG (required)\n";
 
-std::vector<std::string> split_commas(const std::string& text) {
-  std::vector<std::string> items;
-  std::stringstream stream(text);
-  std::string item;
-  while (std::getline(stream, item, ',')) items.push_back(item);
-  if (!text.empty() && text.back() == ',') items.push_back("");
-  return items;
-}
-
 // ---- --log ---------------------------------------------------------------------------------
 
 // Appends (step, value); a resumed run that logs a step again replaces what followed it.
@@ -294,6 +285,15 @@ int report_ers(const std::vector<std::string>& files, const std::vector<std::str
 }
 
 }  // namespace
+
+std::vector<std::string> split_commas(const std::string& text) {
+  std::vector<std::string> items;
+  std::stringstream stream(text);
+  std::string item;
+  while (std::getline(stream, item, ',')) items.push_back(item);
+  if (!text.empty() && text.back() == ',') items.push_back("");
+  return items;
+}
 
 int run_report(Args& args) {
   if (args.take_flag("--help") || args.take_flag("-h")) {

@@ -2,6 +2,9 @@
 // retrieval-grid mode) and report_attack.cpp (its attack picture) share.
 #pragma once
 
+#include <string>
+#include <vector>
+
 #include "tools/dml/args.h"
 
 namespace dml {
@@ -13,5 +16,7 @@ int run_report_attack(Args& args);
 // `dml report --robustness --input LABEL=FILE[,FILE] ...`: args hold every option but
 // --robustness (report_robustness.cpp; docs/report.md).
 int run_report_robustness(Args& args);
+// "a,b," -> {"a", "b", ""}: the comma-separated lists of --ers, --names and --runs (dml aggregate).
+std::vector<std::string> split_commas(const std::string& text);
 
 }  // namespace dml

@@ -1,0 +1,404 @@
+// dml aggregate: mean and standard deviation over seeds of what tools/seeds.sh (or tools/repro.sh
+// per seed) wrote, as a Markdown table, a JSON file and an SVG figure (docs/report.md, "Runs over
+// seeds").
+//
+//   dml aggregate --runs DIR[,DIR...] [--runs ...] [--names a,b,...] --out PREFIX
+//
+// One row per --runs (a config over its seeds), one seed per DIR. A DIR is a tools/repro.sh
+// output (DIR/run/metrics.json, DIR/ers.json) or a `dml train` output_dir (DIR/metrics.json,
+// DIR/ers.json if there is one).
+//
+// The standard deviation is the sample one, sqrt(sum (x - mean)^2 / (n - 1)), as papers mean by
+// their "mean ± std" over seeds; with one seed it is undefined (JSON null, "–" in the table).
+//
+// Figure layout (pixels): 960 x 440, plot at x = 80..760, y = 80..380, legend from x = 830.
+// Groups R@1, mAP, NMI (%), the ten normalized ERS columns and the ERS, all on 0-100 ("higher is
+// better" for the normalized columns, metrics/ers.h); per row a bar to the mean (class "bar"), a
+// whisker from mean - std to mean + std (class "whisker") and one dot per seed (class "seed").
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "engine/io/file_io.h"
+#include "kernels/common/check.h"
+#include "metrics/ers.h"
+#include "tools/dml/commands.h"
+#include "tools/dml/output_files.h"
+#include "tools/dml/report.h"
+#include "tools/dml/svg.h"
+
+namespace dml {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+const char kUsage[] =
+    "usage: dml aggregate --runs DIR[,DIR...] [--runs ...] [--names a,b,...] --out PREFIX\n"
+    "\n"
+    "Mean and sample standard deviation (n - 1) over seeds of R@1, mAP, NMI (%, from\n"
+    "metrics.json), the ERS and its ten raw columns (from a complete ers.json), one row per\n"
+    "--runs (a config over its seeds, one folder per seed: a tools/repro.sh or tools/seeds.sh\n"
+    "output with run/metrics.json, or a `dml train` output_dir). Writes PREFIX.md (the table),\n"
+    "PREFIX.json and PREFIX.svg (bars at the means, whiskers of one std, a dot per seed);\n"
+    "they are replaced if they exist. docs/report.md, \"Runs over seeds\".\n"
+    "\n"
+    "  --runs LIST         comma-separated seed folders of one row; repeat for more rows\n"
+    "  --names LIST        comma-separated row names (default: each row's first folder's parent\n"
+    "                      folder name, e.g. act for runs/seeds/act/seed-0)\n"
+    "  --out PREFIX        output path without extension (required)\n";
+
+// A column of the table: its name (also its key in the JSON) and its digits in the Markdown.
+struct Column {
+  std::string name;
+  int digits;
+};
+
+std::vector<Column> metric_columns() { return {{"R@1", 1}, {"mAP", 1}, {"NMI", 1}}; }
+
+std::vector<Column> ers_columns() {
+  std::vector<Column> columns = {{"ERS", 1}};
+  for (const std::string& name : metrics::ers_column_names()) {
+    columns.push_back({name, name == "TMA" || name == "ES:D" ? 3 : 1});
+  }
+  return columns;
+}
+
+struct SeedResult {
+  std::vector<double> metrics;  // R@1, mAP, NMI in %
+  bool has_ers = false;
+  metrics::ErsRow ers_raw{};
+  std::string ers_conditions;  // profile, images, robrank_compat: what makes ERS files comparable
+};
+
+struct Row {
+  std::string name;
+  std::vector<std::string> dirs;
+  std::vector<SeedResult> seeds;
+};
+
+nlohmann::json read_result_json(const std::string& path) {
+  std::ifstream in(path);
+  ENGINE_CHECK(in.is_open(), path, ": cannot be read");
+  const nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
+  ENGINE_CHECK(!j.is_discarded() && j.is_object(), path, ": not a JSON object");
+  return j;
+}
+
+double number_at(const nlohmann::json& j, const std::string& key, const std::string& path) {
+  const auto it = j.find(key);
+  ENGINE_CHECK(it != j.end() && it->is_number(), path, ": no number \"", key, "\"");
+  return it->get<double>();
+}
+
+// The metrics file of a seed folder: DIR/run/metrics.json (tools/repro.sh) or DIR/metrics.json.
+std::string metrics_path(const std::string& dir) {
+  const std::string repro = (fs::path(dir) / "run" / "metrics.json").string();
+  std::error_code error;
+  if (fs::exists(repro, error)) return repro;
+  return (fs::path(dir) / "metrics.json").string();
+}
+
+SeedResult read_seed(const std::string& dir) {
+  SeedResult seed;
+  const std::string path = metrics_path(dir);
+  const nlohmann::json m = read_result_json(path);
+  for (const char* key : {"recall@1", "map", "nmi"}) {
+    seed.metrics.push_back(100.0 * number_at(m, key, path));
+  }
+  const std::string ers_path = (fs::path(dir) / "ers.json").string();
+  std::error_code error;
+  if (!fs::exists(ers_path, error)) return seed;
+  const nlohmann::json e = read_result_json(ers_path);
+  ENGINE_CHECK(e.value("complete", false), ers_path,
+               ": the ERS is not complete (\"complete\" is not true): run tools/seeds.sh or "
+               "tools/repro.sh again to finish it");
+  seed.has_ers = true;
+  for (int c = 0; c < metrics::kErsColumns; ++c) {
+    seed.ers_raw[static_cast<size_t>(c)] =
+        number_at(e, metrics::ers_column_names()[static_cast<size_t>(c)], ers_path);
+  }
+  auto field = [&](const char* key) { return e.contains(key) ? e.at(key).dump() : "(none)"; };
+  seed.ers_conditions = "profile " + field("profile") + ", " + field("images") +
+                        " images, robrank_compat " + field("robrank_compat");
+  return seed;
+}
+
+struct Stats {
+  std::vector<double> values;
+  double mean = 0.0;
+  std::optional<double> std;  // sample standard deviation; none for one value
+};
+
+Stats stats_of(std::vector<double> values) {
+  Stats s;
+  double sum = 0.0;
+  for (double v : values) sum += v;
+  s.mean = sum / static_cast<double>(values.size());
+  if (values.size() > 1) {
+    double squares = 0.0;
+    for (double v : values) squares += (v - s.mean) * (v - s.mean);
+    s.std = std::sqrt(squares / static_cast<double>(values.size() - 1));
+  }
+  s.values = std::move(values);
+  return s;
+}
+
+// Each column's statistics over the row's seeds, in the order metric_columns() then, if the
+// seeds have ERS files, ers_columns(); `normalized` also gets the figure's 0-100 values.
+std::vector<Stats> row_stats(const Row& row, bool normalized) {
+  std::vector<Stats> out;
+  const size_t n = row.seeds.size();
+  for (size_t c = 0; c < metric_columns().size(); ++c) {
+    std::vector<double> v;
+    for (const SeedResult& s : row.seeds) v.push_back(s.metrics[c]);
+    out.push_back(stats_of(v));
+  }
+  if (!row.seeds.front().has_ers) return out;
+  std::vector<double> ers(n);
+  std::vector<std::vector<double>> columns(metrics::kErsColumns, std::vector<double>(n));
+  for (size_t i = 0; i < n; ++i) {
+    ers[i] = metrics::empirical_robustness_score(row.seeds[i].ers_raw);
+    const metrics::ErsRow values =
+        normalized ? metrics::ers_normalized(row.seeds[i].ers_raw) : row.seeds[i].ers_raw;
+    for (size_t c = 0; c < columns.size(); ++c) columns[c][i] = values[c];
+  }
+  out.push_back(stats_of(ers));
+  for (const std::vector<double>& v : columns) out.push_back(stats_of(v));
+  return out;
+}
+
+std::string format_cell(const Stats& s, int digits) {
+  char text[64];
+  if (s.std) {
+    std::snprintf(text, sizeof text, "%.*f ± %.*f", digits, s.mean, digits, *s.std);
+  } else {
+    std::snprintf(text, sizeof text, "%.*f ± –", digits, s.mean);
+  }
+  return text;
+}
+
+std::string markdown_table(const std::vector<Row>& rows, bool any_ers) {
+  std::vector<Column> columns = metric_columns();
+  if (any_ers) {
+    for (const Column& c : ers_columns()) columns.push_back(c);
+  }
+  std::string md = "| run | seeds |";
+  std::string rule = "|---|---:|";
+  for (const Column& c : columns) {
+    md += " " + c.name + " |";
+    rule += "---:|";
+  }
+  md += "\n" + rule + "\n";
+  for (const Row& row : rows) {
+    md += "| " + row.name + " | " + std::to_string(row.seeds.size()) + " |";
+    const std::vector<Stats> stats = row_stats(row, false);
+    for (size_t c = 0; c < columns.size(); ++c) {
+      md += " " + (c < stats.size() ? format_cell(stats[c], columns[c].digits) : "not run") + " |";
+    }
+    md += "\n";
+  }
+  md +=
+      "\nMean ± sample standard deviation (n − 1) over the seeds; R@1, mAP, NMI and ERS in %, the "
+      "attack columns raw as `dml ers` reports them.\n";
+  return md;
+}
+
+nlohmann::ordered_json stats_json(const Stats& s) {
+  nlohmann::ordered_json j;
+  j["mean"] = s.mean;
+  j["std"] = s.std ? nlohmann::ordered_json(*s.std) : nlohmann::ordered_json(nullptr);
+  j["values"] = s.values;
+  return j;
+}
+
+nlohmann::ordered_json aggregate_json(const std::vector<Row>& rows) {
+  nlohmann::ordered_json out;
+  out["std"] = "sample standard deviation, sqrt(sum (x - mean)^2 / (n - 1)); null for one seed";
+  out["units"] = "R@1, mAP, NMI, ERS in %; the ten attack columns raw, as dml ers reports them";
+  out["rows"] = nlohmann::ordered_json::array();
+  for (const Row& row : rows) {
+    nlohmann::ordered_json r;
+    r["name"] = row.name;
+    r["seeds"] = row.seeds.size();
+    r["runs"] = row.dirs;
+    const std::vector<Stats> stats = row_stats(row, false);
+    nlohmann::ordered_json columns;
+    std::vector<Column> names = metric_columns();
+    if (row.seeds.front().has_ers) {
+      for (const Column& c : ers_columns()) names.push_back(c);
+    }
+    for (size_t c = 0; c < stats.size(); ++c) columns[names[c].name] = stats_json(stats[c]);
+    r["columns"] = columns;
+    out["rows"].push_back(r);
+  }
+  return out;
+}
+
+// The figure's groups: R@1, mAP, NMI, then (with ERS files) the ten normalized columns and ERS.
+std::string aggregate_svg(const std::vector<Row>& rows, bool any_ers) {
+  std::vector<std::string> groups = {"R@1", "mAP", "NMI"};
+  if (any_ers) {
+    for (const std::string& name : metrics::ers_column_names()) groups.push_back(name);
+    groups.push_back("ERS");
+  }
+  // stats[row][group], in the groups' order (row_stats puts ERS before the columns).
+  std::vector<std::vector<Stats>> stats;
+  double lo = 0.0, hi = 100.0;
+  for (const Row& row : rows) {
+    std::vector<Stats> s = row_stats(row, true);
+    if (s.size() > 3) {
+      const Stats ers = s[3];
+      s.erase(s.begin() + 3);
+      s.push_back(ers);
+    }
+    for (const Stats& g : s) {
+      for (double v : g.values) {
+        lo = std::min(lo, v);
+        hi = std::max(hi, v);
+      }
+    }
+    stats.push_back(s);
+  }
+  svg::Document doc(960, 440);
+  doc.text(20, 28, "Mean and sample std over seeds (normalized ERS columns: higher = more robust)",
+           16, "start", 0.0, true);
+  const svg::Rect plot{80, 80, 680, 300};
+  const svg::Ticks y = svg::nice_ticks(lo, hi);
+  svg::axes(doc, plot, nullptr, y, "", "% (normalized score for the ERS columns)");
+  const double group_w = plot.w / static_cast<double>(groups.size());
+  const double bar_w = 0.8 * group_w / static_cast<double>(rows.size());
+  const double zero = svg::y_pixel(plot, y, 0.0);
+  for (size_t g = 0; g < groups.size(); ++g) {
+    doc.text(plot.x + (static_cast<double>(g) + 0.5) * group_w, plot.y + plot.h + 16, groups[g], 11,
+             "middle");
+    for (size_t r = 0; r < rows.size(); ++r) {
+      if (g >= stats[r].size()) continue;  // a row without ERS files
+      const Stats& s = stats[r][g];
+      const std::string& color = svg::palette(r);
+      const double x0 = plot.x + static_cast<double>(g) * group_w + 0.1 * group_w +
+                        static_cast<double>(r) * bar_w;
+      const double top = svg::y_pixel(plot, y, s.mean);
+      doc.rect(x0, std::min(top, zero), bar_w, std::abs(zero - top), color, "bar",
+               rows[r].name + " " + groups[g] + " " + svg::number(s.mean));
+      const double mid = x0 + bar_w / 2;
+      if (s.std) {
+        const double y_lo = svg::y_pixel(plot, y, s.mean - *s.std);
+        const double y_hi = svg::y_pixel(plot, y, s.mean + *s.std);
+        doc.line(mid, y_lo, mid, y_hi, "#000000", 1.5);
+        doc.line(mid - bar_w / 4, y_lo, mid + bar_w / 4, y_lo, "#000000", 1.5);
+        doc.line(mid - bar_w / 4, y_hi, mid + bar_w / 4, y_hi, "#000000", 1.5);
+      }
+      for (double v : s.values) {
+        doc.circle(mid, svg::y_pixel(plot, y, v), 2.5, "#000000", "seed");
+      }
+    }
+  }
+  std::vector<std::string> names, colors;
+  for (size_t r = 0; r < rows.size(); ++r) {
+    names.push_back(rows[r].name + " (" + std::to_string(rows[r].seeds.size()) + " seeds)");
+    colors.push_back(svg::palette(r));
+  }
+  svg::legend(doc, plot.x + plot.w + 70, plot.y, names, colors);
+  return doc.str();
+}
+
+// Warns when ERS files were attacked under different conditions: their means do not compare.
+void warn_mixed_conditions(const std::vector<Row>& rows) {
+  const SeedResult* first = nullptr;
+  std::string first_dir;
+  for (const Row& row : rows) {
+    for (size_t i = 0; i < row.seeds.size(); ++i) {
+      const SeedResult& s = row.seeds[i];
+      if (!s.has_ers) continue;
+      if (first == nullptr) {
+        first = &s;
+        first_dir = row.dirs[i];
+      } else if (s.ers_conditions != first->ers_conditions) {
+        std::fprintf(stderr,
+                     "dml aggregate: warning: %s (%s) and %s (%s) were attacked under different "
+                     "conditions: their scores do not compare\n",
+                     row.dirs[i].c_str(), s.ers_conditions.c_str(), first_dir.c_str(),
+                     first->ers_conditions.c_str());
+      }
+    }
+  }
+}
+
+}  // namespace
+
+int run_aggregate(Args& args) {
+  if (args.take_flag("--help") || args.take_flag("-h")) {
+    std::fputs(kUsage, stdout);
+    return 0;
+  }
+  std::vector<Row> rows;
+  for (const std::string& value : args.take_all("--runs")) {
+    Row row;
+    for (const std::string& dir : split_commas(value)) {
+      if (dir.empty()) throw UsageError("--runs: an empty folder name in '" + value + "'");
+      row.dirs.push_back(dir);
+    }
+    rows.push_back(row);
+  }
+  const std::optional<std::string> names_text = args.take_optional("--names");
+  const std::string prefix = args.take_string("--out");
+  args.finish();
+  if (rows.empty()) throw UsageError("give at least one --runs DIR[,DIR...]");
+  if (prefix.empty()) throw UsageError("--out needs a path prefix");
+  for (const char* ext : {".md", ".json", ".svg"}) check_replaceable_file(prefix + ext, "--out");
+  if (names_text) {
+    const std::vector<std::string> names = split_commas(*names_text);
+    if (names.size() != rows.size()) {
+      throw UsageError("--names: " + std::to_string(names.size()) + " names for " +
+                       std::to_string(rows.size()) + " --runs");
+    }
+    for (size_t r = 0; r < rows.size(); ++r) rows[r].name = names[r];
+  } else {
+    for (Row& row : rows) {
+      const fs::path first = fs::path(row.dirs.front()).lexically_normal();
+      const fs::path dir = first.has_filename() ? first : first.parent_path();
+      row.name = dir.parent_path().filename().string();
+      if (row.name.empty()) row.name = dir.filename().string();
+    }
+  }
+  for (const Row& row : rows) {
+    for (const std::string& dir : row.dirs) {
+      std::error_code error;
+      if (!fs::is_directory(dir, error)) {
+        throw UsageError("--runs: '" + dir + "' is not a folder (a seed's output folder)");
+      }
+      require_input_file(metrics_path(dir), "--runs (its metrics.json)");
+    }
+  }
+  bool any_ers = false;
+  for (Row& row : rows) {
+    for (const std::string& dir : row.dirs) row.seeds.push_back(read_seed(dir));
+    for (size_t i = 1; i < row.seeds.size(); ++i) {
+      ENGINE_CHECK(row.seeds[i].has_ers == row.seeds.front().has_ers, "row ", row.name, ": ",
+                   row.dirs[row.seeds[i].has_ers ? 0 : i], " has no ers.json but ",
+                   row.dirs[row.seeds[i].has_ers ? i : 0],
+                   " has one: every seed of a row needs its ERS, or none");
+    }
+    any_ers = any_ers || row.seeds.front().has_ers;
+  }
+  warn_mixed_conditions(rows);
+
+  const std::string md = markdown_table(rows, any_ers);
+  engine::detail::write_file_atomically(prefix + ".md", md);
+  engine::detail::write_file_atomically(prefix + ".json", aggregate_json(rows).dump(2) + "\n");
+  engine::detail::write_file_atomically(prefix + ".svg", aggregate_svg(rows, any_ers));
+  std::fputs(md.c_str(), stdout);
+  std::printf("wrote %s.md, %s.json and %s.svg\n", prefix.c_str(), prefix.c_str(), prefix.c_str());
+  return 0;
+}
+
+}  // namespace dml
