@@ -304,7 +304,8 @@ std::string aggregate_svg(const std::vector<Row>& rows, bool any_ers) {
   }
   std::vector<std::string> names, colors;
   for (size_t r = 0; r < rows.size(); ++r) {
-    names.push_back(rows[r].name + " (" + std::to_string(rows[r].seeds.size()) + " seeds)");
+    const size_t n = rows[r].seeds.size();
+    names.push_back(rows[r].name + " (" + std::to_string(n) + (n == 1 ? " seed)" : " seeds)"));
     colors.push_back(svg::palette(r));
   }
   svg::legend(doc, plot.x + plot.w + 70, plot.y, names, colors);
