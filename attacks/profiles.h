@@ -4,6 +4,8 @@
 //           32 PGD steps; CA+/- with W = 1, plain QA+/- with M = 1 (not SP-QA), TMA, ES, LTM, GTM,
 //           GTT. ES yields two ERS columns (ES:D and ES:R), so nine attacks fill the ten columns.
 //   rob224  the same for 224x224 models with eps = 8/255 (0.03137), alpha = 3/255, 32 steps.
+//   rob224-paper  rob224 with the step of Zhou et al. TPAMI §6.1.3, alpha = max(1/255,
+//           round(eps 255 / 25) / 255) = 1/255 at eps = 8/255 (rob224 keeps robrank's 3/255).
 //   qccurve28  the attack-strength curve of Zhou et al. TPAMI, Fig. 6: CA+, CA-, SP-QA+, SP-QA-
 //           (W = M = 1) for eps = 7i/255, i = 0..11, 32 steps of alpha = max(1, round(7i/25))/255
 //           (Zhou et al. TPAMI §6.1.3; robrank's profile_qccurve28; 3/255 only from eps = 63/255).
@@ -19,6 +21,8 @@ namespace attacks {
 // The spec strings of a profile, in order; throws engine::Error for an unknown profile.
 std::vector<std::string> profile_specs(const std::string& profile);
 std::vector<std::string> profile_names();
+// Whether the profile fills the ten ERS columns (rob28, rob224, rob224-paper).
+bool is_ers_profile(const std::string& profile);
 
 // For each ERS column (metrics::ers_column_names order): the attack label and measure name that
 // fill it, e.g. {"CA+", "CA+:prank"}, {"ES", "ES:D"}, {"GTT", "GTT:retain@4"}.

@@ -11,10 +11,13 @@ namespace losses {
 
 engine::Tensor ics_loss(const engine::Tensor& clean_anchors,
                         const engine::Tensor& adversarial_anchors,
-                        const engine::Tensor& clean_positives, Metric metric, double lambda) {
+                        const engine::Tensor& clean_positives, Metric metric, double lambda,
+                        double margin) {
   ENGINE_CHECK(std::isfinite(lambda) && lambda >= 0.0,
                "ics_loss: lambda must be finite and >= 0, got ", lambda);
-  return triplet_loss_rows(clean_anchors, adversarial_anchors, clean_positives, metric, 0.0) *
+  ENGINE_CHECK(std::isfinite(margin) && margin >= 0.0,
+               "ics_loss: margin must be finite and >= 0, got ", margin);
+  return triplet_loss_rows(clean_anchors, adversarial_anchors, clean_positives, metric, margin) *
          lambda;
 }
 

@@ -9,6 +9,8 @@
 // is, enforcing structure within the class. lambda = 0.5 by default (0.05 on SOP). robrank
 // (robrank defenses/amd.py) computes it with metric N (the normalized embeddings and the same
 // triplet-margin loss as triplet.h); other metrics are accepted for completeness.
+// `margin` replaces the 0 of L_T: the HM supplement's Table 10 tries 0.2 (worse R@1, marginal
+// robustness), so the paper's term is margin 0, the default.
 // Differentiable in all three inputs (in training a~ comes from the adversarial forward, a and p
 // from a clean forward with gradient).
 #pragma once
@@ -24,6 +26,6 @@ constexpr double kIcsDefaultLambda = 0.5;
 engine::Tensor ics_loss(const engine::Tensor& clean_anchors,
                         const engine::Tensor& adversarial_anchors,
                         const engine::Tensor& clean_positives, Metric metric = Metric::N,
-                        double lambda = kIcsDefaultLambda);
+                        double lambda = kIcsDefaultLambda, double margin = 0.0);
 
 }  // namespace losses

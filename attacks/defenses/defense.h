@@ -52,7 +52,7 @@ bool needs_triplet_loss(Recipe recipe);
 
 // H_D of Hardness Manipulation: a miner's hardness (its triplets' hardness on the clean
 // embeddings), or a pseudo-hardness of HM §3.2 with l = clamp(previous adversarial loss, 0,
-// gamma) / gamma (u = gamma), named as in configs:
+// u) / u (u = hm.loss_upper, gamma by default), named as in configs:
 //   Miner  H_D(destination_miner)        the miner's own name: random, semihard, ...
 //   GB     H_D(destination_miner) + xi (1 - l)   "g_b"
 //   GLga   -gamma l   (robrank's gradual)        "g_lga"
@@ -78,11 +78,15 @@ struct HmOptions {
   // GB (a config's hm.destination_miner).
   losses::Miner destination_miner = losses::Miner::Semihard;
   HmObjective objective = HmObjective::Et;
-  double gamma = 0.2;            // the triplet margin, also u of the normalization
-  double xi = 0.1;               // g_b's shift
-  double initial_loss = 2.0;     // l_{-1}: robrank starts the gradual adversary at 2.0 (l = 1)
-  bool ics = false;              // add the Intra-Class Structure term (HM §3.3)
-  double ics_lambda = 0.5;       // 0.05 on SOP
+  double gamma = 0.2;         // the triplet margin, also u of the normalization
+  double xi = 0.1;            // g_b's shift
+  double initial_loss = 2.0;  // l_{-1}: robrank starts the gradual adversary at 2.0 (l = 1)
+  bool ics = false;           // add the Intra-Class Structure term (HM §3.3)
+  double ics_lambda = 0.5;    // 0.05 on SOP
+  double ics_margin = 0.0;    // the margin of L_ICS: 0 in HM §3.3, 0.2 in supplement Table 10
+  // u of l = clamp(l_{t-1}, 0, u) / u (supplement §(3)); 0 means u = gamma, the paper's choice.
+  // Table 7 also trains u = 2.2, the loss's upper bound (no clipping).
+  double loss_upper = 0.0;
   double stop_tolerance = 1e-7;  // robrank's early stop of the HM attack (attacks/pgd.h)
 };
 
@@ -110,6 +114,11 @@ const char* mdprop_reduction_name(MdpropReduction reduction);
 struct MdpropOptions {
   std::vector<int64_t> targets = {1, 5};
   MdpropReduction reduction = MdpropReduction::Sum;
+  // The baselines of MDProp Appendix C.2 (Tables 1 and 4): every part through ONE shared BN
+  // (adversaries in eval mode through it, one train-mode forward of all parts with joint batch
+  // statistics); targets {1} = adversarial training with clean and STAX examples, {T} = MTAX
+  // without separate BNs. The model then has one BN branch (or no BN).
+  bool shared_bn = false;
 };
 
 // Every option of every recipe, with the papers' defaults for 28x28 images (docs/defenses.md: the

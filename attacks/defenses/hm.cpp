@@ -24,6 +24,11 @@ void validate_hm(const HmOptions& o) {
   ENGINE_CHECK(std::isfinite(o.initial_loss), "defense option hm.initial_loss must be finite");
   ENGINE_CHECK(std::isfinite(o.ics_lambda) && o.ics_lambda >= 0.0,
                "defense option hm.ics_lambda must be a finite number >= 0, got ", o.ics_lambda);
+  ENGINE_CHECK(std::isfinite(o.ics_margin) && o.ics_margin >= 0.0,
+               "defense option hm.ics_margin must be a finite number >= 0, got ", o.ics_margin);
+  ENGINE_CHECK(std::isfinite(o.loss_upper) && o.loss_upper >= 0.0,
+               "defense option hm.loss_upper must be a finite number >= 0 (0 = gamma), got ",
+               o.loss_upper);
   ENGINE_CHECK(std::isfinite(o.stop_tolerance) && o.stop_tolerance >= 0.0,
                "defense option hm.stop_tolerance must be a finite number >= 0");
 }
@@ -32,7 +37,8 @@ Tensor hm_destination_hardness(const HmOptions& o, const Tensor& previous_loss,
                                const Tensor& miner_hardness) {
   engine::NoGradGuard no_grad;
   const Tensor zero = previous_loss.detach() * 0.0;  // [1] on the loss's device and dtype
-  const Tensor level = engine::clamp(previous_loss.detach(), 0.0, o.gamma) / o.gamma;  // l
+  const double upper = o.loss_upper > 0.0 ? o.loss_upper : o.gamma;  // u of the supplement
+  const Tensor level = engine::clamp(previous_loss.detach(), 0.0, upper) / upper;  // l
   switch (o.destination) {
     case HmDestination::Const0:
       return zero;
@@ -123,8 +129,9 @@ class HardnessManipulation : public Defense {
     StepResult result;
     result.loss = adversarial_loss;
     if (o.ics) {
-      const Tensor ics = losses::ics_loss(ap.slice(0, 0, b), adversarial_anchors,
-                                          ap.slice(0, b, 2 * b), metric, o.ics_lambda);
+      const Tensor ics =
+          losses::ics_loss(ap.slice(0, 0, b), adversarial_anchors, ap.slice(0, b, 2 * b), metric,
+                           o.ics_lambda, o.ics_margin);
       result.loss = result.loss + ics;
       result.logs.push_back({"ics_loss", ics.detach()});
     }

@@ -32,7 +32,7 @@ namespace attacks::defenses {
 void validate_hm(const HmOptions& options);
 
 // The pseudo-hardness H_D of HM §3.2 from the previous adversarial loss (a one-element
-// tensor): with l = clamp(previous_loss, 0, gamma) / gamma,
+// tensor): with l = clamp(previous_loss, 0, u) / u (u = loss_upper, or gamma when 0),
 //   g_lga -gamma l,  g_2 -gamma l^2,  g_sqrt -gamma sqrt(l),  g_b miner_hardness + xi (1 - l),
 //   const_0 0,  const_half_gamma -gamma/2,  const_gamma -gamma.
 // miner_hardness [B] is used by g_b only (undefined otherwise). Returns [1] for the functions of

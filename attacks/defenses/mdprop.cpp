@@ -16,6 +16,8 @@
 //   ArcFace), as Algorithm 1 line 11 sums it; with reduction "mean", (1/K) of that sum, eq. 5's
 //   expectation over k.
 // Evaluation afterwards uses branch 0 only. AdvProp-D = targets {1}; MDProp = {1, T}.
+// With mdprop.shared_bn (the baselines of MDProp Appendix C.2) every k uses branch 0 and the
+// joined forward routes nothing: one BN normalizes clean and adversarial rows together.
 // Cost: the sum of the adversaries' PGD steps + 1 passes.
 //
 // Differences from the MDProp code (research/ecosystem.md §5):
@@ -119,10 +121,13 @@ class Mdprop : public Defense {
   StepResult step(TrainingContext& context, const Tensor& images, const Tensor& labels) override {
     models::Model& model = context.model;
     const int64_t branches = static_cast<int64_t>(options_.mdprop.targets.size()) + 1;
-    ENGINE_CHECK(!engine::nn::batch_norm_layers(model).empty(), "defense mdprop: model ",
+    const bool shared = options_.mdprop.shared_bn;
+    ENGINE_CHECK(shared || !engine::nn::batch_norm_layers(model).empty(), "defense mdprop: model ",
                  model.name(), " has no batch norm to branch (use c2f2-bn or a resnet)");
-    ENGINE_CHECK(model.bn_branches() == branches, "defense mdprop: ", branches - 1,
-                 " adversarial branch(es) (mdprop.targets) need model.bn_branches = ", branches,
+    const int64_t want = shared ? 1 : branches;
+    ENGINE_CHECK(model.bn_branches() == want || (shared && model.bn_branches() == 0),
+                 "defense mdprop: ", branches - 1, " adversarial branch(es) (mdprop.targets",
+                 shared ? ", shared_bn" : "", ") need model.bn_branches = ", want,
                  ", the model has ", model.bn_branches());
     const int64_t n = images.size(0);
     const std::vector<int64_t> host_labels = labels.to_indices();
@@ -136,7 +141,7 @@ class Mdprop : public Defense {
       PgdTrace trace;
       Tensor adversarial;
       {
-        const BranchGuard through_branch(model, k, {});
+        const BranchGuard through_branch(model, shared ? 0 : k, {});
         const losses::Metric metric = context.metric;
         const Tensor targets =
             gather_rows(losses::embed_for_metric(clean_embeddings(model, images), metric), index)
@@ -152,7 +157,7 @@ class Mdprop : public Defense {
       log_attack(result.logs, trace, "_" + std::to_string(k));
     }
     std::vector<engine::BatchNormRoute> routes;
-    for (int64_t k = 0; k < branches; ++k) routes.push_back({k * n, (k + 1) * n, k});
+    for (int64_t k = 0; k < branches && !shared; ++k) routes.push_back({k * n, (k + 1) * n, k});
     Tensor e;
     {
       const BranchGuard routed(model, 0, routes);

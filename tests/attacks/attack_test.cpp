@@ -523,3 +523,24 @@ TEST_CASE("attacks on CUDA agree with the CPU", "[attacks][cuda]") {
     }
   }
 }
+
+TEST_CASE("rob224-paper: rob224 with the step of Zhou et al. TPAMI §6.1.3, rob224 keeps 3/255",
+          "[attacks]") {
+  // alpha = max(1/255, round(eps 255 / 25) / 255): eps = 8/255 -> round(0.32) = 0 -> 1/255.
+  const std::vector<std::string> paper = attacks::profile_specs("rob224-paper");
+  const std::vector<std::string> robrank = attacks::profile_specs("rob224");
+  REQUIRE(paper.size() == 9);
+  REQUIRE(robrank.size() == 9);
+  for (size_t s = 0; s < paper.size(); ++s) {
+    INFO(paper[s]);
+    const attacks::AttackSpec p = attacks::parse_attack_spec(paper[s]);
+    const attacks::AttackSpec r = attacks::parse_attack_spec(robrank[s]);
+    CHECK(p.pgd.eps == Approx(8.0 / 255.0).margin(1e-5));
+    CHECK(p.pgd.alpha == Approx(1.0 / 255.0).margin(1e-5));
+    CHECK(p.pgd.steps == 32);
+    CHECK(r.pgd.alpha == Approx(3.0 / 255.0).margin(1e-6));
+  }
+  CHECK(attacks::is_ers_profile("rob224-paper"));
+  CHECK(attacks::is_ers_profile("rob224"));
+  CHECK_FALSE(attacks::is_ers_profile("qccurve28"));
+}

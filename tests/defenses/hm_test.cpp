@@ -511,3 +511,30 @@ TEST_CASE("HM's step is its header's math written out: two gradual steps with IC
   CHECK(ics_values[0] > 1e-4);
   CHECK(ics_values[1] > 1e-4);
 }
+
+TEST_CASE("hm.loss_upper: u of l = clamp(loss, 0, u) / u (HM supplement Table 7); 0 means gamma",
+          "[defenses]") {
+  // gamma = 0.2. u = 2.2 (Table 7's unclipped run): previous loss 1.1 -> l = 0.5, g_lga = -0.1,
+  // g_2 = -0.05; previous loss 3.0 clamps to l = 1 -> g_lga = -0.2. With u = 0 (= gamma) the
+  // loss 1.1 clamps to l = 1 -> -0.2, as before.
+  const double tol = 1e-15;
+  auto lga = [](double upper, const char* name, double loss) {
+    HmOptions o;
+    o.loss_upper = upper;
+    attacks::defenses::set_hm_destination(o, name);
+    return attacks::defenses::hm_destination_hardness(o, f64({loss}), Tensor()).to_vector()[0];
+  };
+  CHECK(lga(2.2, "g_lga", 1.1) == Approx(-0.1).margin(tol));
+  CHECK(lga(2.2, "g_2", 1.1) == Approx(-0.05).margin(tol));
+  CHECK(lga(2.2, "g_lga", 3.0) == Approx(-0.2).margin(tol));
+  CHECK(lga(0.0, "g_lga", 1.1) == Approx(-0.2).margin(tol));
+  CHECK(lga(0.0, "g_lga", 0.1) == Approx(-0.1).margin(tol));
+  HmOptions o;
+  CHECK(o.loss_upper == 0.0);  // the paper's u = gamma stays the default
+  CHECK(o.ics_margin == 0.0);  // HM §3.3's margin-0 ICS stays the default
+  o.loss_upper = -1.0;
+  CHECK_THROWS_WITH(attacks::defenses::validate_hm(o), Contains("hm.loss_upper"));
+  o.loss_upper = 0.0;
+  o.ics_margin = -0.2;
+  CHECK_THROWS_WITH(attacks::defenses::validate_hm(o), Contains("hm.ics_margin"));
+}

@@ -368,3 +368,61 @@ TEST_CASE("MDProp's adversaries move each branch's embeddings toward their targe
     CHECK(defense_test::log_value(five, key) < clean_value[k] * 0.9);
   }
 }
+
+TEST_CASE(
+    "mdprop.shared_bn (MDProp Appendix C.2's baselines): the adversaries and one unrouted "
+    "forward through a single BN",
+    "[defenses]") {
+  // Algorithm 1 with every branch index replaced by the one shared BN: targets T = 3 (MTAX
+  // without separate BNs), adversary through BN 0 in eval mode, then one train-mode forward of
+  // [X; X^1] with no routes (joint batch statistics), loss = L(clean part) + L(adversarial part).
+  engine::Generator data(393);
+  const defense_test::Spc2Batch batch = defense_test::make_spc2_batch(5, 3, data);
+  Harness h(37, 1, Metric::N, Miner::Semihard, 403);
+  Harness twin(37, 1, Metric::N, Miner::Semihard, 403);
+  const attacks::PgdOptions pgd{0.15, 0.03, 4, false, 0, 0.0};
+  DefenseOptions o = mdprop_options({3}, pgd.eps, pgd.alpha, pgd.steps);
+  o.mdprop.shared_bn = true;
+
+  models::Model& m = *twin.model;
+  engine::Generator& stream = twin.mining;
+  const int64_t n = batch.images.size(0);
+  const Tensor index =
+      Tensor::from_indices(mdprop_pick_targets(batch.labels.to_indices(), 3, stream), {n * 3});
+  m.eval();
+  Tensor targets;
+  {
+    engine::NoGradGuard no_grad;
+    targets = engine::index_select(engine::l2_normalize(m.forward(batch.images)), index)
+                  .reshape({n, 3, -1});
+  }
+  const Tensor adversarial = attacks::pgd_attack(
+      batch.images,
+      [&](const Tensor& x, int64_t) {
+        return attacks::feature_targeted_loss(engine::l2_normalize(m.forward(x)), targets);
+      },
+      pgd);
+  m.train();
+  const Tensor e = m.forward(engine::concat({batch.images, adversarial}, 0));
+  const double clean = twin.context.loss(e.slice(0, 0, n), batch.labels, stream).item();
+  const double adv = twin.context.loss(e.slice(0, n, 2 * n), batch.labels, stream).item();
+
+  const StepResult r =
+      attacks::defenses::make_defense(o)->step(h.context, batch.images, batch.labels);
+  CHECK(r.loss.item() == clean + adv);
+  CHECK(defense_test::log_value(r, "clean_loss") == clean);
+  CHECK(defense_test::log_value(r, "adversarial_loss_1") == adv);
+  CHECK(only_bn(*h.model).running_mean().to_vector() ==
+        only_bn(*twin.model).running_mean().to_vector());
+
+  // Separate branches are refused with shared_bn; without it one branch is refused as before.
+  Harness two(37, 2, Metric::N, Miner::Semihard, 403);
+  CHECK_THROWS_WITH(
+      attacks::defenses::make_defense(o)->step(two.context, batch.images, batch.labels),
+      Contains("shared_bn") && Contains("bn_branches = 1"));
+  o.mdprop.shared_bn = false;
+  Harness one(37, 1, Metric::N, Miner::Semihard, 403);
+  CHECK_THROWS_WITH(
+      attacks::defenses::make_defense(o)->step(one.context, batch.images, batch.labels),
+      Contains("bn_branches = 2"));
+}

@@ -151,3 +151,17 @@ TEST_CASE("ics loss grad: all three inputs", "[losses][ics][grad]") {
       [](const std::vector<Tensor>& in) { return losses::ics_loss(in[0], in[1], in[2]); },
       {a, adv, p});
 }
+
+TEST_CASE("ics loss: the margin setting (HM supplement Table 10's 0.2)", "[losses][ics]") {
+  // The rows of the hand-computed case above. Margin 0.2: t0 max(0, 0.632456 - 1.414214 + 0.2)
+  //   = 0; t1 2 - 0.894427 + 0.2 = 1.305573. Mean 0.652786, times lambda 0.5 = 0.326393.
+  Tensor clean_a = f64({1, 0, 1, 0}, {2, 2});
+  Tensor adv_a = f64({0.8, 0.6, -1, 0}, {2, 2});
+  Tensor clean_p = f64({0, 1, 0.6, 0.8}, {2, 2});
+  CHECK(losses::ics_loss(clean_a, adv_a, clean_p, Metric::N, 0.5, 0.2).item() ==
+        Approx(0.3263932).margin(2e-6));
+  CHECK(losses::ics_loss(clean_a, adv_a, clean_p, Metric::N, 0.5, 0.0).item() ==
+        Approx(0.2763932).margin(2e-6));
+  REQUIRE_THROWS_WITH(losses::ics_loss(clean_a, adv_a, clean_p, Metric::N, 0.5, -0.1),
+                      Catch::Contains("margin"));
+}

@@ -318,3 +318,33 @@ TEST_CASE("config: what the rest of dml refuses is refused when the config is re
   REQUIRE_THROWS_WITH(resolve({{"epochs", int64_t{4611686018427387904}}}),
                       Contains("'epochs' must be in 1..1000000"));
 }
+
+TEST_CASE("config: defense.hm.loss_upper and defense.hm.ics_margin (HM supplement Tables 7, 10)",
+          "[tools][config]") {
+  const dml::TrainConfig d = resolve(json::object());
+  CHECK(d.defense.hm.loss_upper == 0.0);  // u = gamma
+  CHECK(d.defense.hm.ics_margin == 0.0);
+  const dml::TrainConfig s =
+      resolve({{"defense", {{"hm", {{"loss_upper", 2.2}, {"ics_margin", 0.2}}}}}});
+  CHECK(s.defense.hm.loss_upper == 2.2);
+  CHECK(s.defense.hm.ics_margin == 0.2);
+  CHECK(s.resolved["defense"]["hm"]["loss_upper"] == 2.2);
+  CHECK_THAT(usage_error({{"defense", {{"hm", {{"loss_upper", -1}}}}}}),
+             Contains("config key 'defense.hm.loss_upper' must be a finite number >= 0"));
+  CHECK_THAT(usage_error({{"defense", {{"hm", {{"ics_margin", "wide"}}}}}}),
+             Contains("config key 'defense.hm.ics_margin' must be a number, got a string"));
+}
+
+TEST_CASE("config: defense.mdprop.shared_bn (MDProp Appendix C.2) needs one BN branch",
+          "[tools][config]") {
+  CHECK_FALSE(resolve(json::object()).defense.mdprop.shared_bn);
+  const json mtax = {{"name", "mdprop"}, {"mdprop", {{"targets", {5}}, {"shared_bn", true}}}};
+  const dml::TrainConfig s =
+      resolve({{"model", {{"name", "c2f2-bn"}, {"bn_branches", 1}}}, {"defense", mtax}});
+  CHECK(s.defense.mdprop.shared_bn);
+  CHECK(s.defense.mdprop.targets == std::vector<int64_t>{5});
+  CHECK(resolve({{"model", {{"name", "c2f2"}}}, {"defense", mtax}}).defense.mdprop.shared_bn);
+  CHECK_THAT(usage_error({{"model", {{"name", "c2f2-bn"}, {"bn_branches", 2}}}, {"defense", mtax}}),
+             Contains("config key 'model.bn_branches' must be 1 for defense mdprop with "
+                      "mdprop.shared_bn"));
+}

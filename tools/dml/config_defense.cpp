@@ -30,10 +30,13 @@ json defense_schema() {
                 {"initial_loss", d.hm.initial_loss},
                 {"ics", d.hm.ics},
                 {"ics_lambda", d.hm.ics_lambda},
+                {"ics_margin", d.hm.ics_margin},
+                {"loss_upper", d.hm.loss_upper},
                 {"stop_tolerance", d.hm.stop_tolerance}}},
               {"mdprop",
                {{"targets", d.mdprop.targets},
-                {"reduction", attacks::defenses::mdprop_reduction_name(d.mdprop.reduction)}}}};
+                {"reduction", attacks::defenses::mdprop_reduction_name(d.mdprop.reduction)},
+                {"shared_bn", d.mdprop.shared_bn}}}};
 }
 
 attacks::defenses::DefenseOptions resolve_defense(const ConfigChecker& c, const TrainConfig& t) {
@@ -61,6 +64,8 @@ attacks::defenses::DefenseOptions resolve_defense(const ConfigChecker& c, const 
   d.hm.initial_loss = c.finite("defense.hm.initial_loss");
   d.hm.ics = c.flag("defense.hm.ics");
   d.hm.ics_lambda = c.number("defense.hm.ics_lambda", 0.0, false);
+  d.hm.ics_margin = c.number("defense.hm.ics_margin", 0.0, false);
+  d.hm.loss_upper = c.number("defense.hm.loss_upper", 0.0, false);
   d.hm.stop_tolerance = c.number("defense.hm.stop_tolerance", 0.0, false);
   const json& targets = c.at("defense.mdprop.targets");
   d.mdprop.targets.clear();
@@ -78,6 +83,7 @@ attacks::defenses::DefenseOptions resolve_defense(const ConfigChecker& c, const 
   }
   d.mdprop.reduction = attacks::defenses::parse_mdprop_reduction(
       c.one_of("defense.mdprop.reduction", {"sum", "mean"}));
+  d.mdprop.shared_bn = c.flag("defense.mdprop.shared_bn");
   if (attacks::defenses::needs_triplet_loss(d.recipe) && t.sampler_name != "spc2") {
     c.fail("defense.name", "mines SPC-2 triplets: it needs sampler.name \"spc2\"",
            c.at("defense.name"));
@@ -96,7 +102,12 @@ attacks::defenses::DefenseOptions resolve_defense(const ConfigChecker& c, const 
                " (HM's γ is both; set both, e.g. 1.0 for metric E)",
            c.at("defense.hm.gamma"));
   }
-  if (d.recipe == attacks::defenses::Recipe::Mdprop) {
+  if (d.recipe == attacks::defenses::Recipe::Mdprop && d.mdprop.shared_bn &&
+      t.model.bn_branches != 1) {
+    c.fail("model.bn_branches", "must be 1 for defense mdprop with mdprop.shared_bn (one BN)",
+           c.at("model.bn_branches"));
+  }
+  if (d.recipe == attacks::defenses::Recipe::Mdprop && !d.mdprop.shared_bn) {
     if (t.model.name == "c2f2") {
       c.fail("defense.name", "needs a model with batch norm (c2f2-bn or a resnet), not c2f2",
              c.at("defense.name"));

@@ -48,7 +48,8 @@ const char kUsage[] =
     "(1 to 128), each point's raw score and ERS-column score under \"curve\" (docs/attacks.md).\n"
     "\n"
     "  --profile NAME      rob28 (28x28 models), rob224 (224x224 models), qccurve28, curve28\n"
-    "                      or curve224\n"
+    "                      or curve224 (rob224-paper: rob224 with the paper's step 1/255, not\n"
+    "                      3/255)\n"
     "  --out FILE          also write the JSON to FILE (atomically, after every attack; "
     "\"complete\"\n"
     "                      is false until the last one has finished)\n"
@@ -182,7 +183,7 @@ int run_ers(Args& args) {
   nlohmann::ordered_json attacks_json = nlohmann::ordered_json::array();
   std::vector<AttackSummary> summaries;
   double seconds = 0.0;
-  const bool is_ers = profile == "rob28" || profile == "rob224";
+  const bool is_ers = attacks::is_ers_profile(profile);
   metrics::ErsRow raw{};
   auto results = [&](bool complete) {
     nlohmann::ordered_json out;
