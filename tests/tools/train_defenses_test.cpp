@@ -13,12 +13,14 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/io/safetensors.h"
+#include "engine/nn/batch_norm.h"
 #include "engine/random.h"
 #include "models/registry.h"
 #include "tests/io/io_test_util.h"
 #include "tests/tools/tiny_training.h"
 #include "tools/dml/args.h"
 #include "tools/dml/config.h"
+#include "tools/dml/load_model.h"
 #include "tools/dml/trainer.h"
 
 using nlohmann::json;
@@ -196,4 +198,33 @@ TEST_CASE("dml train: defenses the config cannot run are usage errors naming the
   check_config_rejected({{"defense", {{"pgd", {{"steps", 0}}}}}}, "defense.pgd.steps");
   check_config_rejected({{"defense", {{"pgd", {{"eps", -0.1}}}}}}, "defense.pgd.eps");
   check_config_rejected({{"defense", {{"pgd", {{"epsilon", 0.1}}}}}}, "defense.pgd.epsilon");
+}
+
+TEST_CASE("select_bn_branch: eval, attack, ers and embed --bn-branch k use BN branch k, 0 <= k < K",
+          "[tools]") {
+  // A C2F2-BN with K = 3 branches (MDProp {1, T}): --bn-branch 2 puts every BN layer on branch 2;
+  // 3 and -1 are out of range, a usage error (exit 2, README "Exit codes") naming the option.
+  models::ModelConfig config;
+  config.name = "c2f2-bn";
+  config.embedding_dim = 8;
+  config.bn_branches = 3;
+  engine::Generator gen(5);
+  const std::shared_ptr<models::Model> model = models::build_model(config, gen);
+  model->eval();
+  const std::vector<engine::nn::BatchNorm*> layers = engine::nn::batch_norm_layers(*model);
+  REQUIRE(layers.size() >= 1);
+  for (const engine::nn::BatchNorm* bn : layers) CHECK(bn->eval_branch() == 0);
+  dml::select_bn_branch(*model, 3, 2);
+  for (const engine::nn::BatchNorm* bn : layers) CHECK(bn->eval_branch() == 2);
+  dml::select_bn_branch(*model, 3, 0);
+  for (const engine::nn::BatchNorm* bn : layers) CHECK(bn->eval_branch() == 0);
+  CHECK_THROWS_WITH(dml::select_bn_branch(*model, 3, 3),
+                    Catch::Contains("--bn-branch 3 is out of range") && Catch::Contains("0 to 2"));
+  CHECK_THROWS_AS(dml::select_bn_branch(*model, 3, -1), dml::UsageError);
+  // C2F2 has no BN: only branch 0 exists.
+  config.name = "c2f2";
+  config.bn_branches = 1;
+  const std::shared_ptr<models::Model> plain = models::build_model(config, gen);
+  CHECK_NOTHROW(dml::select_bn_branch(*plain, 1, 0));
+  CHECK_THROWS_AS(dml::select_bn_branch(*plain, 1, 1), dml::UsageError);
 }

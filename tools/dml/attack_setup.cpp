@@ -28,7 +28,8 @@ const char kAttackCommonUsage[] =
     "  --robrank-compat    GTM target index, LTM self mask and SP-QA's batch-wide xi as\n"
     "                      robrank (to compare numbers; docs/attacks.md)\n"
     "  --device DEV        cpu, cuda or cuda:N (default: cuda when a GPU is present)\n"
-    "  --json              print one JSON object\n";
+    "  --json              print one JSON object\n"
+    "  --bn-branch K       evaluate through BN branch K of a K-branch model (default 0)\n";
 
 AttackCommonOptions take_attack_options(Args& args) {
   AttackCommonOptions o;
@@ -43,6 +44,7 @@ AttackCommonOptions take_attack_options(Args& args) {
   o.run.robrank_compat = args.take_flag("--robrank-compat");
   o.device = args.take_optional("--device");
   o.json = args.take_flag("--json");
+  o.bn_branch = args.take_int("--bn-branch", 0);
   if (o.split != "train" && o.split != "test") {
     throw UsageError("--split must be train or test, got '" + o.split + "'");
   }
@@ -64,6 +66,7 @@ AttackSetup setup_attack(const AttackCommonOptions& o) {
   const std::optional<std::string>& root = o.root;
   const int64_t batch_size = o.batch_size;
   setup.trained = load_trained_model(path, setup.device);
+  select_bn_branch(*setup.trained.model, setup.trained.config.bn_branches, o.bn_branch);
   setup.metric = o.metric.value_or(setup.trained.metric);
   const bool large =
       setup.trained.model->input_shape().size() == 3 && setup.trained.model->input_shape()[1] != 28;

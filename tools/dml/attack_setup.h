@@ -36,6 +36,7 @@ struct AttackCommonOptions {
   std::optional<losses::Metric> metric;
   std::string split = "test";
   int64_t batch_size = 0;  // 0: by model input size
+  int64_t bn_branch = 0;   // --bn-branch: the BN branch the model evaluates through
   AttackRunSettings run;
   bool json = false;
 };

@@ -21,6 +21,7 @@
 #include "models/registry.h"
 #include "models/weights.h"
 #include "tools/dml/commands.h"
+#include "tools/dml/load_model.h"
 #include "tools/dml/output_files.h"
 #include "tools/dml/split_stream.h"
 
@@ -53,7 +54,8 @@ const char* kUsage =
     "  --overwrite          replace an existing --out (and --labels-out) file\n"
     "  --device DEV         cpu, cuda or cuda:N (default: cuda when a GPU is present)\n"
     "  --batch-size B       images per forward pass (default 256)\n"
-    "  --bn-branches K      batch-norm branches of the weights (default 1); branch 0 embeds\n";
+    "  --bn-branches K      batch-norm branches of the weights (default 1); branch 0 embeds\n"
+    "  --bn-branch k        embed through BN branch k instead (0 <= k < K)\n";
 
 // "embed: 2560/10000 images" on stderr, overwritten in place on a terminal, else about every 10%.
 class Progress {
@@ -125,6 +127,7 @@ int run_embed(Args& args) {
   const std::string labels_out = args.take_string("--labels-out", "");
   const std::optional<std::string> device_text = args.take_optional("--device");
   const int64_t batch_size = args.take_int("--batch-size", 256);
+  const int64_t bn_branch = args.take_int("--bn-branch", 0);
   const ExistingResult existing = take_existing_result_flags(args, /*can_resume=*/false);
   args.finish();
   require_input_file(weights, "--weights");
@@ -167,6 +170,7 @@ int run_embed(Args& args) {
   std::shared_ptr<models::Model> model = models::build_model(config);
   models::load_weights(*model, weights);
   model->to(device);
+  select_bn_branch(*model, config.bn_branches, bn_branch);
 
   engine::Tensor embeddings;
   if (input) {

@@ -43,7 +43,8 @@ const char kUsage[] =
     "  --batch-size B      images per forward pass (default 256)\n"
     "  --seed S            k-means++ seed for NMI (default 0; dml train uses its config seed)\n"
     "  --device DEV        cpu, cuda or cuda:N (default: cuda when a GPU is present)\n"
-    "  --json              one JSON object with the keys of `dml metrics --json`\n";
+    "  --json              one JSON object with the keys of `dml metrics --json`\n"
+    "  --bn-branch K       evaluate through BN branch K of a K-branch model (default 0)\n";
 
 }  // namespace
 
@@ -63,6 +64,7 @@ int run_eval(Args& args) {
   const int64_t seed = args.take_int("--seed", 0);
   const std::optional<std::string> device_text = args.take_optional("--device");
   const bool json = args.take_flag("--json");
+  const int64_t bn_branch = args.take_int("--bn-branch", 0);
   args.finish();
   if (split != "train" && split != "test") {
     throw UsageError("--split must be train or test, got '" + split + "'");
@@ -73,6 +75,7 @@ int run_eval(Args& args) {
   settings.seed = static_cast<uint64_t>(seed);
   const engine::Device device = parse_device_option(device_text);
   const TrainedModel trained = load_trained_model(path, device);
+  select_bn_branch(*trained.model, trained.config.bn_branches, bn_branch);
   settings.metric = metric.value_or(trained.metric);
   models::Model& model = *trained.model;
 

@@ -1,18 +1,30 @@
 // Loading a trained model (header: tools/dml/load_model.h).
 #include "tools/dml/load_model.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <map>
+#include <string>
 
 #include <nlohmann/json.hpp>
 
 #include "engine/io/pth.h"
 #include "engine/io/safetensors.h"
+#include "engine/nn/batch_norm.h"
 #include "kernels/common/check.h"
 #include "models/weights.h"
 #include "tools/dml/args.h"
 
 namespace dml {
+
+void select_bn_branch(models::Model& model, int64_t branches, int64_t branch) {
+  if (branch < 0 || branch >= std::max<int64_t>(branches, 1)) {
+    throw UsageError("--bn-branch " + std::to_string(branch) + " is out of range: the model has " +
+                     std::to_string(branches) + " BN branch(es), 0 to " +
+                     std::to_string(std::max<int64_t>(branches, 1) - 1));
+  }
+  engine::nn::set_batch_norm_eval_branch(model, branch);
+}
 
 TrainedModel load_trained_model(const std::string& path, const engine::Device& device) {
   require_input_file(path, "--checkpoint");

@@ -25,4 +25,9 @@ struct TrainedModel {
 // without either metadata; engine::Error for unreadable or mismatching weights.
 TrainedModel load_trained_model(const std::string& path, const engine::Device& device);
 
+// `--bn-branch k` of eval, attack, ers and embed: use BN branch k's running statistics (a
+// C2F2-BN or ResNet trained with K = `branches` branches, MDProp / AdvProp-D; 0, the clean branch,
+// is the default). UsageError (exit 2) naming the option when k is outside [0, branches).
+void select_bn_branch(models::Model& model, int64_t branches, int64_t branch);
+
 }  // namespace dml
