@@ -27,6 +27,8 @@
 #include <nlohmann/json.hpp>
 
 #include "attacks/attack.h"
+#include "attacks/curve_profiles.h"
+#include "attacks/profiles.h"
 #include "engine/io/file_io.h"
 #include "kernels/common/check.h"
 #include "metrics/ers.h"
@@ -131,9 +133,9 @@ void read_model_file(ModelResults& model, const std::string& path) {
                  "): two models under one label");
   }
   model.weights = weights;
-  if (profile == "rob28" || profile == "rob224") {
+  if (attacks::is_ers_profile(profile)) {
     read_ers(model, path, j);
-  } else if (profile == "curve28" || profile == "curve224") {
+  } else if (attacks::is_curve_profile(profile)) {
     read_curve(model, path, j);
   } else {
     engine::fail(path, ": profile '", profile,
@@ -150,7 +152,7 @@ std::string mode_text(const nlohmann::json& j, const std::string& restarts) {
       j.at("attacks")[0].contains("attack")) {
     const attacks::AttackSpec spec =
         attacks::parse_attack_spec(j.at("attacks")[0].at("attack").get<std::string>());
-    if (j.at("profile") == "rob28" || j.at("profile") == "rob224") {
+    if (attacks::is_ers_profile(j.at("profile").get<std::string>())) {
       text += ", eps " + in_255(spec.pgd.eps) + ", " + std::to_string(spec.pgd.steps) +
               " steps of " + in_255(spec.pgd.alpha);
     }
@@ -427,14 +429,9 @@ std::pair<std::string, std::vector<std::string>> parse_input(const std::string& 
     files_text = value.substr(equals + 1);
     if (label.empty()) throw UsageError("--input: an empty label in '" + value + "'");
   }
-  std::vector<std::string> files;
-  std::stringstream stream(files_text);
-  std::string file;
-  while (std::getline(stream, file, ',')) {
-    if (file.empty()) throw UsageError("--input: an empty file name in '" + value + "'");
-    files.push_back(file);
-  }
-  if (files.empty() || files_text.back() == ',') {
+  const std::vector<std::string> files = split_commas(files_text);  // "a,," -> {"a", "", ""}
+  const bool any_empty = std::find(files.begin(), files.end(), "") != files.end();
+  if (files.empty() || any_empty) {
     throw UsageError("--input: an empty file name in '" + value + "'");
   }
   if (label.empty()) label = std::filesystem::path(files.front()).stem().string();
