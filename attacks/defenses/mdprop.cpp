@@ -23,8 +23,8 @@
 // Differences from the MDProp code (research/ecosystem.md §5):
 // - the code perturbs half of the batch per adversarial branch and routes [clean N | adv1 N/2 |
 //   adv2 N/2]; we follow Algorithm 1 (every image gets one adversarial copy per branch);
-// - its targets are random permutations of the batch (same-class images included); ours have
-//   another label, as eq. 3 asks;
+// - its targets are random permutations of the batch (same-class images included); ours are of
+//   other, pairwise different classes (eq. 3's j != l), chosen as the evaluation MTAX chooses them;
 // - its loss for T targets is (mean_j ||f - t_j||)^2; ours is the paper's eq. 3 with each
 //   distance squared, (1/T) sum_j ||f - t_j||^2 (the same for T = 1);
 // - it computes ONE loss over the joined batch [clean N | adv1 N/2 | adv2 N/2] with the joined
@@ -47,6 +47,7 @@
 #include "attacks/defenses/common.h"
 #include "attacks/defenses/recipes.h"
 #include "attacks/objectives.h"
+#include "attacks/selection.h"
 #include "engine/autograd.h"
 #include "engine/nn/batch_norm.h"
 #include "engine/ops.h"
@@ -59,35 +60,8 @@ using engine::Tensor;
 
 std::vector<int64_t> mdprop_pick_targets(const std::vector<int64_t>& labels, int64_t count,
                                          engine::Generator& gen) {
-  const int64_t n = static_cast<int64_t>(labels.size());
-  const std::vector<double> u =
-      engine::uniform({n * count}, 0.0, 1.0, gen, engine::DType::F64).to_vector();
-  std::vector<int64_t> picked(static_cast<size_t>(n * count));
-  for (int64_t i = 0; i < n; ++i) {
-    std::vector<int64_t> pool;
-    for (int64_t j = 0; j < n; ++j) {
-      if (labels[j] != labels[i]) pool.push_back(j);
-    }
-    if (pool.empty()) {
-      for (int64_t j = 0; j < n; ++j) {
-        if (j != i || n == 1) pool.push_back(j);
-      }
-    }
-    const int64_t m = static_cast<int64_t>(pool.size());
-    for (int64_t k = 0; k < count; ++k) {
-      const double draw = u[static_cast<size_t>(i * count + k)];
-      int64_t choice;
-      if (m >= count) {  // partial Fisher-Yates: pool[0..k) holds the picks so far
-        const int64_t j = k + std::min(m - k - 1, static_cast<int64_t>(draw * (m - k)));
-        std::swap(pool[k], pool[j]);
-        choice = pool[k];
-      } else {
-        choice = pool[std::min(m - 1, static_cast<int64_t>(draw * m))];
-      }
-      picked[static_cast<size_t>(i * count + k)] = choice;
-    }
-  }
-  return picked;
+  // The batch is both the queries and the gallery: the evaluation MTAX's rule, one definition.
+  return attacks::select_feature_targets(labels, labels, count, gen);
 }
 
 namespace {

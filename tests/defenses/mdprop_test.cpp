@@ -17,6 +17,7 @@
 #include "attacks/defenses/mdprop.h"
 #include "attacks/objectives.h"
 #include "attacks/pgd.h"
+#include "attacks/selection.h"
 #include "engine/autograd.h"
 #include "engine/nn/batch_norm.h"
 #include "engine/ops.h"
@@ -68,24 +69,24 @@ void separate_branches(models::Model& model) {
 
 }  // namespace
 
-TEST_CASE("mdprop_pick_targets: other-label, distinct, deterministic, n * count uniforms",
+TEST_CASE("mdprop_pick_targets: other, pairwise different classes, n * count uniforms",
           "[defenses]") {
   const std::vector<int64_t> labels = {0, 0, 1, 1, 2, 2, 3, 3, 4, 4};
-  for (int64_t count : {1, 3, 8}) {  // 8 = every other-label row
+  for (int64_t count : {1, 3, 4}) {  // 4 = every other class
     INFO("count " << count);
     engine::Generator gen(5), same(5), reference(5);
     const std::vector<int64_t> picks = mdprop_pick_targets(labels, count, gen);
     REQUIRE(picks.size() == labels.size() * static_cast<size_t>(count));
     for (size_t i = 0; i < labels.size(); ++i) {
-      std::set<int64_t> row;
+      std::set<int64_t> classes;
       for (int64_t k = 0; k < count; ++k) {
         const int64_t j = picks[i * count + k];
         REQUIRE(j >= 0);
         REQUIRE(j < static_cast<int64_t>(labels.size()));
         CHECK(labels[j] != labels[i]);
-        row.insert(j);
+        classes.insert(labels[j]);
       }
-      CHECK(row.size() == static_cast<size_t>(count));  // 8 candidates >= count: no repeats
+      CHECK(classes.size() == static_cast<size_t>(count));  // eq. 3: j != l
     }
     CHECK(mdprop_pick_targets(labels, count, same) == picks);
     // Exactly n * count uniforms: the stream ends where engine::uniform of that many leaves it.
@@ -94,6 +95,13 @@ TEST_CASE("mdprop_pick_targets: other-label, distinct, deterministic, n * count 
     CHECK(gen.offset == reference.offset);
     CHECK(gen.offset > 0);
   }
+}
+
+TEST_CASE("mdprop_pick_targets is the evaluation MTAX's rule", "[defenses]") {
+  const std::vector<int64_t> labels = {3, 1, 4, 1, 5, 9, 2, 6, 5, 3};
+  engine::Generator train(11), eval(11);
+  CHECK(mdprop_pick_targets(labels, 3, train) ==
+        attacks::select_feature_targets(labels, labels, 3, eval));
 }
 
 TEST_CASE("mdprop_pick_targets draws uniformly without replacement", "[defenses]") {
@@ -116,35 +124,23 @@ TEST_CASE("mdprop_pick_targets draws uniformly without replacement", "[defenses]
   }
 }
 
-TEST_CASE("mdprop_pick_targets fallbacks: one class, one image, fewer candidates than count",
+TEST_CASE("mdprop_pick_targets: one class in the batch is an error, few classes repeat",
           "[defenses]") {
-  SECTION("every image shares the label: targets among the other rows") {
-    const std::vector<int64_t> labels = {5, 5, 5, 5};
+  SECTION("every image shares the label: no other class to impersonate") {
     engine::Generator gen(3);
-    const std::vector<int64_t> picks = mdprop_pick_targets(labels, 2, gen);
-    for (size_t i = 0; i < labels.size(); ++i) {
-      INFO("row " << i);
-      CHECK(picks[2 * i] != static_cast<int64_t>(i));
-      CHECK(picks[2 * i + 1] != static_cast<int64_t>(i));
-      CHECK(picks[2 * i] != picks[2 * i + 1]);  // 3 candidates >= 2: distinct
-    }
+    CHECK_THROWS_WITH(mdprop_pick_targets({5, 5, 5, 5}, 2, gen),
+                      Catch::Contains("no gallery item of another class"));
   }
-  SECTION("a single image targets itself") {
-    engine::Generator gen(3);
-    CHECK(mdprop_pick_targets({7}, 3, gen) == std::vector<int64_t>{0, 0, 0});
-    CHECK(gen.offset > 0);  // still 3 uniforms drawn
-  }
-  SECTION("fewer other-label images than count: with replacement among them") {
-    // Rows 0-2 have one candidate (row 3); row 3 has three (rows 0-2) for count 3: all distinct.
+  SECTION("fewer other classes than count: classes reused once all are used") {
+    // Rows 0-2 (label 0) have one other-class image, row 3: every pick is 3. Row 3 (label 1) has
+    // one other class: its 3 picks are among rows 0-2.
     const std::vector<int64_t> labels = {0, 0, 0, 1};
     engine::Generator gen(3);
     const std::vector<int64_t> picks = mdprop_pick_targets(labels, 3, gen);
     for (int64_t i = 0; i < 3; ++i) {
       for (int64_t k = 0; k < 3; ++k) CHECK(picks[i * 3 + k] == 3);
     }
-    std::vector<int64_t> last(picks.begin() + 9, picks.end());
-    std::sort(last.begin(), last.end());
-    CHECK(last == std::vector<int64_t>{0, 1, 2});
+    for (int64_t k = 0; k < 3; ++k) CHECK(picks[9 + k] < 3);
   }
 }
 
