@@ -15,6 +15,7 @@
 #include "attacks/attack.h"
 #include "attacks/profiles.h"
 #include "tests/io/io_test_util.h"
+#include "tests/tools/ers_test_util.h"
 #include "tests/tools/tiny_training.h"
 #include "tools/dml/args.h"
 #include "tools/dml/commands.h"
@@ -24,28 +25,12 @@ using nlohmann::json;
 
 namespace {
 
-json read_json(const std::string& path) {
-  std::ifstream in(path);
-  return json::parse(in);
-}
-
-void write_json(const std::string& path, const json& value) {
-  std::ofstream out(path);
-  out << value.dump(2);
-}
+using ers_test::read_json;
+using ers_test::write_json;
 
 int ers(const std::string& checkpoint, const std::string& profile, const std::string& out,
         std::vector<std::string> extra) {
-  std::vector<std::string> tokens = {"--checkpoint", checkpoint,
-                                     "--profile",    profile,
-                                     "--max-images", "2",
-                                     "--batch-size", "2",
-                                     "--device",     "cpu",
-                                     "--out",        out,
-                                     "--root",       tiny_training::data_root()};
-  tokens.insert(tokens.end(), extra.begin(), extra.end());
-  dml::Args args(tokens);
-  return dml::run_ers(args);
+  return ers_test::run_tiny_ers(checkpoint, profile, 2, out, extra);
 }
 
 // The hand-set adversarial value of each ERS measure and its normalized score (metrics/ers.h):

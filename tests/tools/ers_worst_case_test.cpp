@@ -14,6 +14,7 @@
 #include "attacks/attack.h"
 #include "engine/tensor.h"
 #include "tests/io/io_test_util.h"
+#include "tests/tools/ers_test_util.h"
 #include "tests/tools/tiny_training.h"
 #include "tools/dml/args.h"
 #include "tools/dml/commands.h"
@@ -24,27 +25,11 @@ using nlohmann::json;
 
 namespace {
 
-json read_json(const std::string& path) {
-  std::ifstream in(path);
-  return json::parse(in);
-}
-
-void write_json(const std::string& path, const json& value) {
-  std::ofstream out(path);
-  out << value.dump(2);
-}
+using ers_test::read_json;
+using ers_test::write_json;
 
 int ers(const std::string& checkpoint, const std::string& out, std::vector<std::string> extra) {
-  std::vector<std::string> tokens = {"--checkpoint", checkpoint,
-                                     "--profile",    "rob28",
-                                     "--max-images", "1",
-                                     "--batch-size", "1",
-                                     "--device",     "cpu",
-                                     "--out",        out,
-                                     "--root",       tiny_training::data_root()};
-  tokens.insert(tokens.end(), extra.begin(), extra.end());
-  dml::Args args(tokens);
-  return dml::run_ers(args);
+  return ers_test::run_tiny_ers(checkpoint, "rob28", 1, out, extra);
 }
 
 double mean(const json& values) {

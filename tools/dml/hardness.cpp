@@ -264,7 +264,7 @@ int run_hardness(Args& args) {
     const std::unique_ptr<data::Dataset> dataset = open_data_option(
         dataset_name, split, root.value_or(data_name ? "" : trained.root), trained.transform);
     const int64_t m = max_images > 0 ? std::min(max_images, dataset->size()) : dataset->size();
-    // robrank's training batches (shared/research/robrank-spec.md section 2): 128 pairs for 28 x 28
+    // robrank's training batches (its SPC-2 sampler; docs/references.md): 128 pairs for 28 x 28
     // images, 56 pairs (the paper's 112 images) for 224 x 224.
     const int64_t pairs =
         pairs_option > 0 ? pairs_option : (dataset->image_shape().back() <= 28 ? 128 : 56);
