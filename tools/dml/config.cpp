@@ -227,6 +227,7 @@ json default_config_json() {
         {"nesterov", false},
         {"groups", json::array()}}},
       {"defense", defense_schema()},
+      {"train", {{"micro_batches", 1}, {"mining_scope", "local"}, {"batch_norm", "per_replica"}}},
       {"epochs", 8},
       {"eval", {{"every_epochs", 1}, {"max_images", 0}, {"batch_size", 256}}},
       {"log_every_batches", 10},
@@ -410,6 +411,11 @@ TrainConfig resolve_config(const json& config, const std::string& source) {
            c.at("sampler.name"));
   }
   t.defense = resolve_defense(c, t);
+  // Whether the micro-batches fit the batch and the defense also depends on the number of MPI
+  // ranks: checked when training starts (data_parallel.h, check_micro_batches).
+  t.micro_batches = c.integer_in("train.micro_batches", 1, 1 << 20);
+  t.mining_scope = c.one_of("train.mining_scope", {"local", "global"});
+  t.batch_norm = c.one_of("train.batch_norm", {"per_replica", "synchronized"});
   // Bounded so that epochs x batches (the step counter, int64) cannot overflow.
   t.epochs = c.integer_in("epochs", 1, kMaxEpochs);
   t.eval_every_epochs = c.integer("eval.every_epochs", 0);

@@ -100,6 +100,12 @@ struct TrainConfig {
   double npair_norm_weight = 5e-3;                  // loss.npair.norm_weight
   OptimizerConfig optimizer;
   attacks::defenses::DefenseOptions defense;  // defense.*: Recipe::None = vanilla training
+  // train.*: one step's global batch cut into micro_batches per rank (tools/dml/data_parallel.h);
+  // mining within each micro-batch ("local"; "global" is refused) and its own batch-norm
+  // statistics ("per_replica"; "synchronized" is refused).
+  int64_t micro_batches = 1;
+  std::string mining_scope = "local";
+  std::string batch_norm = "per_replica";
   int64_t epochs = 8;
   int64_t eval_every_epochs = 1;  // 0 = only after the last epoch
   int64_t eval_max_images = 0;    // 0 = the whole test split

@@ -14,11 +14,12 @@ namespace dml {
 
 namespace {
 
-// The subcommands whose work is divided over ranks, with results equal to a single process's.
+// The subcommands whose work is divided over ranks, with results equal to a single process's
+// (train: equal to one process with train.micro_batches = ranks x micro_batches; data_parallel.h).
 // Within one attack, `dml attack` and `dml ers` draw every batch's targets from one generator
 // stream that runs on from batch to batch, so a rank cannot start at its first batch without the
 // draws of the ones before it (docs/distributed.md, "What is not distributed yet").
-const char* const kDistributedSubcommands[] = {"eval", "ers"};
+const char* const kDistributedSubcommands[] = {"eval", "ers", "train"};
 
 }  // namespace
 

@@ -14,6 +14,7 @@
 
 #include "tools/dml/commands.h"
 #include "tools/dml/config.h"
+#include "tools/dml/distributed.h"
 #include "tools/dml/trainer.h"
 
 namespace dml {
@@ -71,7 +72,7 @@ int run_train(Args& args) {
   for (const std::string& assignment : sets) apply_override(config, assignment);
   TrainConfig resolved = resolve_config(config, path);
   if (print_config) {
-    std::printf("%s\n", resolved.resolved.dump(2).c_str());
+    if (writes_results()) std::printf("%s\n", resolved.resolved.dump(2).c_str());
     return 0;
   }
   if (options.resume && overwrite) throw UsageError("--resume and --overwrite exclude each other");

@@ -7,6 +7,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "engine/dist/communicator.h"
 #include "engine/io/safetensors.h"
 #include "kernels/common/check.h"
 #include "tools/dml/args.h"
@@ -57,6 +58,20 @@ uint64_t parse_u64(const json& value, const std::string& what) {
   return parsed;
 }
 
+// The micro-batches of a step and the ranks that run them are decided per rank count
+// (data_parallel.h), so a run resumes only with the world size that wrote its checkpoint.
+void check_world_size(int stored, const std::string& path) {
+  const int ranks = engine::dist::world().size;
+  if (stored == ranks) return;
+  throw UsageError("--resume: the checkpoint " + path + " was written by a run of " +
+                   std::to_string(stored) + (stored == 1 ? " process" : " MPI ranks") +
+                   ", and this run has " + std::to_string(ranks) +
+                   (ranks == 1 ? " process" : " MPI ranks") + "; resume it with " +
+                   (stored == 1 ? std::string("one process (no mpirun)")
+                                : "mpirun -n " + std::to_string(stored)) +
+                   " (the ranks decide how each step's batch is cut)");
+}
+
 }  // namespace
 
 void save_checkpoint(const std::string& path, const TrainConfig& config, const RunParts& parts,
@@ -90,6 +105,10 @@ void save_checkpoint(const std::string& path, const TrainConfig& config, const R
                {"mining_generator",
                 {{"seed", std::to_string(parts.mining.seed)},
                  {"offset", std::to_string(parts.mining.offset)}}}};
+  // The number of MPI ranks that trained, written only when it is more than one (a checkpoint
+  // without it is a single process's, as every checkpoint before data-parallel training was).
+  const int ranks = engine::dist::world().size;
+  if (ranks > 1) meta["world_size"] = ranks;
   engine::save_safetensors(path, tensors, {{"dml_checkpoint", meta.dump()}});
 }
 
@@ -120,6 +139,7 @@ OptimizerStates restore_checkpoint(const std::string& path, const TrainConfig& c
                        path +
                        " (only epochs, eval.*, log/checkpoint cadence, device and output_dir may)");
     }
+    check_world_size(meta.value("world_size", 1), path);
     std::map<std::string, engine::Tensor> model_state, loss_state, defense_state;
     for (const auto& [name, raw] : file.tensors) {
       engine::Tensor t = engine::tensor_from_raw(raw, path + ": " + name);

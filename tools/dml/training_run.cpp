@@ -10,6 +10,7 @@
 #include <filesystem>
 
 #include "engine/autograd.h"
+#include "engine/dist/communicator.h"
 #include "engine/io/file_io.h"
 #include "engine/nn/batch_norm.h"
 #include "kernels/common/check.h"
@@ -17,6 +18,8 @@
 #include "losses/losses.h"
 #include "models/weights.h"
 #include "tools/dml/args.h"
+#include "tools/dml/data_parallel.h"
+#include "tools/dml/distributed.h"
 #include "tools/dml/run_log.h"
 
 namespace dml {
@@ -123,7 +126,9 @@ TrainingRun::TrainingRun(const TrainConfig& config, const TrainOptions& options)
       test_set_(open_split(config, "test")),
       checkpoint_(checkpoint_path(config.output_dir)),
       mining_(config.seed ^ kMiningSeedMix) {
-  prepare_output_dir(config.output_dir, options.resume);
+  check_micro_batches(config);
+  // Only rank 0 (the only rank of a single process) writes the run's files.
+  if (writes_results()) prepare_output_dir(config.output_dir, options.resume);
   engine::Generator init_gen(config.seed);
   build(init_gen);
   restore_or_start();
@@ -131,26 +136,34 @@ TrainingRun::TrainingRun(const TrainConfig& config, const TrainOptions& options)
   per_epoch_ = config.max_batches_per_epoch > 0 ? std::min(config.max_batches_per_epoch, full_epoch)
                                                 : full_epoch;
   tty_ = isatty(fileno(stderr)) != 0;
-  open_log();
-  print_opening_line();
+  if (writes_results()) {
+    open_log();
+    print_opening_line();
+  }
 
   eval_settings_.metric = config.metric;
   eval_settings_.max_images = config.eval_max_images;
   eval_settings_.batch_size = config.eval_batch_size;
   eval_settings_.seed = config.seed;
-  context_ =
-      std::make_unique<attacks::defenses::TrainingContext>(attacks::defenses::TrainingContext{
-          *model_,
-          [this](const engine::Tensor& embeddings, const engine::Tensor& labels,
-                 engine::Generator& gen) {
-            return compute_loss(config_, loss_, embeddings, labels, gen);
-          },
-          config.metric, config.miner, config.margin, mining_});
+  context_ = std::make_unique<attacks::defenses::TrainingContext>(context_with(mining_));
   run_start_ = Clock::now();
   first_step_ = run_.step;
 }
 
 TrainingRun::~TrainingRun() = default;
+
+attacks::defenses::TrainingContext TrainingRun::context_with(engine::Generator& mining) {
+  return attacks::defenses::TrainingContext{
+      *model_,
+      [this](const engine::Tensor& embeddings, const engine::Tensor& labels,
+             engine::Generator& gen) {
+        return compute_loss(config_, loss_, embeddings, labels, gen);
+      },
+      config_.metric,
+      config_.miner,
+      config_.margin,
+      mining};
+}
 
 RunParts TrainingRun::parts() {
   return RunParts{*model_, loss_, defense_.get(), *sampler_, mining_, run_};
@@ -204,6 +217,16 @@ void TrainingRun::print_opening_line() const {
                c.optimizer.lr, static_cast<long long>(c.epochs), static_cast<long long>(per_epoch_),
                batch_summary(c).c_str(), device_.str().c_str(), defense_summary(c.defense).c_str(),
                options_.resume ? ", resumed" : "");
+  const int64_t micro_batches = micro_batches_per_step(c);
+  if (micro_batches > 1) {
+    std::fprintf(stderr,
+                 "train: each batch in %lld micro-batches of %lld pairs (train.micro_batches %lld "
+                 "x %d %s), gradients averaged\n",
+                 static_cast<long long>(micro_batches),
+                 static_cast<long long>(c.pairs_per_batch / micro_batches),
+                 static_cast<long long>(c.micro_batches), engine::dist::world().size,
+                 engine::dist::world().size == 1 ? "rank" : "ranks");
+  }
 }
 
 std::vector<std::vector<int64_t>> TrainingRun::rest_of_epoch(int64_t first) const {
@@ -224,28 +247,20 @@ data::LoaderOptions TrainingRun::loader_options(int64_t epoch, int64_t first) co
 // The batch's loss (the defense's step when there is one: it crafts its adversarial examples and
 // counts its passes), its check, backward and the optimizer step(s).
 StepOutcome TrainingRun::step(const data::Batch& batch, int64_t epoch) {
+  if (micro_batches_per_step(config_) > 1) return step_in_micro_batches(batch, epoch);
   const Clock::time_point step_start = Clock::now();
   const int64_t passes_before = run_.window_passes;
   model_->train();
   const engine::Tensor images = batch.images.to(device_);
   const engine::Tensor labels = batch.labels.to(device_);
   StepOutcome outcome;
-  engine::Tensor loss_value;
-  if (defense_ != nullptr) {
-    attacks::defenses::StepResult result = defense_->step(*context_, images, labels);
-    loss_value = result.loss;
-    outcome.defense_logs = std::move(result.logs);
-    run_.window_passes += result.passes;
-    run_.passes += result.passes;
-  } else {
-    loss_value = compute_loss(config_, loss_, (*model_)(images), labels, mining_);
-    run_.window_passes += 1;
-    run_.passes += 1;
-  }
+  attacks::defenses::StepResult result = batch_loss(*context_, images, labels);
+  const engine::Tensor loss_value = result.loss;
+  outcome.defense_logs = std::move(result.logs);
+  run_.window_passes += result.passes;
+  run_.passes += result.passes;
   const double value = loss_value.item();
-  ENGINE_CHECK(std::isfinite(value), "training loss is ", value, " at epoch ", epoch + 1,
-               ", batch ", batch.number + 1, "/", per_epoch_, " (step ", run_.step + 1,
-               "); lower optimizer.lr or check the data");
+  check_finite_loss(value, epoch, batch);
   optimizer_->zero_grad();
   if (loss_optimizer_) loss_optimizer_->zero_grad();
   engine::backward(loss_value);
@@ -258,6 +273,97 @@ StepOutcome TrainingRun::step(const data::Batch& batch, int64_t epoch) {
   ++run_.window_batches;
   outcome.loss = value;
   outcome.images = images.size(0);
+  return outcome;
+}
+
+// The defense's step when there is one (it crafts its adversarial examples and counts its
+// passes), else the configured loss on the model's embeddings (one pass).
+attacks::defenses::StepResult TrainingRun::batch_loss(attacks::defenses::TrainingContext& context,
+                                                      const engine::Tensor& images,
+                                                      const engine::Tensor& labels) {
+  if (defense_ != nullptr) return defense_->step(context, images, labels);
+  attacks::defenses::StepResult result;
+  result.loss = compute_loss(config_, loss_, (*model_)(images), labels, context.mining);
+  result.passes = 1;
+  return result;
+}
+
+void TrainingRun::check_finite_loss(double value, int64_t epoch, const data::Batch& batch) const {
+  ENGINE_CHECK(std::isfinite(value), "training loss is ", value, " at epoch ", epoch + 1,
+               ", batch ", batch.number + 1, "/", per_epoch_, " (step ", run_.step + 1,
+               "); lower optimizer.lr or check the data");
+}
+
+// One step over G micro-batches (data_parallel.h): this rank's micro-batches one after the other,
+// each with its own rows, mining stream and batch-norm statistics; their gradients, losses, log
+// values and passes averaged over all G; then the optimizer step, the same on every rank.
+StepOutcome TrainingRun::step_in_micro_batches(const data::Batch& batch, int64_t epoch) {
+  const Clock::time_point step_start = Clock::now();
+  const int64_t passes_before = run_.window_passes;
+  const int64_t total = micro_batches_per_step(config_);
+  const int64_t local = config_.micro_batches;
+  const int64_t first = engine::dist::world().rank * local;
+  model_->train();
+  std::vector<engine::Tensor> averaged = optimizer_->params();
+  if (loss_optimizer_) {
+    for (const engine::Tensor& p : loss_optimizer_->params()) averaged.push_back(p);
+  }
+  GradientAverager gradients(averaged);
+  // Every micro-batch starts from the step's running statistics; micro-batch 0's update stays.
+  const std::vector<engine::Tensor> buffers_before =
+      local > 1 ? copy_buffers(*model_) : std::vector<engine::Tensor>();
+  std::vector<engine::Tensor> buffers_after_first;
+  std::vector<std::string> log_names;
+  std::vector<double> sums;  // the loss, then the defense's log values, over this rank's
+  int64_t passes = 0;
+  for (int64_t m = 0; m < local; ++m) {
+    if (m > 0) restore_buffers(*model_, buffers_before);
+    const RowRange rows = micro_batch_rows(batch.images.size(0), first + m, total);
+    const engine::Tensor images = batch.images.slice(0, rows.begin, rows.end).to(device_);
+    const engine::Tensor labels = batch.labels.slice(0, rows.begin, rows.end).to(device_);
+    engine::Generator gen = micro_batch_generator(mining_, first + m);
+    attacks::defenses::TrainingContext context = context_with(gen);
+    attacks::defenses::StepResult result = batch_loss(context, images, labels);
+    check_micro_batch_draws(gen, mining_, first + m);
+    const double value = result.loss.item();
+    check_finite_loss(value, epoch, batch);
+    optimizer_->zero_grad();
+    if (loss_optimizer_) loss_optimizer_->zero_grad();
+    engine::backward(result.loss);
+    gradients.add();
+    if (m == 0 && local > 1) buffers_after_first = copy_buffers(*model_);
+    if (m == 0) sums.assign(1 + result.logs.size(), 0.0);
+    ENGINE_CHECK(sums.size() == 1 + result.logs.size(), "micro-batch ", first + m, " logged ",
+                 result.logs.size(), " values, micro-batch ", first, " ", sums.size() - 1);
+    sums[0] += value;
+    for (size_t k = 0; k < result.logs.size(); ++k) {
+      if (m == 0) log_names.push_back(result.logs[k].first);
+      sums[k + 1] += result.logs[k].second.item();
+    }
+    passes += result.passes;
+  }
+  if (local > 1) restore_buffers(*model_, buffers_after_first);
+  broadcast_buffers_from_rank_0(*model_);
+  mining_.offset += static_cast<uint64_t>(total) * kMicroBatchBlocks;
+  gradients.finish(total);
+  const std::vector<double> means = mean_over_micro_batches(sums, total);
+  const int64_t step_passes = mean_count_over_micro_batches(passes, total);
+  optimizer_->step();
+  if (loss_optimizer_) loss_optimizer_->step();
+  run_.window_passes += step_passes;
+  run_.passes += step_passes;
+  record_step_time(step_start, batch.images.size(0), passes_before);
+  sampler_->next();
+  ++run_.step;
+  run_.window_loss_sum += means[0];
+  ++run_.window_batches;
+  StepOutcome outcome;
+  outcome.loss = means[0];
+  outcome.images = batch.images.size(0);
+  for (size_t k = 0; k < log_names.size(); ++k) {
+    outcome.defense_logs.emplace_back(log_names[k],
+                                      engine::Tensor::scalar(means[k + 1], engine::DType::F64));
+  }
   return outcome;
 }
 
@@ -278,7 +384,6 @@ bool TrainingRun::progress_due(const data::Batch& batch) const {
 
 void TrainingRun::log_progress(int64_t epoch, const data::Batch& batch, const StepOutcome& step,
                                ProgressWindow& window) {
-  const bool last = batch.number + 1 == per_epoch_;
   const double seconds = seconds_since(window.since);
   const double rate = seconds > 0 ? window.images / seconds : 0.0;
   json record = {{"type", "train"},
@@ -296,6 +401,18 @@ void TrainingRun::log_progress(int64_t epoch, const data::Batch& batch, const St
     record["passes_per_batch"] = passes_per_batch;
     for (const auto& [name, tensor] : step.defense_logs) record[name] = tensor.item();
   }
+  if (writes_results()) write_progress(record, epoch, batch, passes_per_batch);
+  window = ProgressWindow{};
+  run_.window_loss_sum = 0.0;
+  run_.window_batches = 0;
+  run_.window_passes = 0;
+}
+
+// The progress record and line (rank 0).
+void TrainingRun::write_progress(const json& record, int64_t epoch, const data::Batch& batch,
+                                 double passes_per_batch) {
+  const bool last = batch.number + 1 == per_epoch_;
+  const double rate = record.at("images_per_s").get<double>();
   log_->write(record);
   const std::string cost =
       defense_ != nullptr ? "  " + format_number(passes_per_batch) + " passes/batch" : "";
@@ -311,10 +428,6 @@ void TrainingRun::log_progress(int64_t epoch, const data::Batch& batch, const St
                static_cast<long long>(per_epoch_), run_.window_loss_sum / run_.window_batches, rate,
                cost.c_str(), eta.c_str(), tty_ && !last ? "\x1b[K" : "\n");
   std::fflush(stderr);
-  window = ProgressWindow{};
-  run_.window_loss_sum = 0.0;
-  run_.window_batches = 0;
-  run_.window_passes = 0;
 }
 
 void TrainingRun::advance_to_next_epoch(int64_t epoch) {
@@ -343,6 +456,7 @@ metrics::Evaluation TrainingRun::evaluate_now(int64_t epoch, bool write_record) 
   json record = {{"type", "eval"}, {"epoch", epoch + 1}, {"step", run_.step}, {"images", e.n}};
   const nlohmann::ordered_json values = metrics::metrics_json(e);
   for (const auto& item : values.items()) record[item.key()] = item.value();
+  if (!writes_results()) return e;  // every rank embeds its share; rank 0 writes
   if (write_record) log_->write(record);
   std::fprintf(stderr, "eval: epoch %lld, %lld images: recall@1 %.2f%%, map_at_r10 %.2f%%\n",
                static_cast<long long>(epoch + 1), static_cast<long long>(e.n),
@@ -355,6 +469,7 @@ bool TrainingRun::checkpoint_due() const {
 }
 
 void TrainingRun::save_checkpoint() {
+  if (!writes_results()) return;
   dml::save_checkpoint(checkpoint_, config_, parts(), *optimizer_, loss_optimizer_.get());
 }
 
@@ -363,6 +478,7 @@ bool TrainingRun::stop_requested() const {
 }
 
 int TrainingRun::stop() const {
+  if (!writes_results()) return 0;
   std::fprintf(stderr,
                "train: stopped after %lld steps (--stop-after-batches); "
                "checkpoint %s\n",
@@ -371,15 +487,16 @@ int TrainingRun::stop() const {
 }
 
 int TrainingRun::finish() {
-  const std::string weights =
-      (std::filesystem::path(config_.output_dir) / "model.safetensors").string();
-  models::save_weights(*model_, weights,
-                       {{"format", "pt"}, {"dml_model", model_metadata(config_).dump()}});
   if (!final_eval_) {
     // Resumed after the last evaluation (killed before the weights were written): the checkpoint
     // counts that evaluation, whose record is in the log already; recompute it for metrics.json.
     final_eval_ = evaluate_now(config_.epochs - 1, /*write_record=*/false);
   }
+  if (!writes_results()) return 0;
+  const std::string weights =
+      (std::filesystem::path(config_.output_dir) / "model.safetensors").string();
+  models::save_weights(*model_, weights,
+                       {{"format", "pt"}, {"dml_model", model_metadata(config_).dump()}});
   nlohmann::ordered_json summary = metrics::metrics_json(*final_eval_);
   summary["images"] = final_eval_->n;
   summary["epochs"] = config_.epochs;

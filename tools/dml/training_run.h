@@ -93,6 +93,16 @@ class TrainingRun {
 
  private:
   RunParts parts();
+  // What the defense trains with, drawing its mining from `mining`.
+  attacks::defenses::TrainingContext context_with(engine::Generator& mining);
+  attacks::defenses::StepResult batch_loss(attacks::defenses::TrainingContext& context,
+                                           const engine::Tensor& images,
+                                           const engine::Tensor& labels);
+  void check_finite_loss(double value, int64_t epoch, const data::Batch& batch) const;
+  // step() when a step has several micro-batches (train.micro_batches, MPI ranks).
+  StepOutcome step_in_micro_batches(const data::Batch& batch, int64_t epoch);
+  void write_progress(const nlohmann::json& record, int64_t epoch, const data::Batch& batch,
+                      double passes_per_batch);
   void build(engine::Generator& init_gen);
   void restore_or_start();
   void open_log();
@@ -118,7 +128,7 @@ class TrainingRun {
   std::unique_ptr<attacks::defenses::TrainingContext> context_;  // what the defense trains with
   int64_t per_epoch_ = 0;
   bool tty_ = false;
-  std::unique_ptr<RunLog> log_;  // log.jsonl, log.csv and the TensorBoard files
+  std::unique_ptr<RunLog> log_;  // log.jsonl, log.csv and the TensorBoard files; rank 0 only
   EvalSettings eval_settings_;
   double eval_seconds_ = 0.0;  // this process's time in evaluations, for the closing line
   std::optional<metrics::Evaluation> final_eval_;

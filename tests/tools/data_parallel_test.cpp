@@ -1,0 +1,121 @@
+// tools/dml/data_parallel.h in one process (a world of one): the rows of each micro-batch, its
+// range of the mining stream, the mean of the micro-batches' gradients and values, and the
+// configs that cannot be cut into micro-batches. Every expected value is worked out by hand.
+// Two MPI ranks against one process with two micro-batches: tests/dist/mpi_train.sh.
+#include <catch2/catch.hpp>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "engine/tensor.h"
+#include "kernels/common/check.h"
+#include "tools/dml/args.h"
+#include "tools/dml/config.h"
+#include "tools/dml/data_parallel.h"
+
+namespace {
+
+using Catch::Matchers::Contains;
+using nlohmann::json;
+
+// The message of the UsageError that check_micro_batches throws for `config` ("" if none).
+std::string refusal(const json& config) {
+  const dml::TrainConfig resolved = dml::resolve_config(config, "t.json");
+  try {
+    dml::check_micro_batches(resolved);
+  } catch (const dml::UsageError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+engine::Tensor vector_of(const std::vector<double>& values) {
+  return engine::Tensor::from_vector(values, {static_cast<int64_t>(values.size())});
+}
+
+}  // namespace
+
+TEST_CASE("micro-batches: contiguous whole pairs of the SPC-2 batch", "[tools]") {
+  // 8 pairs = 16 images in 4 micro-batches: 2 pairs = 4 images each, in order.
+  for (int64_t g = 0; g < 4; ++g) {
+    const dml::RowRange rows = dml::micro_batch_rows(16, g, 4);
+    CHECK(rows.begin == 4 * g);
+    CHECK(rows.end == 4 * g + 4);
+  }
+  // An epoch's last batch of 5 pairs in 2 micro-batches: pairs 0-2 (rows 0-5), pairs 3-4 (6-9).
+  CHECK(dml::micro_batch_rows(10, 0, 2).begin == 0);
+  CHECK(dml::micro_batch_rows(10, 0, 2).end == 6);
+  CHECK(dml::micro_batch_rows(10, 1, 2).begin == 6);
+  CHECK(dml::micro_batch_rows(10, 1, 2).end == 10);
+  CHECK_THROWS_WITH(dml::micro_batch_rows(2, 1, 2), Contains("sampler.drop_last"));
+  CHECK_THROWS_WITH(dml::micro_batch_rows(9, 0, 2), Contains("not whole pairs"));
+}
+
+TEST_CASE("micro-batches: each draws from its own range of the mining stream", "[tools]") {
+  engine::Generator mining(7);
+  mining.offset = 10;
+  CHECK(dml::micro_batch_generator(mining, 0).seed == 7);
+  CHECK(dml::micro_batch_generator(mining, 0).offset == 10);
+  CHECK(dml::micro_batch_generator(mining, 3).offset == 10 + 3 * (uint64_t{1} << 32));
+  engine::Generator used = dml::micro_batch_generator(mining, 1);
+  used.offset += uint64_t{1} << 32;  // its whole range
+  CHECK_NOTHROW(dml::check_micro_batch_draws(used, mining, 1));
+  used.offset += 1;
+  CHECK_THROWS_WITH(dml::check_micro_batch_draws(used, mining, 1), Contains("more than its range"));
+}
+
+TEST_CASE("micro-batches: the gradient is the mean of the micro-batches' gradients", "[tools]") {
+  engine::Tensor p = vector_of({0.0, 0.0}).set_requires_grad();
+  engine::Tensor q = vector_of({0.0}).set_requires_grad();
+  engine::Tensor r = vector_of({0.0}).set_requires_grad();
+  dml::GradientAverager averager({p, q, r});
+  p.set_grad(vector_of({1.0, 2.0}));  // micro-batch 0 reaches p and q
+  q.set_grad(vector_of({4.0}));
+  averager.add();
+  CHECK_FALSE(p.grad().defined());    // moved into the sum
+  p.set_grad(vector_of({3.0, 5.0}));  // micro-batch 1 reaches p only
+  averager.add();
+  averager.finish(2);
+  CHECK(p.grad().to_vector() == std::vector<double>{2.0, 3.5});  // (1 + 3) / 2, (2 + 5) / 2
+  CHECK(q.grad().to_vector() == std::vector<double>{2.0});       // (4 + 0) / 2
+  CHECK_FALSE(r.grad().defined());  // reached by none: the optimizer skips it
+}
+
+TEST_CASE("micro-batches: logged values and passes are means over the micro-batches", "[tools]") {
+  CHECK(dml::mean_over_micro_batches({3.0, 1.0}, 2) == std::vector<double>{1.5, 0.5});
+  CHECK(dml::mean_count_over_micro_batches(9, 3) == 3);  // 3 passes in each of 3
+  CHECK(dml::mean_count_over_micro_batches(5, 2) == 3);  // 2.5 rounds up
+}
+
+TEST_CASE("micro-batches: configs that cannot be cut are refused naming the key", "[tools]") {
+  const json spc2_8 = {{"sampler", {{"pairs_per_batch", 8}}}};
+  CHECK(refusal(spc2_8) == "");
+  json cut = spc2_8;
+  cut["train"] = {{"micro_batches", 2}};
+  CHECK(refusal(cut) == "");
+  cut["train"]["micro_batches"] = 3;
+  CHECK_THAT(refusal(cut), Contains("config key 'sampler.pairs_per_batch' (8 pairs"));
+  CHECK_THAT(refusal(cut), Contains("train.micro_batches 3 x 1 rank = 3 micro-batches"));
+
+  cut["train"] = {{"micro_batches", 2}, {"mining_scope", "global"}};
+  CHECK_THAT(refusal(cut), Contains("config key 'train.mining_scope': 'global'"));
+  cut["train"] = {{"micro_batches", 2}, {"batch_norm", "synchronized"}};
+  CHECK_THAT(refusal(cut), Contains("config key 'train.batch_norm': 'synchronized'"));
+  cut["train"] = {{"micro_batches", 1}, {"mining_scope", "global"}};
+  CHECK(refusal(cut) == "");  // one micro-batch: global and local mining are the same
+
+  json hm = spc2_8;
+  hm["train"] = {{"micro_batches", 2}};
+  hm["defense"] = {{"name", "hm"}};  // destination g_lga: reads the previous adversarial loss
+  CHECK_THAT(refusal(hm), Contains("config key 'defense.hm.destination' (g_lga)"));
+  hm["defense"]["hm"] = {{"destination", "semihard"}};
+  CHECK(refusal(hm) == "");
+
+  json m_per_class = {{"sampler", {{"name", "m_per_class"}}},
+                      {"loss", {{"name", "arcface"}}},
+                      {"train", {{"micro_batches", 2}}}};
+  CHECK_THAT(refusal(m_per_class), Contains("config key 'sampler.name': m_per_class"));
+}
