@@ -8,13 +8,19 @@
 // output (DIR/run/metrics.json, DIR/ers.json) or a `dml train` output_dir (DIR/metrics.json,
 // DIR/ers.json if there is one).
 //
+// Columns from each seed's metrics.json: R@1, mAP, NMI (always), mAP@R, pi_ratio and the training
+// cost in forward/backward passes per batch, `passes` / `steps` (written by dml train since the
+// defenses exist: eta + 1 per batch for a PGD defense, 1 without one; docs/defenses.md). The last
+// three are shown when some seed has them; a row whose seeds disagree is an error.
+//
 // The standard deviation is the sample one, sqrt(sum (x - mean)^2 / (n - 1)), as papers mean by
 // their "mean ± std" over seeds; with one seed it is undefined (JSON null, "–" in the table).
 //
 // Figure layout (pixels): 960 x 440, plot at x = 80..760, y = 80..380, legend from x = 830.
-// Groups R@1, mAP, NMI (%), the ten normalized ERS columns and the ERS, all on 0-100 ("higher is
-// better" for the normalized columns, metrics/ers.h); per row a bar to the mean (class "bar"), a
-// whisker from mean - std to mean + std (class "whisker") and one dot per seed (class "seed").
+// Groups R@1, mAP, mAP@R (when shown), NMI (%), the ten normalized ERS columns and the ERS, all on
+// 0-100 ("higher is better" for the normalized columns, metrics/ers.h); per row a bar to the mean
+// (class "bar"), a whisker from mean - std to mean + std (class "whisker") and one dot per seed
+// (class "seed").
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -44,7 +50,8 @@ namespace fs = std::filesystem;
 const char kUsage[] =
     "usage: dml aggregate --runs DIR[,DIR...] [--runs ...] [--names a,b,...] --out PREFIX\n"
     "\n"
-    "Mean and sample standard deviation (n - 1) over seeds of R@1, mAP, NMI (%, from\n"
+    "Mean and sample standard deviation (n - 1) over seeds of R@1, mAP, mAP@R, NMI (%),\n"
+    "pi_ratio and the training cost in forward/backward passes per batch (passes / steps; from\n"
     "metrics.json), the ERS and its ten raw columns (from a complete ers.json), one row per\n"
     "--runs (a config over its seeds, one folder per seed: a tools/repro.sh or tools/seeds.sh\n"
     "output with run/metrics.json, or a `dml train` output_dir). Writes PREFIX.md (the table),\n"
@@ -62,7 +69,21 @@ struct Column {
   int digits;
 };
 
-std::vector<Column> metric_columns() { return {{"R@1", 1}, {"mAP", 1}, {"NMI", 1}}; }
+// A column read from each seed's metrics.json.
+struct MetricColumn {
+  Column column;
+  std::string key;  // its key in metrics.json; "passes" is divided by "steps"
+  double scale;     // 100 for the columns in %
+  bool optional;    // absent from metrics.json files written before it was recorded
+};
+
+const char kCostKey[] = "passes";
+
+std::vector<MetricColumn> metric_columns() {
+  return {{{"R@1", 1}, "recall@1", 100.0, false},   {{"mAP", 1}, "map", 100.0, false},
+          {{"mAP@R", 1}, "map_at_r", 100.0, true},  {{"NMI", 1}, "nmi", 100.0, false},
+          {{"pi_ratio", 3}, "pi_ratio", 1.0, true}, {{"passes/batch", 2}, kCostKey, 1.0, true}};
+}
 
 std::vector<Column> ers_columns() {
   std::vector<Column> columns = {{"ERS", 1}};
@@ -73,10 +94,11 @@ std::vector<Column> ers_columns() {
 }
 
 struct SeedResult {
-  std::vector<double> metrics;  // R@1, mAP, NMI in %
+  std::vector<std::optional<double>> metrics;  // metric_columns()'s, scaled; none if not recorded
   bool has_ers = false;
   metrics::ErsRow ers_raw{};
   std::string ers_conditions;  // profile, images, robrank_compat: what makes ERS files comparable
+  nlohmann::ordered_json ers_meta;  // the same as JSON, for aggregate.json
 };
 
 struct Row {
@@ -111,8 +133,20 @@ SeedResult read_seed(const std::string& dir) {
   SeedResult seed;
   const std::string path = metrics_path(dir);
   const nlohmann::json m = read_result_json(path);
-  for (const char* key : {"recall@1", "map", "nmi"}) {
-    seed.metrics.push_back(100.0 * number_at(m, key, path));
+  for (const MetricColumn& c : metric_columns()) {
+    const auto it = m.find(c.key);
+    if (c.optional && (it == m.end() || it->is_null())) {  // pi_ratio is null when undefined
+      seed.metrics.push_back(std::nullopt);
+      continue;
+    }
+    double value = number_at(m, c.key, path);
+    if (c.key == kCostKey) {
+      const double steps = number_at(m, "steps", path);
+      ENGINE_CHECK(steps > 0, path, ": \"steps\" is ", steps,
+                   ": no training step to divide the passes by");
+      value /= steps;
+    }
+    seed.metrics.push_back(c.scale * value);
   }
   const std::string ers_path = (fs::path(dir) / "ers.json").string();
   std::error_code error;
@@ -127,6 +161,9 @@ SeedResult read_seed(const std::string& dir) {
         number_at(e, metrics::ers_column_names()[static_cast<size_t>(c)], ers_path);
   }
   auto field = [&](const char* key) { return e.contains(key) ? e.at(key).dump() : "(none)"; };
+  for (const char* key : {"profile", "images", "robrank_compat"}) {
+    seed.ers_meta[key] = e.contains(key) ? e.at(key) : nlohmann::json(nullptr);
+  }
   seed.ers_conditions = "profile " + field("profile") + ", " + field("images") +
                         " images, robrank_compat " + field("robrank_compat");
   return seed;
@@ -152,14 +189,33 @@ Stats stats_of(std::vector<double> values) {
   return s;
 }
 
-// Each column's statistics over the row's seeds, in the order metric_columns() then, if the
-// seeds have ERS files, ers_columns(); `normalized` also gets the figure's 0-100 values.
-std::vector<Stats> row_stats(const Row& row, bool normalized) {
-  std::vector<Stats> out;
+// The metric columns (indices into metric_columns()) that the table shows: the required ones and
+// each optional one that some seed recorded.
+std::vector<size_t> shown_metric_columns(const std::vector<Row>& rows) {
+  const std::vector<MetricColumn> all = metric_columns();
+  std::vector<size_t> shown;
+  for (size_t c = 0; c < all.size(); ++c) {
+    bool recorded = !all[c].optional;
+    for (const Row& row : rows) recorded = recorded || row.seeds.front().metrics[c].has_value();
+    if (recorded) shown.push_back(c);
+  }
+  return shown;
+}
+
+// Each column's statistics over the row's seeds, in the order `metrics` (indices into
+// metric_columns(); none where the row did not record it) then, if the seeds have ERS files,
+// ers_columns(); `normalized` also gets the figure's 0-100 values.
+std::vector<std::optional<Stats>> row_stats(const Row& row, const std::vector<size_t>& metrics,
+                                            bool normalized) {
+  std::vector<std::optional<Stats>> out;
   const size_t n = row.seeds.size();
-  for (size_t c = 0; c < metric_columns().size(); ++c) {
+  for (size_t c : metrics) {
+    if (!row.seeds.front().metrics[c]) {
+      out.push_back(std::nullopt);
+      continue;
+    }
     std::vector<double> v;
-    for (const SeedResult& s : row.seeds) v.push_back(s.metrics[c]);
+    for (const SeedResult& s : row.seeds) v.push_back(*s.metrics[c]);
     out.push_back(stats_of(v));
   }
   if (!row.seeds.front().has_ers) return out;
@@ -186,8 +242,19 @@ std::string format_cell(const Stats& s, int digits) {
   return text;
 }
 
+// The table's columns: the shown metric columns, then the ERS columns if `ers`.
+std::vector<Column> table_columns(const std::vector<size_t>& metrics, bool ers) {
+  std::vector<Column> columns;
+  for (size_t c : metrics) columns.push_back(metric_columns()[c].column);
+  if (ers) {
+    for (const Column& c : ers_columns()) columns.push_back(c);
+  }
+  return columns;
+}
+
 std::string markdown_table(const std::vector<Row>& rows, bool any_ers) {
-  std::vector<Column> columns = metric_columns();
+  const std::vector<size_t> metrics = shown_metric_columns(rows);
+  std::vector<Column> columns = table_columns(metrics, false);
   if (any_ers) {
     for (const Column& c : ers_columns()) columns.push_back(c);
   }
@@ -200,15 +267,20 @@ std::string markdown_table(const std::vector<Row>& rows, bool any_ers) {
   md += "\n" + rule + "\n";
   for (const Row& row : rows) {
     md += "| " + row.name + " | " + std::to_string(row.seeds.size()) + " |";
-    const std::vector<Stats> stats = row_stats(row, false);
+    const std::vector<std::optional<Stats>> stats = row_stats(row, metrics, false);
     for (size_t c = 0; c < columns.size(); ++c) {
-      md += " " + (c < stats.size() ? format_cell(stats[c], columns[c].digits) : "not run") + " |";
+      std::string cell = "not run";
+      if (c < stats.size()) {
+        cell = stats[c] ? format_cell(*stats[c], columns[c].digits) : "not recorded";
+      }
+      md += " " + cell + " |";
     }
     md += "\n";
   }
   md +=
-      "\nMean ± sample standard deviation (n − 1) over the seeds; R@1, mAP, NMI and ERS in %, the "
-      "attack columns raw as `dml ers` reports them.\n";
+      "\nMean ± sample standard deviation (n − 1) over the seeds; R@1, mAP, mAP@R, NMI and ERS in "
+      "%, pi_ratio a ratio, passes/batch the training cost in forward/backward passes per batch, "
+      "the attack columns raw as `dml ers` reports them.\n";
   return md;
 }
 
@@ -223,45 +295,58 @@ nlohmann::ordered_json stats_json(const Stats& s) {
 nlohmann::ordered_json aggregate_json(const std::vector<Row>& rows) {
   nlohmann::ordered_json out;
   out["std"] = "sample standard deviation, sqrt(sum (x - mean)^2 / (n - 1)); null for one seed";
-  out["units"] = "R@1, mAP, NMI, ERS in %; the ten attack columns raw, as dml ers reports them";
+  out["units"] =
+      "R@1, mAP, mAP@R, NMI, ERS in %; pi_ratio a ratio; passes/batch the training cost in "
+      "forward/backward passes per batch; the ten attack columns raw, as dml ers reports them";
   out["rows"] = nlohmann::ordered_json::array();
   for (const Row& row : rows) {
     nlohmann::ordered_json r;
     r["name"] = row.name;
     r["seeds"] = row.seeds.size();
     r["runs"] = row.dirs;
-    const std::vector<Stats> stats = row_stats(row, false);
+    const std::vector<size_t> metrics = shown_metric_columns({row});
+    const std::vector<std::optional<Stats>> stats = row_stats(row, metrics, false);
+    const std::vector<Column> names = table_columns(metrics, row.seeds.front().has_ers);
     nlohmann::ordered_json columns;
-    std::vector<Column> names = metric_columns();
-    if (row.seeds.front().has_ers) {
-      for (const Column& c : ers_columns()) names.push_back(c);
+    for (size_t c = 0; c < stats.size(); ++c) {
+      if (stats[c]) columns[names[c].name] = stats_json(*stats[c]);
     }
-    for (size_t c = 0; c < stats.size(); ++c) columns[names[c].name] = stats_json(stats[c]);
     r["columns"] = columns;
+    // What makes ERS means comparable (dml report --cost-ers names it in its caption).
+    if (row.seeds.front().has_ers) r["ers_conditions"] = row.seeds.front().ers_meta;
     out["rows"].push_back(r);
   }
   return out;
 }
 
-// The figure's groups: R@1, mAP, NMI, then (with ERS files) the ten normalized columns and ERS.
+// The figure's groups: the shown metric columns in % (R@1, mAP, mAP@R, NMI; pi_ratio and the cost
+// are on other scales), then (with ERS files) the ten normalized columns and ERS.
 std::string aggregate_svg(const std::vector<Row>& rows, bool any_ers) {
-  std::vector<std::string> groups = {"R@1", "mAP", "NMI"};
+  std::vector<size_t> percent;
+  std::vector<std::string> groups;
+  for (size_t c : shown_metric_columns(rows)) {
+    if (metric_columns()[c].scale != 100.0) continue;
+    percent.push_back(c);
+    groups.push_back(metric_columns()[c].column.name);
+  }
   if (any_ers) {
     for (const std::string& name : metrics::ers_column_names()) groups.push_back(name);
     groups.push_back("ERS");
   }
   // stats[row][group], in the groups' order (row_stats puts ERS before the columns).
-  std::vector<std::vector<Stats>> stats;
+  std::vector<std::vector<std::optional<Stats>>> stats;
   double lo = 0.0, hi = 100.0;
+  const auto first_ers = static_cast<std::ptrdiff_t>(percent.size());
   for (const Row& row : rows) {
-    std::vector<Stats> s = row_stats(row, true);
-    if (s.size() > 3) {
-      const Stats ers = s[3];
-      s.erase(s.begin() + 3);
+    std::vector<std::optional<Stats>> s = row_stats(row, percent, true);
+    if (s.size() > percent.size()) {
+      const std::optional<Stats> ers = s[percent.size()];
+      s.erase(s.begin() + first_ers);
       s.push_back(ers);
     }
-    for (const Stats& g : s) {
-      for (double v : g.values) {
+    for (const std::optional<Stats>& g : s) {
+      if (!g) continue;
+      for (double v : g->values) {
         lo = std::min(lo, v);
         hi = std::max(hi, v);
       }
@@ -281,8 +366,8 @@ std::string aggregate_svg(const std::vector<Row>& rows, bool any_ers) {
     doc.text(plot.x + (static_cast<double>(g) + 0.5) * group_w, plot.y + plot.h + 16, groups[g], 11,
              "middle");
     for (size_t r = 0; r < rows.size(); ++r) {
-      if (g >= stats[r].size()) continue;  // a row without ERS files
-      const Stats& s = stats[r][g];
+      if (g >= stats[r].size() || !stats[r][g]) continue;  // a row without ERS files or mAP@R
+      const Stats& s = *stats[r][g];
       const std::string& color = svg::palette(r);
       const double x0 = plot.x + static_cast<double>(g) * group_w + 0.1 * group_w +
                         static_cast<double>(r) * bar_w;
@@ -310,6 +395,20 @@ std::string aggregate_svg(const std::vector<Row>& rows, bool any_ers) {
   }
   svg::legend(doc, plot.x + plot.w + 70, plot.y, names, colors);
   return doc.str();
+}
+
+// Every seed of a row records the same optional metric columns (mAP@R, pi_ratio, the cost).
+void check_same_metrics_recorded(const Row& row) {
+  const std::vector<MetricColumn> all = metric_columns();
+  for (size_t c = 0; c < all.size(); ++c) {
+    for (size_t i = 1; i < row.seeds.size(); ++i) {
+      const bool has = row.seeds[i].metrics[c].has_value();
+      if (has == row.seeds.front().metrics[c].has_value()) continue;
+      engine::fail("row ", row.name, ": ", metrics_path(row.dirs[has ? 0 : i]), " has no number \"",
+                   all[c].key, "\" but ", metrics_path(row.dirs[has ? i : 0]),
+                   " has one: every seed of a row needs it, or none");
+    }
+  }
 }
 
 // Warns when ERS files were attacked under different conditions: their means do not compare.
@@ -390,6 +489,7 @@ int run_aggregate(Args& args) {
                    " has one: every seed of a row needs its ERS, or none");
     }
     any_ers = any_ers || row.seeds.front().has_ers;
+    check_same_metrics_recorded(row);
   }
   warn_mixed_conditions(rows);
 

@@ -10,6 +10,9 @@
 //                                                             several models' ERS, worst case and
 //                                                             attack-strength curves
 //                                                             (report_robustness.cpp)
+//   dml report --cost-ers --input LABEL=aggregate.json ... --out FILE.svg
+//                                                             ERS against training cost
+//                                                             (report_cost.cpp)
 //
 // The SVG layouts (pixels; the mapping of data to pixels is in tools/dml/svg.h):
 //   --log: 960 wide; a 40-pixel title band, then one 390-pixel band per panel (loss if the log has
@@ -41,8 +44,8 @@ namespace dml {
 namespace {
 
 const char kUsage[] =
-    "usage: dml report (--log RUN_DIR | --grid | --ers FILE | --attack SPEC | --robustness)\n"
-    "                  [options]\n"
+    "usage: dml report (--log RUN_DIR | --grid | --ers FILE | --attack SPEC | --robustness |\n"
+    "                  --cost-ers) [options]\n"
     "\n"
     "Charts (SVG), retrieval grids and attack pictures (PNG); one mode per call\n"
     "(docs/report.md).\n"
@@ -101,6 +104,16 @@ const char kUsage[] =
     "  model, with each file's image count and attack mode in the caption.\n"
     "  --input LABEL=FILES one model: its label and its result files, comma-separated (an ERS\n"
     "                      file, a curve file or both); without LABEL= the first file's stem\n"
+    "  --out FILE          the SVG (required)\n"
+    "\n"
+    "dml report --cost-ers --input LABEL=FILE [--input ...] --out FILE.svg\n"
+    "  The ERS (%) against the training cost (forward/backward passes per batch), as the HM\n"
+    "  paper's Figs. 6-8: one point per row of a `dml aggregate` JSON (mean, error bars of one\n"
+    "  sample std over the seeds, the row's name beside it), one line per --input through its\n"
+    "  rows in the order of their cost; the ERS profile and image count in the caption.\n"
+    "  --input LABEL=FILE  one configuration: its legend label and its aggregate JSON, whose\n"
+    "                      rows need the passes/batch and ERS columns; without LABEL= the\n"
+    "                      file's stem\n"
     "  --out FILE          the SVG (required)\n";
 
 // ---- --log ---------------------------------------------------------------------------------
@@ -302,10 +315,15 @@ int run_report(Args& args) {
   }
   const bool log_mode = args.has("--log"), grid_mode = args.has("--grid"),
              ers_mode = args.has("--ers"), attack_mode = args.has("--attack"),
-             robustness_mode = args.has("--robustness");
-  if (log_mode + grid_mode + ers_mode + attack_mode + robustness_mode != 1) {
+             robustness_mode = args.has("--robustness"), cost_mode = args.has("--cost-ers");
+  if (log_mode + grid_mode + ers_mode + attack_mode + robustness_mode + cost_mode != 1) {
     throw UsageError(
-        "give exactly one of --log RUN_DIR, --grid, --ers FILE, --attack SPEC or --robustness");
+        "give exactly one of --log RUN_DIR, --grid, --ers FILE, --attack SPEC, --robustness or "
+        "--cost-ers");
+  }
+  if (cost_mode) {
+    args.take_flag("--cost-ers");
+    return run_report_cost_ers(args);
   }
   if (robustness_mode) {
     args.take_flag("--robustness");
