@@ -6,13 +6,16 @@
 // Transposed operands are never materialized: the GEMM kernel reads a row-major buffer as its
 // transpose in place (trans_a / trans_b). CPU tensors use Eigen's GEMM; CUDA tensors (f32) our
 // SGEMM or cuBLAS, whichever engine::gemm_backend() names when the kernel runs
-// (engine/backend.h); the bias add and the bias gradient have CUDA kernels of their own.
+// (engine/backend.h), or under the precision policy tf32 (engine/precision.h) our TF32
+// tensor-core GEMM; the bias add and the bias gradient have CUDA kernels of their own. CPU
+// tensors ignore the policy, except bf16, which no device implements yet (an error).
 #include <vector>
 
 #include "engine/autograd.h"
 #include "engine/backend.h"
 #include "engine/ops.h"
 #include "engine/ops/op_utils.h"
+#include "engine/precision.h"
 #include "engine/tensor.h"
 #include "kernels/matmul/matmul.h"
 
@@ -29,10 +32,18 @@ Tensor gemm(const Tensor& a, bool trans_a, const Tensor& b, bool trans_b, const 
   int64_t k = trans_a ? a.size(0) : a.size(1);
   int64_t n = trans_b ? b.size(0) : b.size(1);
   Tensor c = Tensor::empty({m, n}, a.dtype(), a.device());
+  const Precision policy = precision();
+  check_precision_implemented(policy, op);
   if (a.device().is_cuda()) {  // CUDA tensors are always f32
     if (gemm_backend() == GemmBackend::Cublas) {
+      ENGINE_CHECK(policy == Precision::Fp32, op, ": precision ", precision_name(policy),
+                   " with the cuBLAS GEMM backend is not implemented yet (cuBLAS runs strict "
+                   "FP32 here); use --gemm ours or --precision fp32");
       kernels::matmul_cublas(m, n, k, a.data<float>(), b.data<float>(), trans_a, trans_b,
                              c.data<float>(), /*accumulate=*/false);
+    } else if (policy != Precision::Fp32) {
+      kernels::matmul_tensor_core_cuda(m, n, k, a.data<float>(), b.data<float>(), trans_a, trans_b,
+                                       c.data<float>(), /*accumulate=*/false, policy);
     } else {
       kernels::matmul_cuda(m, n, k, a.data<float>(), b.data<float>(), trans_a, trans_b,
                            c.data<float>(), /*accumulate=*/false);

@@ -19,10 +19,13 @@
 // Two CUDA versions (f32), chosen at run time by engine::gemm_backend() (engine/backend.h):
 //   matmul_cuda      our tiled SGEMM (tiles, loads and costs in matmul_cuda.cu);
 //   matmul_cublas    cublasSgemm with the row-major <-> column-major swap (matmul_cublas.cu).
+// and, under the precision policy (engine/precision.h) when it is not fp32:
+//   matmul_tensor_core_cuda  our TF32 tensor-core GEMM (matmul_tensor_core_cuda.cu).
 #pragma once
 
 #include <cstdint>
 
+#include "kernels/common/precision.h"
 #include "kernels/common/split_k.h"
 
 namespace engine::kernels {
@@ -54,6 +57,12 @@ SplitK matmul_cuda_splits(int64_t m, int64_t n, int64_t k);
 // cublasSgemm on the same row-major buffers (matmul_cublas.cu), strict FP32.
 void matmul_cublas(int64_t m, int64_t n, int64_t k, const float* a, const float* b, bool trans_a,
                    bool trans_b, float* c, bool accumulate);
+// matmul_cuda's contract in the given precision: Fp32 is matmul_cuda itself; Tf32 rounds every
+// operand to TF32 (cvt.rna) and multiplies on tensor cores with FP32 accumulation; Bf16 throws
+// "not implemented yet" (no BF16 GEMM kernel so far).
+void matmul_tensor_core_cuda(int64_t m, int64_t n, int64_t k, const float* a, const float* b,
+                             bool trans_a, bool trans_b, float* c, bool accumulate,
+                             Precision precision);
 void add_row_bias_cuda(int64_t m, int64_t n, const float* bias, float* c);
 void column_sums_cuda(int64_t m, int64_t n, const float* dy, float* db);
 

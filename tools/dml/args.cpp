@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "engine/backend.h"
+#include "engine/precision.h"
 #include "kernels/common/check.h"
 
 namespace dml {
@@ -129,7 +130,10 @@ const char kBackendUsage[] =
     "  --conv ours|cudnn   convolution on CUDA tensors: our implicit-GEMM kernels (default) or\n"
     "                      cuDNN's, for validation (also ENGINE_CONV=...)\n"
     "  --gemm ours|cublas  dense GEMM on CUDA tensors: our tiled SGEMM (default) or cuBLAS's\n"
-    "                      (also ENGINE_GEMM=...); CPU tensors ignore both\n";
+    "                      (also ENGINE_GEMM=...); CPU tensors ignore both\n"
+    "  --precision fp32|tf32|bf16  GEMMs on CUDA tensors: strict FP32 (default), TF32 tensor\n"
+    "                      cores, BF16 (not implemented yet); convolutions stay FP32 and CPU\n"
+    "                      tensors ignore it; dml train: overrides the config key `precision`\n";
 
 void take_backend_options(Args& args) {
   try {
@@ -138,6 +142,9 @@ void take_backend_options(Args& args) {
     }
     if (const std::optional<std::string> gemm = args.take_optional("--gemm")) {
       engine::set_gemm_backend(engine::parse_gemm_backend(*gemm, "--gemm"));
+    }
+    if (const std::optional<std::string> precision = args.take_optional("--precision")) {
+      engine::set_precision(engine::parse_precision(*precision, "--precision"));
     }
   } catch (const engine::Error& e) {
     throw UsageError(e.what());

@@ -68,7 +68,8 @@ void refuse_output_over_input(const std::string& output, const std::string& outp
 
 // The options every subcommand takes: --conv ours|cudnn and --gemm ours|cublas choose the
 // implementation of convolution and dense GEMM on CUDA tensors for the whole process
-// (engine/backend.h; they override ENGINE_CONV / ENGINE_GEMM). UsageError for another value.
+// (engine/backend.h; they override ENGINE_CONV / ENGINE_GEMM); --precision fp32|tf32|bf16 sets
+// the precision policy (engine/precision.h). UsageError for another value.
 void take_backend_options(Args& args);
 extern const char kBackendUsage[];
 

@@ -235,6 +235,7 @@ json default_config_json() {
       {"output_dir", "runs/train"},
       {"seed", 0},
       {"device", "auto"},
+      {"precision", "fp32"},
   };
 }
 
@@ -434,6 +435,11 @@ TrainConfig resolve_config(const json& config, const std::string& source) {
       c.fail("device", std::string("must be auto, cpu, cuda or cuda:N (") + e.what() + ")",
              c.at("device"));
     }
+  }
+  try {
+    t.precision = engine::parse_precision(c.str("precision"), "precision");
+  } catch (const engine::Error& e) {
+    c.fail("precision", "must be fp32, tf32 or bf16", c.at("precision"));
   }
   t.resolved = resolved;  // after resolve_param_groups filled the groups in
   return t;

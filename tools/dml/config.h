@@ -26,6 +26,7 @@
 #include <nlohmann/json.hpp>
 
 #include "attacks/defenses/defense.h"
+#include "engine/precision.h"
 #include "losses/arcface.h"
 #include "losses/distance.h"
 #include "losses/margin.h"
@@ -115,7 +116,9 @@ struct TrainConfig {
   std::string output_dir = "runs/train";
   uint64_t seed = 0;
   std::string device = "auto";  // auto | cpu | cuda | cuda:N
-  nlohmann::json resolved;      // the whole config with defaults filled in
+  // precision: the precision policy of the run (engine/precision.h), stored with its checkpoint.
+  engine::Precision precision = engine::Precision::Fp32;
+  nlohmann::json resolved;  // the whole config with defaults filled in
 };
 
 // The schema: every key with its default value (its JSON type is the key's type; null means

@@ -15,6 +15,7 @@
 
 #include "data/dataset.h"
 #include "engine/device.h"
+#include "engine/precision.h"
 #include "kernels/common/check.h"
 #include "models/registry.h"
 #include "tools/dml/commands.h"
@@ -89,6 +90,8 @@ int run_eval(Args& args) {
   } else {
     std::printf("checkpoint  %s (%s, D=%lld) on %s\n", path.c_str(), trained.config.name.c_str(),
                 static_cast<long long>(trained.config.embedding_dim), device.str().c_str());
+    std::printf("precision   trained in %s, evaluated in %s\n", trained.precision.c_str(),
+                engine::precision_name(engine::precision()));
     print_metrics_table(e, dataset_name + " " + split);
   }
   return 0;

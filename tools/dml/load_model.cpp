@@ -52,6 +52,7 @@ TrainedModel load_trained_model(const std::string& path, const engine::Device& d
                {"metric", c.at("loss").at("metric")}};
       trained.root = c.at("data").at("root").get<std::string>();
       trained.transform = c.at("data").value("transform", "robrank");
+      trained.precision = c.value("precision", "fp32");
     } catch (const nlohmann::json::exception& e) {
       engine::fail(path, ": malformed dml_checkpoint config: ", e.what());
     }
@@ -69,6 +70,7 @@ TrainedModel load_trained_model(const std::string& path, const engine::Device& d
     trained.config.bn_branches = model.at("bn_branches").get<int64_t>();
     trained.data = model.at("data").get<std::string>();
     if (!is_checkpoint) trained.transform = model.value("transform", "robrank");
+    if (!is_checkpoint) trained.precision = model.value("precision", "fp32");
     metric_text = model.at("metric").get<std::string>();
   } catch (const nlohmann::json::exception& e) {
     engine::fail(path, ": malformed model metadata: ", e.what());

@@ -18,6 +18,9 @@ struct TrainedModel {
   std::string root;                    // that dataset's root in the training config ("" default)
   std::string transform = "robrank";  // its image recipe (data.transform; files before it: robrank)
   losses::Metric metric = losses::Metric::N;  // the training loss's metric
+  // The precision policy it was trained in (config key `precision`); "fp32" for files written
+  // before the policy existed, which all trained in strict FP32.
+  std::string precision = "fp32";
 };
 
 // `path` is <output_dir>/checkpoint.safetensors (config in its dml_checkpoint metadata) or

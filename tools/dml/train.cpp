@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/precision.h"
 #include "tools/dml/commands.h"
 #include "tools/dml/config.h"
 #include "tools/dml/distributed.h"
@@ -69,6 +70,11 @@ int run_train(Args& args) {
   nlohmann::json config = load_config_file(path);
   if (seed) sets.push_back("seed=" + *seed);
   if (device) sets.push_back("device=\"" + *device + "\"");
+  // --precision (taken for every subcommand, tools/dml/args.cpp) wins over the config key.
+  if (engine::precision_is_set()) {
+    sets.push_back(std::string("precision=\"") + engine::precision_name(engine::precision()) +
+                   "\"");
+  }
   for (const std::string& assignment : sets) apply_override(config, assignment);
   TrainConfig resolved = resolve_config(config, path);
   if (print_config) {

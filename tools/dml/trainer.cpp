@@ -11,6 +11,7 @@
 
 #include "data/dataset.h"
 #include "data/loader.h"
+#include "engine/precision.h"
 #include "kernels/common/check.h"
 #include "tools/dml/split_stream.h"
 #include "tools/dml/training_run.h"
@@ -44,6 +45,7 @@ nlohmann::json model_metadata(const TrainConfig& config) {
           {"data", config.data_name},
           {"transform", config.data_transform},
           {"metric", losses::metric_name(config.metric)},
+          {"precision", engine::precision_name(config.precision)},
           {"dml_commit", build_commit()}};
 }
 
@@ -97,6 +99,10 @@ void print_metrics_table(const metrics::Evaluation& e, const std::string& title)
 
 // The training loop; each concern is a method of TrainingRun (training_run.h).
 int train(const TrainConfig& config, const TrainOptions& options) {
+  // The run's precision policy (engine/precision.h), refused before anything is written when no
+  // kernel implements it.
+  engine::check_precision_implemented(config.precision, "config key 'precision'");
+  engine::set_precision(config.precision);
   TrainingRun run(config, options);  // set-up; --resume restores the checkpoint
   for (int64_t epoch = run.cursor().epoch; epoch < config.epochs; ++epoch) {
     const int64_t first = run.cursor().batch;

@@ -415,6 +415,26 @@ unsigned ballot(unsigned mask, bool predicate) {
   return bits;
 }
 
+void warp_collective_begin(uint64_t value, uint64_t (&lanes)[warpSize]) {
+  self().slot = value;
+  wait_at_warp_barrier(~0u, true);  // everyone has posted
+  const std::size_t warp_begin = self_linear() / warpSize * warpSize;
+  for (int lane = 0; lane < warpSize; ++lane) {
+    const std::size_t t = warp_begin + static_cast<std::size_t>(lane);
+    const bool present =
+        t < grid_state.threads.size() && grid_state.threads[t].state != ThreadState::kDone;
+    lanes[lane] = present ? grid_state.threads[t].slot : kAbsentLane;
+  }
+}
+
+void warp_collective_end() { wait_at_warp_barrier(~0u, true); }
+
+void fault(const char* why) {
+  fail_block(cudaErrorLaunchFailure, std::string(why) + " (thread " + describe(self().index) + ")");
+  yield_to_scheduler(false);
+  std::abort();  // an abandoned grid is never resumed
+}
+
 void* shared_block_bytes(const void* layout, std::size_t bytes, std::size_t alignment) {
   Grid& g = grid_state;
   for (const auto& [known, memory] : g.shared_memory) {

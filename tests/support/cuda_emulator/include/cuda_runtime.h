@@ -182,6 +182,19 @@ T shfl_xor(unsigned mask, T value, int lane_mask) {
 }
 unsigned ballot(unsigned mask, bool predicate);
 
+// Warp-collective operations of the whole warp (WMMA's mma_sync, the emulator's <mma.h>): every
+// lane posts `value` (a pointer to its operands) and, once all have, reads every lane's into
+// `lanes` (kAbsentLane for a lane that has exited or is outside the block); the lanes may then
+// read each other's operands until warp_collective_end, a second barrier. Both barriers order
+// memory, as the race checker should see a collective instruction.
+constexpr uint64_t kAbsentLane = ~uint64_t(0);
+void warp_collective_begin(uint64_t value, uint64_t (&lanes)[warpSize]);
+void warp_collective_end();
+
+// A launch failure raised by a device built-in that a GPU would fault on (a misaligned WMMA
+// pointer, say): prints `why` with the kernel, block and thread, and is sticky, like __trap().
+[[noreturn]] void fault(const char* why);
+
 // Shared memory: cuda_translate turns each __shared__ variable into a reference to
 // *shared_block(&layout), where `layout` is a static of the variable's type used only as a key.
 // The first thread of a block to ask gets fresh memory filled with 0xFF bytes, the others of the

@@ -1,0 +1,122 @@
+// The precision policy in dml (engine/precision.h): the config key `precision` (fp32 default,
+// tf32, bf16; anything else an error naming the key), stored with the checkpoint and the model,
+// read back by load_trained_model and printed by `dml eval`; a CPU run ignores tf32 (same weights
+// as fp32); bf16 is refused before a run writes anything.
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "engine/io/safetensors.h"
+#include "engine/precision.h"
+#include "tests/io/io_test_util.h"
+#include "tests/tools/stderr_capture.h"
+#include "tests/tools/tiny_training.h"
+#include "tools/dml/args.h"
+#include "tools/dml/commands.h"
+#include "tools/dml/config.h"
+#include "tools/dml/load_model.h"
+#include "tools/dml/trainer.h"
+
+using nlohmann::json;
+
+namespace {
+
+// Puts the process's precision back to fp32 when a test ends (the setting is process-wide).
+struct RestorePrecision {
+  ~RestorePrecision() { engine::set_precision(engine::Precision::Fp32); }
+};
+
+std::map<std::string, std::vector<uint8_t>> tensor_bytes(const std::string& path) {
+  std::map<std::string, std::vector<uint8_t>> bytes;
+  for (const auto& [name, raw] : engine::read_safetensors(path).tensors) bytes[name] = raw.bytes;
+  return bytes;
+}
+
+}  // namespace
+
+TEST_CASE("config: precision is fp32 by default, tf32 or bf16 by name, else an error naming it",
+          "[tools][config]") {
+  CHECK(dml::resolve_config(json::object(), "t.json").precision == engine::Precision::Fp32);
+  CHECK(dml::resolve_config(json::object(), "t.json").resolved.at("precision") == "fp32");
+  CHECK(dml::resolve_config({{"precision", "tf32"}}, "t.json").precision ==
+        engine::Precision::Tf32);
+  CHECK(dml::resolve_config({{"precision", "bf16"}}, "t.json").precision ==
+        engine::Precision::Bf16);
+  CHECK_THROWS_AS(dml::resolve_config({{"precision", "fp16"}}, "t.json"), dml::UsageError);
+  CHECK_THROWS_WITH(dml::resolve_config({{"precision", "fp16"}}, "t.json"),
+                    Catch::Contains("t.json") && Catch::Contains("precision") &&
+                        Catch::Contains("fp32, tf32 or bf16"));
+  CHECK(engine::parse_precision("tf32") == engine::Precision::Tf32);
+  CHECK(std::string(engine::precision_name(engine::Precision::Bf16)) == "bf16");
+  CHECK_THROWS_WITH(engine::parse_precision("TF32", "--precision"),
+                    Catch::Contains("--precision: unknown precision 'TF32'"));
+}
+
+TEST_CASE("dml train: the precision is stored with the run, a CPU run ignores tf32",
+          "[tools][train]") {
+  RestorePrecision restore;
+  test::TempDir dir;
+  const std::string fp32_dir = dir.file("fp32"), tf32_dir = dir.file("tf32");
+  REQUIRE(dml::train(tiny_training::tiny_config("triplet", fp32_dir, 2), dml::TrainOptions()) == 0);
+  REQUIRE(dml::train(tiny_training::tiny_config("triplet", tf32_dir, 2, {{"precision", "tf32"}}),
+                     dml::TrainOptions()) == 0);
+  // CPU kernels compute in strict FP32 whatever the policy: the same weights, bit for bit.
+  CHECK(tensor_bytes(fp32_dir + "/model.safetensors") ==
+        tensor_bytes(tf32_dir + "/model.safetensors"));
+  const json checkpoint = json::parse(
+      engine::read_safetensors(dml::checkpoint_path(tf32_dir)).metadata.at("dml_checkpoint"));
+  CHECK(checkpoint.at("config").at("precision") == "tf32");
+  const json model = json::parse(
+      engine::read_safetensors(tf32_dir + "/model.safetensors").metadata.at("dml_model"));
+  CHECK(model.at("precision") == "tf32");
+  const engine::Device cpu = engine::Device::cpu();
+  CHECK(dml::load_trained_model(tf32_dir + "/model.safetensors", cpu).precision == "tf32");
+  CHECK(dml::load_trained_model(dml::checkpoint_path(tf32_dir), cpu).precision == "tf32");
+  CHECK(dml::load_trained_model(dml::checkpoint_path(fp32_dir), cpu).precision == "fp32");
+
+  // dml eval prints both: the run's precision and the one it evaluates in.
+  engine::set_precision(engine::Precision::Fp32);
+  const std::string printed = test::output_of(1, dir.file("stdout.txt"), [&] {
+    dml::Args args({"--checkpoint", tf32_dir + "/model.safetensors", "--device", "cpu", "--root",
+                    tiny_training::data_root(), "--max-images", "10"});
+    CHECK(dml::run_eval(args) == 0);
+  });
+  CHECK_THAT(printed, Catch::Contains("precision   trained in tf32, evaluated in fp32\n"));
+}
+
+TEST_CASE("dml train: precision bf16 is refused before the run writes anything", "[tools][train]") {
+  RestorePrecision restore;
+  test::TempDir dir;
+  const dml::TrainConfig config =
+      tiny_training::tiny_config("triplet", dir.file("bf16"), 2, {{"precision", "bf16"}});
+  CHECK_THROWS_AS(dml::train(config, dml::TrainOptions()), engine::Error);
+  CHECK_THROWS_WITH(
+      dml::train(config, dml::TrainOptions()),
+      Catch::Contains("config key 'precision'") && Catch::Contains("bf16 is not implemented yet"));
+  CHECK_FALSE(std::filesystem::exists(dir.file("bf16")));
+}
+
+TEST_CASE("dml --precision on any subcommand sets the policy, dml train stores it over the key",
+          "[tools][train]") {
+  RestorePrecision restore;
+  test::TempDir dir;
+  dml::Args bad({"--precision", "fp16"});
+  CHECK_THROWS_AS(dml::take_backend_options(bad), dml::UsageError);
+  dml::Args args({"--precision", "tf32"});
+  dml::take_backend_options(args);
+  CHECK(engine::precision() == engine::Precision::Tf32);
+  CHECK(engine::precision_is_set());
+  // The config says fp32; the option wins and is what the resolved (stored) config holds.
+  std::ofstream(dir.file("c.json")) << R"({"precision": "fp32"})";
+  const std::string printed = test::output_of(1, dir.file("stdout.txt"), [&] {
+    dml::Args train({"--config", dir.file("c.json"), "--print-config"});
+    CHECK(dml::run_train(train) == 0);
+  });
+  CHECK(json::parse(printed).at("precision") == "tf32");
+}
