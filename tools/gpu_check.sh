@@ -6,6 +6,11 @@
 #   docs/benchmarks/<date>-<gpu>-<short commit>.md   (also copied to $OUT after every step)
 #
 #   tools/gpu_check.sh [STEP...]     e.g. tools/gpu_check.sh bench racecheck
+#   tools/gpu_check.sh performance   the performance profile (issue 32), meant as a session's first
+#                                    call: configure, build only dml and the kernel and op tests
+#                                    (build-perf), version, their [cuda] cases (kernel-tests),
+#                                    bench, train-bench:* with the one-pass profiles; a later
+#                                    plain call runs the rest and skips what this one did
 #
 # Steps, in order: configure build version cuda-tests metrics-100k train-vanilla bench
 # memcheck:<test program> train-bench:{vanilla,est,act} racecheck:<...> initcheck:<...> cpu-tests
@@ -48,6 +53,11 @@ BUDGET="${GPU_CHECK_SECONDS:-$([ -n "${OUT:-}" ] && echo 570 || echo 0)}"
 LOG_NAME="$DATE-$GPU_SLUG-$COMMIT.md"
 if [ -z "$GPU" ]; then LOG_NAME="gpu-check-without-gpu-$COMMIT.md"; fi
 WANTED=("$@")
+PERFORMANCE=0
+if [ "$*" = performance ]; then
+  PERFORMANCE=1
+  WANTED=(configure build-perf version kernel-tests bench train-bench)
+fi
 steps_begin "$(
   echo "# GPU check: $GPU, commit $COMMIT$DIRTY, $DATE"
   echo
@@ -71,8 +81,16 @@ run_step configure "configure" cmake -S "$ROOT" -B "$BUILD" "${GENERATOR[@]}" -D
   -DCMAKE_CUDA_ARCHITECTURES=90 -DENGINE_CUDA_EMULATOR=OFF -DCMAKE_BUILD_TYPE=Release \
   -DENGINE_WERROR=OFF "${CMAKE_EXTRA[@]}"
 steps_require configure "the configure step failed"
-run_step build "build" cmake --build "$BUILD" -j "$JOBS"
-steps_require build "the build failed"
+if [ "$PERFORMANCE" = 1 ]; then
+  # Only what the performance steps run: the program, and the tests of the kernels and ops an
+  # attack pass launches (about half of the full build).
+  run_step build-perf "build dml, kernels_test, ops_test" cmake --build "$BUILD" -j "$JOBS" \
+    --target dml kernels_test ops_test
+  steps_require build-perf "the build failed"
+else
+  run_step build "build" cmake --build "$BUILD" -j "$JOBS"
+  steps_require build "the build failed"
+fi
 # What the program sees; with "GPUs visible: 0" every CUDA test would skip (and pass), so the
 # step fails and nothing after it runs.
 # shellcheck disable=SC2016  # $0 is expanded by the inner bash
@@ -81,6 +99,13 @@ run_step version "dml --version" bash -c '"$0" --version && ! "$0" --version | g
 steps_require version "the program sees no GPU"
 run_step cuda-tests "CUDA tests (ctest -L cuda)" ctest --test-dir "$BUILD" -L cuda --no-tests=error \
   --output-on-failure -j 4
+# The performance profile's correctness gate: the [cuda] cases of the kernels and ops (every
+# kernel an attack pass launches, against the CPU reference) before any of them is timed.
+if [ "$PERFORMANCE" = 1 ]; then
+  run_step kernel-tests "CUDA tests of kernels and ops (ctest -L cuda -R '^(kernels|ops)\.')" \
+    ctest --test-dir "$BUILD" -L cuda -R '^(kernels|ops)\.' --no-tests=error --output-on-failure \
+    -j 4
+fi
 
 # ---- acceptance runs of the open issues ----
 # Issue 5: dml metrics on 100,000 x 512 random embeddings in 1,000 classes, CUDA then CPU (each
@@ -142,7 +167,9 @@ run_step bench "dml bench" "$BUILD/dml" bench --json "$BENCH_JSON" --commit "$CO
 if [ -n "${OUT:-}" ] && [ -f "$BENCH_JSON" ]; then cp "$BENCH_JSON" "$OUT/"; fi
 # Whole training steps against PyTorch on the same GPU (docs/performance.md):
 # tools/peers/pytorch_train_step.py times the config in PyTorch (P0 robrank as-is, P1 best eager,
-# P2 torch.compile), then `dml bench --train` times ours and prints peer/ours. One step per config.
+# P2 torch.compile), then `dml bench --train` times ours and prints peer/ours, its instruments
+# (launches, allocations, GPU-busy fraction) and one attack pass kernel by kernel (--profile).
+# One step per config.
 # shellcheck disable=SC2317
 train_bench() {
   local config="configs/fashion/$1.json" dir="$STATE/train-bench" status=0 peer=()
@@ -151,7 +178,7 @@ train_bench() {
     --warmup 3 --variants p0,p1,p2 --out "$dir/peer-$1.json" || status=1
   if [ -f "$dir/peer-$1.json" ]; then peer=(--peer "$dir/peer-$1.json"); fi
   "$BUILD/dml" bench --train "$config" --device cuda --steps 10 --warmup 3 "${peer[@]}" \
-    --json "$dir/train-$1.json" || status=1
+    --profile --json "$dir/train-$1.json" || status=1
   # Into the log rather than $OUT, which brings back at most 8 files.
   local file
   for file in "$dir/peer-$1.json" "$dir/train-$1.json"; do

@@ -4,6 +4,7 @@
 #include <cuda_runtime.h>
 
 #include "kernels/common/check.h"
+#include "kernels/common/device_counters.h"
 
 // CUDA_CHECK(call, what): `what` is any streamable context, e.g. "conv2d_fprop N=", n.
 // A failed call also leaves its error in the runtime's last-error slot; it is cleared here, so a
@@ -19,5 +20,13 @@
     }                                                                                        \
   } while (0)
 
-// After a <<<...>>> launch: catches bad launch configurations without synchronizing.
-#define CUDA_CHECK_LAUNCH(...) CUDA_CHECK(cudaGetLastError(), __VA_ARGS__)
+// After a <<<...>>> launch: catches bad launch configurations without synchronizing. Every launch
+// of ours passes here once, so this is where launches are counted and, while the profiler is on,
+// timed (device_counters.h).
+#define CUDA_CHECK_LAUNCH(...)                                                                \
+  do {                                                                                        \
+    CUDA_CHECK(cudaGetLastError(), __VA_ARGS__);                                              \
+    if (::engine::kernels::count_kernel_launch()) {                                           \
+      ::engine::kernels::profile_launch(::engine::kernels::launch_label(__VA_ARGS__), false); \
+    }                                                                                         \
+  } while (0)

@@ -3,6 +3,7 @@
 
 #include "kernels/common/cuda_check.cuh"
 #include "kernels/common/cuda_runtime.h"
+#include "kernels/common/device_counters.h"
 
 namespace engine::kernels {
 
@@ -38,6 +39,7 @@ int cuda_multiprocessor_count() {
 void* cuda_malloc(std::size_t bytes) {
   void* ptr = nullptr;
   cudaError_t status = cudaMalloc(&ptr, bytes);
+  count_device_allocation();
   if (status != cudaSuccess) {
     cudaGetLastError();
     std::size_t free_bytes = 0, total_bytes = 0;
@@ -61,6 +63,7 @@ void cuda_memcpy_device_to_host(void* dst, const void* src, std::size_t bytes) {
   CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, current),
              "copy device->host of ", bytes, " bytes");
   CUDA_CHECK(cudaStreamSynchronize(current), "copy device->host of ", bytes, " bytes");
+  if (profiling()) profile_after_host_wait();
 }
 
 void cuda_memcpy_device_to_device(void* dst, const void* src, std::size_t bytes) {
@@ -86,6 +89,9 @@ void cuda_trim_workspace_pool() {
   CUDA_CHECK(cudaMemPoolTrimTo(pool, 0), "cuda_trim_workspace_pool(", device, ")");
 }
 
-void cuda_synchronize() { CUDA_CHECK(cudaStreamSynchronize(current), "cuda_synchronize"); }
+void cuda_synchronize() {
+  CUDA_CHECK(cudaStreamSynchronize(current), "cuda_synchronize");
+  if (profiling()) profile_after_host_wait();
+}
 
 }  // namespace engine::kernels

@@ -56,6 +56,7 @@ class StreamWorkspace {
     if (bytes == 0) return;
     keep_workspace_pool_memory_once();
     const cudaError_t status = cudaMallocAsync(&base_, bytes, stream);
+    count_workspace_allocation();
     if (status == cudaSuccess) return;
     base_ = nullptr;
     (void)cudaGetLastError();

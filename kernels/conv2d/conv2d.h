@@ -40,6 +40,20 @@ struct Conv2dShape {
   int64_t out_w() const { return (W + 2 * pad_w - dilation_w * (S - 1) - 1) / stride_w + 1; }
 };
 
+// Work of one pass by count (fprop, dgrad and wgrad alike: three GEMMs over one index space):
+// 2 N K P Q C R S FLOPs (one multiply-add per output and reduction element), and the compulsory
+// bytes, x [N,C,H,W], w [K,C,R,S] and y [N,K,P,Q] once each in f32.
+inline double conv2d_flops(const Conv2dShape& s) {
+  return 2.0 * double(s.N) * double(s.K) * double(s.out_h()) * double(s.out_w()) * double(s.C) *
+         double(s.R) * double(s.S);
+}
+inline double conv2d_bytes(const Conv2dShape& s) {
+  const double x = double(s.N) * double(s.C) * double(s.H) * double(s.W);
+  const double w = double(s.K) * double(s.C) * double(s.R) * double(s.S);
+  const double y = double(s.N) * double(s.K) * double(s.out_h()) * double(s.out_w());
+  return 4.0 * (x + w + y);
+}
+
 // ---- reference: plain loops ----
 // y = x * w (+ bias when bias != nullptr).
 template <typename T>

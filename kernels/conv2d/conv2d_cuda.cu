@@ -331,6 +331,7 @@ void conv2d_fprop_cuda(const Conv2dShape& shape, const float* x, const float* w,
   const Geometry g = geometry(shape, "conv2d_fprop_cuda");
   if (g.N == 0) return;
   const dim3 grid(blocks_for(int64_t(g.N) * g.P * g.Q, kTileM), blocks_for(g.K, kTileN));
+  describe_next_launch({"conv2d_fprop", conv2d_flops(shape), conv2d_bytes(shape)});
   conv2d_fprop_kernel<<<grid, kThreads, 0, current_stream()>>>(g, x, w, bias, y);
   CUDA_CHECK_LAUNCH("conv2d_fprop_cuda N=", g.N, " C=", g.C, " H=", g.H, " W=", g.W, " K=", g.K,
                     " R=", g.R, " S=", g.S);
@@ -343,12 +344,14 @@ void conv2d_dgrad_cuda(const Conv2dShape& shape, const float* dy, const float* w
   check_dgrad_phases(g, op);
   if (g.C <= kDirectDgradDefaultMaxC && g.R * g.S <= kDirectDgradFilterTaps) {
     // A first layer: one thread per input pixel instead of a 128-column GEMM tile.
+    describe_next_launch({"conv2d_dgrad_direct", conv2d_flops(shape), conv2d_bytes(shape)});
     launch_dgrad_direct(g, dy, w, dx, op);
     return;
   }
   // Phase (0, 0) has the most pixels: ceil(H / sh) ceil(W / sw) per image.
   const int64_t rows = int64_t(g.N) * ceil_div(g.H, g.sh) * ceil_div(g.W, g.sw);
   const dim3 grid(blocks_for(rows, kTileM), blocks_for(g.C, kTileN), g.sh * g.sw);
+  describe_next_launch({"conv2d_dgrad", conv2d_flops(shape), conv2d_bytes(shape)});
   conv2d_dgrad_kernel<<<grid, kThreads, 0, current_stream()>>>(g, dy, w, dx);
   CUDA_CHECK_LAUNCH(op, " N=", g.N, " C=", g.C, " H=", g.H, " W=", g.W, " K=", g.K, " R=", g.R,
                     " S=", g.S);
@@ -375,6 +378,7 @@ void conv2d_wgrad_cuda(const Conv2dShape& shape, const float* dy, const float* x
                  "-way split-K needs a workspace of conv2d_wgrad_cuda_workspace_size() floats");
     float* out = split.splits > 1 ? workspace : dw;
     const dim3 grid(blocks_for(g.K, kTileM), blocks_for(dw_size / g.K, kTileN), split.splits);
+    describe_next_launch({"conv2d_wgrad", conv2d_flops(shape), conv2d_bytes(shape)});
     conv2d_wgrad_kernel<<<grid, kThreads, 0, current_stream()>>>(g, dy, x, int(split.chunk), out);
     CUDA_CHECK_LAUNCH("conv2d_wgrad_cuda N=", g.N, " C=", g.C, " H=", g.H, " W=", g.W, " K=", g.K,
                       " R=", g.R, " S=", g.S, " splits=", split.splits);

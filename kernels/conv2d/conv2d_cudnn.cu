@@ -283,9 +283,11 @@ void conv2d_fprop_cudnn(const Conv2dShape& shape, const float* x, const float* w
   }
   void* ws = workspace(state, plan.fwd_bytes);
   const float one = 1.0f, zero = 0.0f;
+  describe_next_launch({"cudnn_fprop", conv2d_flops(shape), conv2d_bytes(shape)});
   CUDNN_CHECK(cudnnConvolutionForward(state.handle, &one, plan.x, x, plan.w, w, plan.conv, plan.fwd,
                                       ws, plan.fwd_bytes, &zero, plan.y, y),
               where, " (algorithm ", algorithm_name(plan.fwd), ")");
+  count_library_call("cudnnConvolutionForward");
   if (bias != nullptr) {
     CUDNN_CHECK(cudnnAddTensor(state.handle, &one, plan.bias, bias, &one, plan.y, y), where,
                 ": bias add");
@@ -323,10 +325,12 @@ void conv2d_dgrad_cudnn(const Conv2dShape& shape, const float* dy, const float* 
   }
   void* ws = workspace(state, plan.bwd_data_bytes);
   const float one = 1.0f, zero = 0.0f;
+  describe_next_launch({"cudnn_dgrad", conv2d_flops(shape), conv2d_bytes(shape)});
   CUDNN_CHECK(
       cudnnConvolutionBackwardData(state.handle, &one, plan.w, w, plan.y, dy, plan.conv,
                                    plan.bwd_data, ws, plan.bwd_data_bytes, &zero, plan.x, dx),
       where, " (algorithm ", algorithm_name(plan.bwd_data), ")");
+  count_library_call("cudnnConvolutionBackwardData");
 }
 
 void conv2d_wgrad_cudnn(const Conv2dShape& shape, const float* dy, const float* x, float* dw,
@@ -368,10 +372,12 @@ void conv2d_wgrad_cudnn(const Conv2dShape& shape, const float* dy, const float* 
       plan.have_bwd_filter = true;
     }
     void* ws = workspace(state, plan.bwd_filter_bytes);
+    describe_next_launch({"cudnn_wgrad", conv2d_flops(shape), conv2d_bytes(shape)});
     CUDNN_CHECK(cudnnConvolutionBackwardFilter(state.handle, &one, plan.x, x, plan.y, dy, plan.conv,
                                                plan.bwd_filter, ws, plan.bwd_filter_bytes, &zero,
                                                plan.w, dw),
                 where, " (algorithm ", algorithm_name(plan.bwd_filter), ")");
+    count_library_call("cudnnConvolutionBackwardFilter");
   }
   if (db != nullptr) {
     CUDNN_CHECK(cudnnConvolutionBackwardBias(state.handle, &one, plan.y, dy, &zero, plan.bias, db),

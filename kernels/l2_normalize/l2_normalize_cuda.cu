@@ -66,6 +66,8 @@ __global__ void l2_normalize_backward_kernel(const float* dy, const float* x, co
 void l2_normalize_forward_cuda(const float* x, int64_t N, int64_t D, float eps, float* y,
                                float* norm) {
   if (N == 0) return;
+  // A sum of squares (2 D) and a scale (D) per row; x read, y and the norms written.
+  describe_next_launch({"l2_normalize_forward", 3.0 * double(N * D), 4.0 * double(2 * N * D + N)});
   l2_normalize_forward_kernel<<<grid_for_items(N), row_block_threads(D), 0, current_stream()>>>(
       x, N, D, eps, y, norm);
   CUDA_CHECK_LAUNCH("l2_normalize_forward_cuda x [", N, ", ", D, "]");
@@ -74,6 +76,8 @@ void l2_normalize_forward_cuda(const float* x, int64_t N, int64_t D, float eps, 
 void l2_normalize_backward_cuda(const float* dy, const float* x, const float* norm, int64_t N,
                                 int64_t D, float eps, float* dx) {
   if (N == 0 || D == 0) return;
+  // A dot product (2 D) and dx = (dy - y (y . dy)) / norm (3 D) per row; dy, x, norms read.
+  describe_next_launch({"l2_normalize_backward", 5.0 * double(N * D), 4.0 * double(3 * N * D + N)});
   l2_normalize_backward_kernel<<<grid_for_items(N), row_block_threads(D), 0, current_stream()>>>(
       dy, x, norm, N, D, eps, dx);
   CUDA_CHECK_LAUNCH("l2_normalize_backward_cuda x [", N, ", ", D, "]");

@@ -30,6 +30,16 @@
 
 namespace engine::kernels {
 
+// Work of C = A B by count (device_counters.h): 2 m n k FLOPs; A, B and C once each in f32, C
+// read as well when accumulating.
+inline double matmul_flops(int64_t m, int64_t n, int64_t k) {
+  return 2.0 * double(m) * double(n) * double(k);
+}
+inline double matmul_bytes(int64_t m, int64_t n, int64_t k, bool accumulate) {
+  return 4.0 * (double(m) * double(k) + double(k) * double(n) +
+                (accumulate ? 2.0 : 1.0) * double(m) * double(n));
+}
+
 template <typename T>
 void matmul_cpu(int64_t m, int64_t n, int64_t k, const T* a, const T* b, bool trans_a, bool trans_b,
                 T* c, bool accumulate);

@@ -69,10 +69,12 @@ void matmul_cublas(int64_t m, int64_t n, int64_t k, const float* a, const float*
   const cublasOperation_t op_a = trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
   const int ldb = static_cast<int>(trans_b ? k : n);
   const int lda = static_cast<int>(trans_a ? m : k);
+  describe_next_launch({"cublasSgemm", matmul_flops(m, n, k), matmul_bytes(m, n, k, accumulate)});
   CUBLAS_CHECK(
       cublasSgemm(handle, op_b, op_a, static_cast<int>(n), static_cast<int>(m), static_cast<int>(k),
                   &alpha, b, ldb, a, lda, &beta, c, static_cast<int>(n)),
       "matmul_cublas m=", m, " n=", n, " k=", k, " trans_a=", trans_a, " trans_b=", trans_b);
+  count_library_call("cublasSgemm");
 }
 
 }  // namespace engine::kernels

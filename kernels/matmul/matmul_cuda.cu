@@ -166,6 +166,7 @@ void matmul_cuda(int64_t m, int64_t n, int64_t k, const float* a, const float* b
     return;
   }
   const SplitK split = matmul_cuda_splits(m, n, k);
+  describe_next_launch({"matmul", matmul_flops(m, n, k), matmul_bytes(m, n, k, accumulate)});
   const dim3 grid(static_cast<unsigned>(ceil_div(n, kTileN)),
                   static_cast<unsigned>(ceil_div(m, kTileM)), static_cast<unsigned>(split.splits));
   ENGINE_CHECK(grid.y <= 65535, "matmul_cuda: m=", m, " has too many row tiles for the grid");

@@ -315,6 +315,9 @@ unsigned grid_for_tiles(int64_t rows, int64_t cols) {
 void pairwise_distance_forward_cuda(const float* a, const float* b, int64_t N, int64_t M, int64_t D,
                                     PairwiseMetric metric, float eps, float* out) {
   if (N == 0 || M == 0) return;
+  // One multiply-add per pair and coordinate (the GEMM of a and b); a, b read, out written.
+  describe_next_launch(
+      {"pairwise_distance", 2.0 * double(N * M * D), 4.0 * double(N * D + M * D + N * M)});
   distance_kernel<<<grid_for_tiles(N, M), kThreads, 0, current_stream()>>>(a, b, N, M, D, metric,
                                                                            eps, out);
   CUDA_CHECK_LAUNCH("pairwise_distance_forward_cuda a [", N, ", ", D, "] b [", M, ", ", D,

@@ -102,6 +102,7 @@ void pgd_step_cuda(int64_t n, const float* x, const float* x0, const float* grad
   const int64_t n_vec = vector ? n / 4 : 0;
   int64_t blocks = ceil_div(vector ? n_vec + (n - 4 * n_vec) : n, kThreads);
   if (blocks > kMaxBlocks) blocks = kMaxBlocks;
+  describe_next_launch({"pgd_step", -1.0, 16.0 * double(n)});  // x, x0, grad read; x_new written
   pgd_step_kernel<<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(
       n, n_vec, x, x0, grad, alpha, eps, x_new, reinterpret_cast<unsigned*>(max_delta));
   CUDA_CHECK_LAUNCH("pgd_step_cuda n=", n, " alpha=", alpha, " eps=", eps);

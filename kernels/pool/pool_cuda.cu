@@ -169,6 +169,8 @@ void max_pool2d_forward_cuda(const Pool2dShape& shape, const float* x, float* y)
   const PoolGeometry g = pool_geometry(shape);
   const int64_t total = g.N * g.C * g.P * g.Q;
   if (total == 0) return;
+  // Comparisons, not FLOPs; x read and y written once.
+  describe_next_launch({"max_pool2d_forward", -1.0, 4.0 * double(g.N * g.C * g.H * g.W + total)});
   max_pool_forward_kernel<<<grid_for(total, kThreads), kThreads, 0, current_stream()>>>(g, x, y);
   CUDA_CHECK_LAUNCH("max_pool2d_forward_cuda N=", g.N, " C=", g.C, " H=", g.H, " W=", g.W,
                     " kernel=", g.kh, "x", g.kw);
@@ -179,6 +181,9 @@ void max_pool2d_backward_cuda(const Pool2dShape& shape, const float* x, const fl
   const PoolGeometry g = pool_geometry(shape);
   const int64_t total = g.N * g.C * g.H * g.W;
   if (total == 0) return;
+  // x and dy read, dx written.
+  describe_next_launch(
+      {"max_pool2d_backward", -1.0, 4.0 * double(2 * total + g.N * g.C * g.P * g.Q)});
   max_pool_backward_kernel<<<grid_for(total, kThreads), kThreads, 0, current_stream()>>>(g, x, dy,
                                                                                          dx);
   CUDA_CHECK_LAUNCH("max_pool2d_backward_cuda N=", g.N, " C=", g.C, " H=", g.H, " W=", g.W,

@@ -99,6 +99,7 @@ __global__ void unary_backward_kernel(UnaryOp op, const float* x, const float* y
 // The scalars are rounded to float once on the host, exactly as unary_cpu<float> does.
 void unary_cuda(UnaryOp op, const float* x, int64_t n, UnaryParams params, float* y) {
   if (n == 0) return;
+  describe_next_launch({"unary", -1.0, 8.0 * double(n)});  // x read, y written
   unary_kernel<<<grid_for(n, kThreads), kThreads, 0, current_stream()>>>(
       op, x, n, static_cast<float>(params.scalar), static_cast<float>(params.low),
       static_cast<float>(params.high), y);
@@ -114,6 +115,8 @@ void unary_backward_cuda(UnaryOp op, const float* x, const float* y, const float
   ENGINE_CHECK(!unary_backward_reads_y(op) || y != nullptr,
                "unary_backward_cuda op=", static_cast<int>(op),
                ": this op's derivative reads y, which is null");
+  // grad_y and x or y read (two for some ops; counted once), grad_x written.
+  describe_next_launch({"unary_backward", -1.0, 12.0 * double(n)});
   unary_backward_kernel<<<grid_for(n, kThreads), kThreads, 0, current_stream()>>>(
       op, x, y, grad_y, n, static_cast<float>(params.scalar), static_cast<float>(params.low),
       static_cast<float>(params.high), grad_x);

@@ -1,12 +1,14 @@
 // The GPU-free parts of `dml bench` (tools/dml/bench_table.h): the ResNet-18 workload tables and
 // their FLOP counts, the statistics over timings, L2 rotation, option validation and the row
 // formatting. The timing itself needs a GPU and is exercised by running `dml bench` there.
-// Also the peer files of `dml bench --train` (tools/dml/bench_peers.h): parsing and matching.
+// Also the peer files of `dml bench --train` (tools/dml/bench_peers.h): parsing and matching; and
+// its instruments (bench_instruments.h): floors, the attack pass, counts, busy fraction, profile.
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <set>
 #include <string>
 
+#include "tools/dml/bench_instruments.h"
 #include "tools/dml/bench_peers.h"
 #include "tools/dml/bench_table.h"
 
@@ -336,4 +338,129 @@ TEST_CASE(
   CHECK(peer_matches(cpu_row, cpu));
   cpu.threads = 2;
   CHECK_FALSE(peer_matches(cpu_row, cpu));
+}
+
+// ---- dml bench --train's instruments (tools/dml/bench_instruments.h) ----------------------------
+
+namespace {
+
+ProfiledLaunch launch(const std::string& name, double ms, double flops = -1.0, double bytes = -1.0,
+                      bool library = false) {
+  ProfiledLaunch l;
+  l.name = name;
+  l.label = name + " shape";
+  l.ms = ms;
+  l.flops = flops;
+  l.bytes = bytes;
+  l.library = library;
+  return l;
+}
+
+}  // namespace
+
+TEST_CASE("bench instruments: a launch's floor is the larger of its FLOP and byte floors") {
+  const FloorRates rates{"test", 50.0, 4000.0};
+  // 2e9 FLOP at 50 TFLOP/s = 0.04 ms; 4e6 B at 4000 GB/s = 0.001 ms: the FLOPs bind.
+  CHECK(*launch_floor_ms(launch("conv", 0.1, 2e9, 4e6), rates) == Approx(0.04));
+  // 8e6 B at 4000 GB/s = 0.002 ms; no FLOP count: the bytes alone.
+  CHECK(*launch_floor_ms(launch("pgd_step", 0.01, -1.0, 8e6), rates) == Approx(0.002));
+  CHECK_FALSE(launch_floor_ms(launch("fill", 0.01), rates).has_value());
+  // The H200's rates as measured on 2026-11-27 unless the device is an H100.
+  CHECK(floor_rates_for("NVIDIA H200").tflops == 51.3);
+  CHECK(floor_rates_for("NVIDIA H200").gbps == 4253.0);
+  CHECK(floor_rates_for("NVIDIA H100 80GB HBM3").tflops == 66.9);
+  CHECK(floor_rates_for("NVIDIA H100 80GB HBM3").gbps == 3000.0);
+}
+
+TEST_CASE("bench instruments: the profiled attack pass ends with its pgd_step launch") {
+  // clean forward, pass 1 (2 launches + pgd_step), pass 2 (a GEMM call, a kernel, pgd_step), rest.
+  const std::vector<ProfiledLaunch> step = {
+      launch("conv2d_fprop", 1.0), launch("unary", 1.0),
+      launch("pgd_step", 1.0),     launch("cublasSgemm", 1.0, 2e6, 1e3, true),
+      launch("unary", 1.0),        launch("pgd_step", 1.0),
+      launch("conv2d_wgrad", 1.0)};
+  const PassRange pass = attack_pass(step);
+  CHECK(pass.begin == 3);
+  CHECK(pass.end == 6);
+  CHECK(pass.number == 2);
+  CHECK(pass.passes == 2);
+  CHECK(kernel_launches_in(step, pass.begin, pass.end) == 2);  // the library call is not one
+
+  const std::vector<ProfiledLaunch> one_pass(step.begin(), step.begin() + 3);
+  const PassRange first = attack_pass(one_pass);
+  CHECK((first.begin == 0 && first.end == 3 && first.number == 1 && first.passes == 1));
+  const std::vector<ProfiledLaunch> vanilla = {launch("conv2d_fprop", 1.0), launch("unary", 1.0)};
+  const PassRange whole = attack_pass(vanilla);
+  CHECK((whole.begin == 0 && whole.end == 2 && whole.number == 0 && whole.passes == 0));
+}
+
+TEST_CASE("bench instruments: counts per step, per pass and the GPU-busy fraction") {
+  DeviceCounters a, b;
+  a.kernel_launches = 100;
+  a.library_calls = 3;
+  a.workspace_allocations = 2;
+  b.kernel_launches = 102;
+  b.library_calls = 3;
+  b.device_allocations = 1;
+  const std::vector<ProfiledLaunch> profile = {launch("unary", 0.5), launch("pgd_step", 0.25),
+                                               launch("unary", 0.5), launch("unary", 0.25),
+                                               launch("pgd_step", 0.5)};
+  // Kernel time 2.0 ms over a 8 ms median step: 25 % busy; pass 2 = launches 3..5 = 3 kernels.
+  const Instruments s = summarize_instruments({a, b}, profile, 8.0);
+  CHECK(s.launches_min == 100);
+  CHECK(s.launches_max == 102);
+  CHECK(launch_range(s) == "100-102");
+  const InstrumentColumns columns = instrument_columns(s);
+  CHECK(columns.launches == "100-102");
+  CHECK(columns.allocs == "1");
+  CHECK(columns.busy == "25.0%");
+  CHECK(s.library_calls_max == 3);
+  CHECK(s.allocations_max == 1);
+  CHECK(s.workspace_allocations_max == 2);
+  CHECK(*s.launches_per_pass == 3);
+  CHECK(*s.kernel_ms == Approx(2.0));
+  CHECK(*s.busy_fraction == Approx(0.25));
+  CHECK(format_instruments(s) ==
+        "kernels launched per step: 100-102 (+ 3 cuBLAS/cuDNN calls); per attack pass: 3\n"
+        "device allocations per step after warm-up: 1 cudaMalloc, 2 stream-ordered workspaces "
+        "(cudaMallocAsync)\n"
+        "GPU busy: 25.0% of a step (2.000 ms of kernel time in the profiled step over the median "
+        "step)\n");
+  const nlohmann::json j = instruments_json(s);
+  CHECK(j["kernel_launches_per_step"]["min"] == 100);
+  CHECK(j["kernel_launches_per_attack_pass"] == 3);
+  CHECK(j["device_allocations_per_step"] == 1);
+  CHECK(j["gpu_busy_fraction"].get<double>() == Approx(0.25));
+
+  // Without a profiled step (the CPU): no per-pass count, no busy fraction.
+  const Instruments cpu = summarize_instruments({a}, {}, 8.0);
+  CHECK(launch_range(cpu) == "100");
+  CHECK_FALSE(cpu.launches_per_pass.has_value());
+  CHECK(instruments_json(cpu)["gpu_busy_fraction"].is_null());
+}
+
+TEST_CASE("bench instruments: the profile prints one row per launch with its floor") {
+  const FloorRates rates{"test rates", 50.0, 4000.0};
+  // conv: 2e9 FLOP, 4e6 B in 0.1 ms: floor 0.04 ms = 40 %. pgd_step: 8e6 B in 0.004 ms: floor
+  // 0.002 ms = 50 %. fill: nothing known.
+  std::vector<ProfiledLaunch> step = {launch("conv2d_fprop", 0.1, 2e9, 4e6), launch("fill", 0.001),
+                                      launch("pgd_step", 0.004, -1.0, 8e6)};
+  step[1].after_idle = true;
+  CHECK(format_profile_row(1, step[0], rates) ==
+        "   1  conv2d_fprop                    0.1000      2.0000      4.000    0.0400    40.0%  "
+        "conv2d_fprop shape");
+  CHECK(format_profile_row(2, step[1], rates) ==
+        "   2  fill                            0.0010*          -          -         -        -  "
+        "fill shape");
+  const std::string text = format_profile(step, attack_pass(step), rates);
+  CHECK(text.find("profile of attack pass 1 of 1:\nfloors at test rates\n") == 0);
+  CHECK(text.find("50.0%  pgd_step shape\n3 kernels, 0 library calls, 0.1050 ms\n* the GPU") !=
+        std::string::npos);
+  const nlohmann::json j = profile_json(step, attack_pass(step), rates);
+  REQUIRE(j["launches"].size() == 3);
+  CHECK(j["launches"][0]["flops"] == 2e9);
+  CHECK(j["launches"][0]["floor_fraction"].get<double>() == Approx(0.4));
+  CHECK(j["launches"][1]["flops"].is_null());
+  CHECK(j["launches"][1]["floor_ms"].is_null());
+  CHECK(j["floor_rates"]["fp32_tflops"] == 50.0);
 }

@@ -50,12 +50,16 @@ const char* kUsage =
     "SGEMM or copy ceiling.\n"
     "\n"
     "usage: dml bench --train CONFIG [--set KEY=VALUE]... [--device DEV] [--steps N]\n"
-    "                 [--warmup N] [--peer FILE.json]... [--json FILE]\n"
+    "                 [--warmup N] [--peer FILE.json]... [--json FILE] [--profile]\n"
     "\n"
     "Times whole training steps of a config (dml train's own loop: batch to the device, the\n"
     "defense's PGD steps, forward, backward, optimizer step) on the CPU or a GPU: the median of\n"
     "--steps (default 10) after --warmup (default 2). --peer adds the same step timed by another\n"
-    "framework (tools/peers/pytorch_train_step.py writes such a file) with peer/ours.\n";
+    "framework (tools/peers/pytorch_train_step.py writes such a file) with peer/ours.\n"
+    "On a GPU it also reports the kernels launched per step and per attack pass, the device\n"
+    "allocations per step after warm-up and the GPU-busy fraction, from one more step run under\n"
+    "the profiler; --profile prints one attack pass of that step kernel by kernel (time, FLOPs,\n"
+    "bytes, fraction of its floor).\n";
 
 bench::Options parse_options(Args& args) {
   bench::Options o;

@@ -100,17 +100,13 @@ inline std::vector<ConvLayer> c2f2_convs() {
 // 2 N K P Q C R S: one multiply-add per (output element, reduction element); the same for fprop,
 // dgrad and wgrad (they are three GEMMs over the same index space).
 inline double conv_flops(const engine::kernels::Conv2dShape& s) {
-  return 2.0 * double(s.N) * double(s.K) * double(s.out_h()) * double(s.out_w()) * double(s.C) *
-         double(s.R) * double(s.S);
+  return engine::kernels::conv2d_flops(s);
 }
 
 // Compulsory bytes of one pass: x [N,C,H,W], w [K,C,R,S] and y [N,K,P,Q] once each, f32 (fprop
 // reads x, w and writes y; dgrad reads dy, w and writes dx; wgrad reads dy, x and writes dw).
 inline double conv_bytes(const engine::kernels::Conv2dShape& s) {
-  const double x = double(s.N) * double(s.C) * double(s.H) * double(s.W);
-  const double w = double(s.K) * double(s.C) * double(s.R) * double(s.S);
-  const double y = double(s.N) * double(s.K) * double(s.out_h()) * double(s.out_w());
-  return 4.0 * (x + w + y);
+  return engine::kernels::conv2d_bytes(s);
 }
 
 // The learnable parameters of torchvision's ResNet-18 with its 1000-way fc, in state-dict order

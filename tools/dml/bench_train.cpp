@@ -14,6 +14,11 @@
 // (allocator and cuDNN warm-up, first-touch page faults) are dropped; the median of the next
 // --steps is reported. The run writes into a temporary output_dir that is removed afterwards.
 //
+// On a GPU, one more step runs under the profiler after the timed ones, for the instruments
+// (bench_instruments.h, docs/performance.md): kernels launched per step and per attack pass,
+// cudaMalloc calls per step after warm-up, the GPU-busy fraction, and with --profile one attack
+// pass kernel by kernel against its floor.
+//
 // Peers: tools/peers/pytorch_train_step.py times the same config in PyTorch (bench_peers.h has
 // the file format); --peer adds its rows that match this run (config, device type, batch size,
 // passes per step) with the ratio peer/ours (> 1: ours is faster).
@@ -31,6 +36,7 @@
 #include "engine/io/file_io.h"
 #include "kernels/common/check.h"
 #include "kernels/common/cuda_runtime.h"
+#include "tools/dml/bench_instruments.h"
 #include "tools/dml/bench_peers.h"
 #include "tools/dml/commands.h"
 #include "tools/dml/config.h"
@@ -49,6 +55,7 @@ struct TrainBenchOptions {
   int64_t warmup = 2;
   std::vector<std::string> peer_files;
   std::optional<std::string> json_path;
+  bool profile = false;  // print (and write) one attack pass kernel by kernel
 };
 
 std::vector<bench::PeerRow> read_peer_file(const std::string& path) {
@@ -80,6 +87,7 @@ int run_bench_train(const std::string& config_path, Args& args) {
   o.warmup = args.take_int("--warmup", o.warmup);
   o.peer_files = args.take_all("--peer");
   o.json_path = args.take_optional("--json");
+  o.profile = args.take_flag("--profile");
   args.finish();
   if (o.steps < 1) throw UsageError("--steps must be >= 1");
   if (o.warmup < 0) throw UsageError("--warmup must be >= 0");
@@ -98,11 +106,18 @@ int run_bench_train(const std::string& config_path, Args& args) {
     for (const bench::PeerRow& row : read_peer_file(file)) peers.push_back(row);
   }
   const engine::Device device = parse_device_option(resolved.device, "config key 'device'");
+  if (o.profile && !device.is_cuda()) {
+    throw UsageError("--profile times CUDA kernels: it needs --device cuda");
+  }
 
   TrainOptions train_options;
   StepTiming timing;
   train_options.timing = &timing;
-  train_options.stop_after_batches = o.warmup + o.steps;
+  // On a GPU, one more step after the timed ones runs under the profiler (its holds make it
+  // slower, so it is not timed): the launches per attack pass, the GPU-busy fraction, --profile.
+  const int64_t profiled_steps = device.is_cuda() ? 1 : 0;
+  if (device.is_cuda()) timing.profile_step = o.warmup + o.steps;
+  train_options.stop_after_batches = o.warmup + o.steps + profiled_steps;
   std::error_code ignored;
   std::filesystem::remove_all(scratch, ignored);
   int code = 0;
@@ -114,16 +129,21 @@ int run_bench_train(const std::string& config_path, Args& args) {
   }
   std::filesystem::remove_all(scratch, ignored);
   if (code != 0) return code;
-  if (static_cast<int64_t>(timing.seconds.size()) < o.warmup + o.steps) {
+  if (static_cast<int64_t>(timing.seconds.size()) < o.warmup + o.steps + profiled_steps) {
     throw UsageError(o.config_path + ": training ended after " +
                      std::to_string(timing.seconds.size()) + " steps, fewer than --warmup + " +
-                     "--steps = " + std::to_string(o.warmup + o.steps));
+                     "--steps = " + std::to_string(o.warmup + o.steps) +
+                     (profiled_steps > 0 ? " and the profiled step" : ""));
   }
   std::vector<double> ms;
-  for (size_t i = static_cast<size_t>(o.warmup); i < timing.seconds.size(); ++i) {
+  std::vector<bench::DeviceCounters> timed_counters;
+  for (size_t i = static_cast<size_t>(o.warmup); i < static_cast<size_t>(o.warmup + o.steps); ++i) {
     ms.push_back(1000.0 * timing.seconds[i]);
+    timed_counters.push_back(timing.counters[i]);
   }
   const bench::Stats ours = bench::summarize(ms);
+  const bench::Instruments instruments =
+      bench::summarize_instruments(timed_counters, timing.profile, ours.median);
   const std::string device_type = device.is_cuda() ? "cuda" : "cpu";
   const std::string description = device_description(device);
   const std::string commit = build_commit();
@@ -137,10 +157,14 @@ int run_bench_train(const std::string& config_path, Args& args) {
       "%lld warm-up\n\n",
       static_cast<long long>(timing.images), static_cast<long long>(timing.passes),
       static_cast<long long>(o.steps), static_cast<long long>(o.warmup));
-  std::printf("%-44s %12s %12s %12s %10s %10s\n", "implementation", "ms/step", "min", "max",
-              "images/s", "peer/ours");
-  std::printf("%-44s %12.1f %12.1f %12.1f %10.1f %10s\n", "ours (dml)", ours.median, ours.min,
-              ours.max, images_per_s, "");
+  // launches, allocs and busy: bench_instruments.h; '-' on the CPU.
+  const bench::InstrumentColumns columns =
+      device.is_cuda() ? bench::instrument_columns(instruments) : bench::InstrumentColumns{};
+  std::printf("%-44s %12s %12s %12s %10s %10s %7s %7s %10s\n", "implementation", "ms/step", "min",
+              "max", "images/s", "launches", "allocs", "busy", "peer/ours");
+  std::printf("%-44s %12.1f %12.1f %12.1f %10.1f %10s %7s %7s %10s\n", "ours (dml)", ours.median,
+              ours.min, ours.max, images_per_s, columns.launches.c_str(), columns.allocs.c_str(),
+              columns.busy.c_str(), "");
   nlohmann::json peer_json = nlohmann::json::array();
   int64_t unmatched = 0;
   bench::OurRun our_run;
@@ -157,8 +181,9 @@ int run_bench_train(const std::string& config_path, Args& args) {
     }
     const std::string label = p.peer + " " + p.variant;
     const double ratio = p.ms.median / ours.median;
-    std::printf("%-44s %12.1f %12.1f %12.1f %10.1f %9.2fx\n", label.c_str(), p.ms.median, p.ms.min,
-                p.ms.max, double(p.images) / (p.ms.median / 1000.0), ratio);
+    std::printf("%-44s %12.1f %12.1f %12.1f %10.1f %10s %7s %7s %9.2fx\n", label.c_str(),
+                p.ms.median, p.ms.min, p.ms.max, double(p.images) / (p.ms.median / 1000.0), "-",
+                "-", "-", ratio);
     peer_json.push_back({{"peer", p.peer},
                          {"variant", p.variant},
                          {"device_name", p.device_name},
@@ -172,6 +197,12 @@ int run_bench_train(const std::string& config_path, Args& args) {
         "(%lld peer rows skipped: another config, --set overrides, device, batch size, passes "
         "per step or CPU thread count)\n",
         static_cast<long long>(unmatched));
+  }
+  const bench::FloorRates rates = bench::floor_rates_for(description);
+  const bench::PassRange pass = bench::attack_pass(timing.profile);
+  if (device.is_cuda()) std::printf("\n%s", bench::format_instruments(instruments).c_str());
+  if (o.profile) {
+    std::printf("\n%s", bench::format_profile(timing.profile, pass, rates).c_str());
   }
   if (o.json_path) {
     nlohmann::json j;
@@ -191,6 +222,10 @@ int run_bench_train(const std::string& config_path, Args& args) {
     j["ms"] = bench::stats_json(ours);
     j["step_ms"] = ms;
     j["images_per_s"] = images_per_s;
+    j["instruments"] =
+        device.is_cuda() ? bench::instruments_json(instruments) : nlohmann::json(nullptr);
+    j["profile"] =
+        o.profile ? bench::profile_json(timing.profile, pass, rates) : nlohmann::json(nullptr);
     j["peers"] = peer_json;
     engine::detail::write_file_atomically(*o.json_path, j.dump(2) + "\n");
     std::printf("\nwrote %s\n", o.json_path->c_str());

@@ -47,17 +47,26 @@
 #include <nlohmann/json.hpp>
 
 #include "data/dataset.h"
+#include "kernels/common/device_counters.h"
 #include "metrics/evaluate.h"
 #include "models/model.h"
 #include "tools/dml/config.h"
 
 namespace dml {
 
-// What `dml bench --train` reads back from a run: per-step wall times and the last step's size.
+// What `dml bench --train` reads back from a run: per-step wall times and device counters, the
+// last step's size, and the launches of one profiled step.
 struct StepTiming {
   std::vector<double> seconds;
+  // Per step: kernel launches, library calls and device allocations during it (CUDA only;
+  // kernels/common/device_counters.h).
+  std::vector<engine::kernels::DeviceCounters> counters;
   int64_t images = 0;  // images in the batch of the last step
   int64_t passes = 0;  // forward/backward passes of the last step (PGD steps + 1 with a defense)
+  // On a CUDA device, the step with this index (counted from 0 in this run) runs under the
+  // profiler (kernel_profile.cu) and its launches land in `profile`; -1 = none.
+  int64_t profile_step = -1;
+  std::vector<engine::kernels::ProfiledLaunch> profile;
 };
 
 struct TrainOptions {

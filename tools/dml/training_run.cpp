@@ -249,6 +249,7 @@ data::LoaderOptions TrainingRun::loader_options(int64_t epoch, int64_t first) co
 StepOutcome TrainingRun::step(const data::Batch& batch, int64_t epoch) {
   if (micro_batches_per_step(config_) > 1) return step_in_micro_batches(batch, epoch);
   const Clock::time_point step_start = Clock::now();
+  const engine::kernels::DeviceCounters counters_at_start = start_step_instruments();
   const int64_t passes_before = run_.window_passes;
   model_->train();
   const engine::Tensor images = batch.images.to(device_);
@@ -266,7 +267,7 @@ StepOutcome TrainingRun::step(const data::Batch& batch, int64_t epoch) {
   engine::backward(loss_value);
   optimizer_->step();
   if (loss_optimizer_) loss_optimizer_->step();
-  record_step_time(step_start, images.size(0), passes_before);
+  record_step_time(step_start, counters_at_start, images.size(0), passes_before);
   sampler_->next();  // advance the cursor past this batch
   ++run_.step;
   run_.window_loss_sum += value;
@@ -299,6 +300,7 @@ void TrainingRun::check_finite_loss(double value, int64_t epoch, const data::Bat
 // values and passes averaged over all G; then the optimizer step, the same on every rank.
 StepOutcome TrainingRun::step_in_micro_batches(const data::Batch& batch, int64_t epoch) {
   const Clock::time_point step_start = Clock::now();
+  const engine::kernels::DeviceCounters counters_at_start = start_step_instruments();
   const int64_t passes_before = run_.window_passes;
   const int64_t total = micro_batches_per_step(config_);
   const int64_t local = config_.micro_batches;
@@ -352,7 +354,7 @@ StepOutcome TrainingRun::step_in_micro_batches(const data::Batch& batch, int64_t
   if (loss_optimizer_) loss_optimizer_->step();
   run_.window_passes += step_passes;
   run_.passes += step_passes;
-  record_step_time(step_start, batch.images.size(0), passes_before);
+  record_step_time(step_start, counters_at_start, batch.images.size(0), passes_before);
   sampler_->next();
   ++run_.step;
   run_.window_loss_sum += means[0];
@@ -367,13 +369,30 @@ StepOutcome TrainingRun::step_in_micro_batches(const data::Batch& batch, int64_t
   return outcome;
 }
 
+// `dml bench --train`: the device counters at the step's start, and the profiler on if this is
+// the step to profile.
+engine::kernels::DeviceCounters TrainingRun::start_step_instruments() const {
+  const StepTiming* timing = options_.timing;
+  if (timing != nullptr && device_.is_cuda() &&
+      static_cast<int64_t>(timing->seconds.size()) == timing->profile_step) {
+    engine::kernels::start_profile();
+  }
+  return engine::kernels::device_counters();
+}
+
 // `dml bench --train`: the step's wall time, with the device synchronized so that queued GPU
-// work is counted.
-void TrainingRun::record_step_time(Clock::time_point step_start, int64_t images,
-                                   int64_t passes_before) const {
+// work is counted, its device counters, and the profiled step's launches.
+void TrainingRun::record_step_time(Clock::time_point step_start,
+                                   const engine::kernels::DeviceCounters& counters_at_start,
+                                   int64_t images, int64_t passes_before) const {
   if (options_.timing == nullptr) return;
+  if (device_.is_cuda() && engine::kernels::profiling()) {
+    options_.timing->profile = engine::kernels::stop_profile();  // synchronizes the device
+  }
   if (device_.is_cuda()) engine::kernels::cuda_synchronize();
   options_.timing->seconds.push_back(seconds_since(step_start));
+  options_.timing->counters.push_back(
+      engine::kernels::counters_between(counters_at_start, engine::kernels::device_counters()));
   options_.timing->images = images;
   options_.timing->passes = run_.window_passes - passes_before;
 }

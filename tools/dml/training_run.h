@@ -107,7 +107,9 @@ class TrainingRun {
   void restore_or_start();
   void open_log();
   void print_opening_line() const;
-  void record_step_time(std::chrono::steady_clock::time_point step_start, int64_t images,
+  engine::kernels::DeviceCounters start_step_instruments() const;
+  void record_step_time(std::chrono::steady_clock::time_point step_start,
+                        const engine::kernels::DeviceCounters& counters_at_start, int64_t images,
                         int64_t passes_before) const;
   metrics::Evaluation evaluate_now(int64_t epoch, bool write_record);
 

@@ -24,6 +24,7 @@
 // tests/support/cuda_emulator/racecheck.h, finds them), timing, and anything about performance.
 #pragma once
 
+#include <chrono>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -67,6 +68,7 @@ enum cudaError_t {
   cudaErrorInvalidDevicePointer = 17,
   cudaErrorNoDevice = 100,
   cudaErrorInvalidDevice = 101,
+  cudaErrorNotReady = 600,
   cudaErrorIllegalAddress = 700,
   cudaErrorLaunchOutOfResources = 701,
   cudaErrorLaunchFailure = 719,
@@ -133,6 +135,7 @@ cudaError_t cudaEventCreateWithFlags(cudaEvent_t* event, unsigned flags);
 cudaError_t cudaEventDestroy(cudaEvent_t event);
 cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream = nullptr);
 cudaError_t cudaEventSynchronize(cudaEvent_t event);
+cudaError_t cudaEventQuery(cudaEvent_t event);  // always done: launches are synchronous here
 cudaError_t cudaEventElapsedTime(float* ms, cudaEvent_t start, cudaEvent_t stop);
 
 namespace emu {
@@ -266,6 +269,13 @@ void launch_named(const char* kernel_name, void (*kernel)(Params...), const Laun
 #define gridDim (::emu::grid_dim())
 
 inline void __syncthreads() { emu::syncthreads(); }
+// The SM's cycle counter; here the host's steady clock in nanoseconds (the profiler's hold kernel,
+// kernels/common/kernel_profile.cu, spins on it).
+inline long long clock64() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
 inline void __syncwarp(unsigned mask = 0xffffffffu) { emu::syncwarp(mask); }
 [[noreturn]] inline void __trap() { emu::trap(); }
 template <typename T>
