@@ -15,6 +15,7 @@ namespace {
 constexpr int kUnset = -1;
 std::atomic<int> conv_choice{kUnset};
 std::atomic<int> gemm_choice{kUnset};
+std::atomic<int> fused_choice{kUnset};
 
 // The value of an environment variable, or "" when unset.
 std::string env_value(const char* name) {
@@ -47,6 +48,18 @@ ConvBackend conv_backend() {
 
 void set_gemm_backend(GemmBackend backend) {
   gemm_choice.store(static_cast<int>(backend), std::memory_order_release);
+}
+
+void set_fused_kernels(bool on) { fused_choice.store(on ? 1 : 0, std::memory_order_release); }
+
+bool fused_kernels() {
+  if (fused_choice.load(std::memory_order_acquire) == kUnset) {
+    const std::string text = env_value("ENGINE_FUSED");
+    ENGINE_CHECK(text.empty() || text == "0" || text == "1", "ENGINE_FUSED must be 0 or 1, got '",
+                 text, "'");
+    store_if_unset(fused_choice, text == "1" ? 1 : 0);
+  }
+  return fused_choice.load(std::memory_order_acquire) == 1;
 }
 
 GemmBackend gemm_backend() {

@@ -37,4 +37,14 @@ const char* backend_name(GemmBackend backend);
 ConvBackend parse_conv_backend(const std::string& text, const std::string& what = "conv backend");
 GemmBackend parse_gemm_backend(const std::string& text, const std::string& what = "gemm backend");
 
+// Fused kernels (issue 32): whether C2F2 runs its conv -> pool -> ReLU blocks through the fused
+// op engine::conv2d_pool_relu (kernels/conv2d_pool_relu) instead of three unfused ops. The same
+// function; on CUDA the same bits (the fused kernel keeps the unfused ops' arithmetic order), on
+// the CPU the fused op is the plain-loop reference (slow: for checking, not for training).
+// Initial value: the environment variable ENGINE_FUSED=0|1, read lazily once per process like
+// ENGINE_CONV; unset or empty means 0, anything else is an engine::Error naming it. Default off
+// until a GPU has timed the fused kernels against the unfused ones (none has yet).
+void set_fused_kernels(bool on);
+bool fused_kernels();
+
 }  // namespace engine

@@ -84,6 +84,19 @@ Tensor avg_pool2d(const Tensor& x, const Pool2dOptions& options);
 // Global average pool to 1x1 (the only output size the models need): [N, C, H, W] -> [N, C, 1, 1].
 Tensor adaptive_avg_pool2d(const Tensor& x);
 
+// ---- fused C2F2 blocks (engine/ops/conv2d_pool_relu.cpp, engine/ops/linear_fused.cpp) ----
+// relu(max_pool2d(conv2d(x, weight, bias, options), 2x2 / stride 2)), the same function, in one
+// forward kernel that also keeps each window's routing for the backward (a byte per output)
+// instead of the conv output. The conv output must be at least 2x2.
+Tensor conv2d_pool_relu(const Tensor& x, const Tensor& weight, const Tensor& bias,
+                        const Conv2dOptions& options);
+// relu(linear(x, weight, bias)), the bias and the ReLU applied in the GEMM's epilogue (C2F2's fc1).
+Tensor linear_relu(const Tensor& x, const Tensor& weight, const Tensor& bias);
+// l2_normalize(linear(x, weight, bias), eps): an embedding head and the normalization a metric
+// N / cosine loss applies to it, with the bias in the GEMM's epilogue.
+Tensor linear_l2_normalize(const Tensor& x, const Tensor& weight, const Tensor& bias,
+                           double eps = 1e-12);
+
 // ---- batch norm with K branches (engine/ops/batch_norm.cpp) ----
 // Rows [begin, end) of the batch are normalized by branch `branch`.
 struct BatchNormRoute {

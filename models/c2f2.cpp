@@ -1,6 +1,8 @@
 // C2F2 and C2F2-BN (layer table and parameter count in c2f2.h).
 #include "models/c2f2.h"
 
+#include "engine/backend.h"
+#include "engine/ops.h"
 #include "kernels/common/check.h"
 
 namespace models {
@@ -43,6 +45,7 @@ C2F2::C2F2(const C2F2Options& options, engine::Generator& gen)
 
 Tensor C2F2::forward(const Tensor& x) {
   check_input(x);
+  if (!bn1_ && engine::fused_kernels()) return forward_fused(x);
   Tensor h = conv1_->forward(x);
   if (bn1_) h = bn1_->forward(h);
   // Pool, then ReLU: relu(max(window)) = max(relu(window)), with the same gradient (dy reaches the
@@ -55,6 +58,16 @@ Tensor C2F2::forward(const Tensor& x) {
   h = fc1_->forward(flatten_->forward(h));
   if (bn3_) h = bn3_->forward(h);
   return fc2_->forward(relu3_->forward(h));
+}
+
+// The same function through the fused ops (ENGINE_FUSED=1, engine/backend.h): each
+// conv -> pool -> ReLU is one engine::conv2d_pool_relu and fc1 -> ReLU one engine::linear_relu.
+// C2F2-BN keeps the unfused path (its BNs sit between each linear map and what follows).
+Tensor C2F2::forward_fused(const Tensor& x) {
+  Tensor h = engine::conv2d_pool_relu(x, conv1_->weight(), conv1_->bias(), conv1_->options());
+  h = engine::conv2d_pool_relu(h, conv2_->weight(), conv2_->bias(), conv2_->options());
+  h = engine::linear_relu(flatten_->forward(h), fc1_->weight(), fc1_->bias());
+  return fc2_->forward(h);
 }
 
 }  // namespace models

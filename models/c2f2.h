@@ -15,6 +15,8 @@
 // Module names (the `dml info` tree), in the papers' layer order: conv1, relu1, pool1, conv2,
 // relu2, pool2, flatten, fc1, relu3, fc2; only conv1/conv2/fc1/fc2 hold parameters (robrank's
 // state keys). forward() runs each pool before its ReLU: the same function, a quarter of the ReLU.
+// With engine::fused_kernels() (ENGINE_FUSED=1), plain C2F2 runs each conv -> pool -> ReLU as one
+// fused op, engine::conv2d_pool_relu (the same bits on CUDA).
 //
 // C2F2-BN (batch_norm = true) inserts a K-branch batch norm right after each linear map, before
 // its ReLU, so MDProp / AdvProp-D run on Fashion-MNIST on a CPU:
@@ -53,6 +55,8 @@ class C2F2 : public Model {
   const engine::nn::Linear& fc2() const { return *fc2_; }
 
  private:
+  engine::Tensor forward_fused(const engine::Tensor& x);
+
   std::shared_ptr<engine::nn::Conv2d> conv1_, conv2_;
   std::shared_ptr<engine::nn::Linear> fc1_, fc2_;
   // Null in plain C2F2.

@@ -11,6 +11,7 @@
 
 #include "engine/backend.h"
 #include "engine/ops.h"
+#include "engine/ops/conv2d_internal.h"
 #include "engine/ops/op_utils.h"
 #include "kernels/conv2d/conv2d.h"
 
@@ -18,23 +19,43 @@ namespace engine {
 
 namespace {
 
-// Validates x [N, C, H, W], weight [K, C, R, S], bias [K] or undefined and the options; returns
-// the kernel geometry. Every message names conv2d and the shapes involved.
+bool use_cudnn() { return conv_backend() == ConvBackend::Cudnn; }
+
+// dw and/or db (either may be undefined) of a CUDA conv. Our wgrad may split its reduction and
+// then needs a scratch buffer, taken from the caching allocator for the duration of the call.
+void wgrad_cuda(const kernels::Conv2dShape& shape, const Tensor& dy, const Tensor& x, Tensor& dw,
+                Tensor& db) {
+  float* dw_data = dw.defined() ? dw.data<float>() : nullptr;
+  float* db_data = db.defined() ? db.data<float>() : nullptr;
+  if (use_cudnn()) {
+    kernels::conv2d_wgrad_cudnn(shape, dy.data<float>(), x.data<float>(), dw_data, db_data);
+    return;
+  }
+  const int64_t scratch = dw.defined() ? kernels::conv2d_wgrad_cuda_workspace_size(shape) : 0;
+  Tensor workspace = scratch > 0 ? Tensor::empty({scratch}, DType::F32, dy.device()) : Tensor();
+  kernels::conv2d_wgrad_cuda(shape, dy.data<float>(), x.data<float>(), dw_data, db_data,
+                             workspace.defined() ? workspace.data<float>() : nullptr);
+}
+
+}  // namespace
+
+namespace detail {
+
 kernels::Conv2dShape conv2d_shape(const Tensor& x, const Tensor& weight, const Tensor& bias,
                                   const Conv2dOptions& options) {
-  detail::check_floating(x, "conv2d", "x");
-  detail::check_floating(weight, "conv2d", "weight");
+  check_floating(x, "conv2d", "x");
+  check_floating(weight, "conv2d", "weight");
   ENGINE_CHECK(x.dim() == 4, "conv2d: x must be 4-D [N, C, H, W], got shape ",
                shape_str(x.shape()));
   ENGINE_CHECK(weight.dim() == 4, "conv2d: weight must be 4-D [K, C, R, S], got shape ",
                shape_str(weight.shape()));
-  detail::check_same_kind(x, weight, "conv2d", "weight");
+  check_same_kind(x, weight, "conv2d", "weight");
   ENGINE_CHECK(x.size(1) == weight.size(1), "conv2d: x ", shape_str(x.shape()), " has ", x.size(1),
                " channels but weight ", shape_str(weight.shape()), " expects ", weight.size(1));
   ENGINE_CHECK(weight.numel() > 0, "conv2d: weight ", shape_str(weight.shape()),
                " has a zero-sized dimension");
   if (bias.defined()) {
-    detail::check_same_kind(x, bias, "conv2d", "bias");
+    check_same_kind(x, bias, "conv2d", "bias");
     ENGINE_CHECK(bias.dim() == 1 && bias.size(0) == weight.size(0), "conv2d: bias must be [",
                  weight.size(0), "] for weight ", shape_str(weight.shape()), ", got ",
                  shape_str(bias.shape()));
@@ -73,29 +94,50 @@ kernels::Conv2dShape conv2d_shape(const Tensor& x, const Tensor& weight, const T
   return shape;
 }
 
-bool use_cudnn() { return conv_backend() == ConvBackend::Cudnn; }
-
-// dw and/or db (either may be undefined) of a CUDA conv. Our wgrad may split its reduction and
-// then needs a scratch buffer, taken from the caching allocator for the duration of the call.
-void wgrad_cuda(const kernels::Conv2dShape& shape, const Tensor& dy, const Tensor& x, Tensor& dw,
-                Tensor& db) {
-  float* dw_data = dw.defined() ? dw.data<float>() : nullptr;
-  float* db_data = db.defined() ? db.data<float>() : nullptr;
-  if (use_cudnn()) {
-    kernels::conv2d_wgrad_cudnn(shape, dy.data<float>(), x.data<float>(), dw_data, db_data);
-    return;
+std::vector<Tensor> conv2d_backward(const kernels::Conv2dShape& shape, const Tensor& grad_output,
+                                    const Tensor& x_saved, const Tensor& w_saved, bool has_bias,
+                                    const std::vector<bool>& needs) {
+  std::vector<Tensor> grads(3);
+  const bool want_dx = needs[0];
+  const bool want_dw = needs[1];
+  const bool want_db = has_bias && needs[2];
+  if (!want_dx && !want_dw && !want_db) return grads;
+  const Tensor dy = grad_output.contiguous();
+  const DType dtype = x_saved.dtype();
+  const Device device = x_saved.device();
+  if (want_dx) grads[0] = Tensor::empty(x_saved.shape(), dtype, device);
+  if (want_dw) grads[1] = Tensor::empty(w_saved.shape(), dtype, device);
+  if (want_db) grads[2] = Tensor::empty({shape.K}, dtype, device);
+  if (device.is_cuda()) {
+    if (want_dx && use_cudnn()) {
+      kernels::conv2d_dgrad_cudnn(shape, dy.data<float>(), w_saved.data<float>(),
+                                  grads[0].data<float>());
+    } else if (want_dx) {
+      kernels::conv2d_dgrad_cuda(shape, dy.data<float>(), w_saved.data<float>(),
+                                 grads[0].data<float>());
+    }
+    if (want_dw || want_db) wgrad_cuda(shape, dy, x_saved, grads[1], grads[2]);
+    return grads;
   }
-  const int64_t scratch = dw.defined() ? kernels::conv2d_wgrad_cuda_workspace_size(shape) : 0;
-  Tensor workspace = scratch > 0 ? Tensor::empty({scratch}, DType::F32, dy.device()) : Tensor();
-  kernels::conv2d_wgrad_cuda(shape, dy.data<float>(), x.data<float>(), dw_data, db_data,
-                             workspace.defined() ? workspace.data<float>() : nullptr);
+  dispatch_floating(dtype, "conv2d backward", [&](auto zero) {
+    using T = decltype(zero);
+    if (want_dx) {
+      kernels::conv2d_dgrad_fast_cpu<T>(shape, dy.data<T>(), w_saved.data<T>(), grads[0].data<T>());
+    }
+    if (want_dw || want_db) {
+      kernels::conv2d_wgrad_fast_cpu<T>(shape, dy.data<T>(), x_saved.data<T>(),
+                                        want_dw ? grads[1].data<T>() : nullptr,
+                                        want_db ? grads[2].data<T>() : nullptr);
+    }
+  });
+  return grads;
 }
 
-}  // namespace
+}  // namespace detail
 
 Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias,
               const Conv2dOptions& options) {
-  const kernels::Conv2dShape shape = conv2d_shape(x, weight, bias, options);
+  const kernels::Conv2dShape shape = detail::conv2d_shape(x, weight, bias, options);
   const Tensor xc = x.contiguous();
   const Tensor wc = weight.contiguous();
   const Tensor bc = bias.defined() ? bias.contiguous() : Tensor();
@@ -120,41 +162,7 @@ Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias,
   BackwardFn backward = [shape, x_saved = xc.detach(), w_saved = wc.detach(),
                          has_bias = bias.defined()](const Tensor& grad_output,
                                                     const std::vector<bool>& needs) {
-    std::vector<Tensor> grads(3);
-    const bool want_dx = needs[0];
-    const bool want_dw = needs[1];
-    const bool want_db = has_bias && needs[2];
-    if (!want_dx && !want_dw && !want_db) return grads;
-    const Tensor dy = grad_output.contiguous();
-    const DType dtype = x_saved.dtype();
-    const Device device = x_saved.device();
-    if (want_dx) grads[0] = Tensor::empty(x_saved.shape(), dtype, device);
-    if (want_dw) grads[1] = Tensor::empty(w_saved.shape(), dtype, device);
-    if (want_db) grads[2] = Tensor::empty({shape.K}, dtype, device);
-    if (device.is_cuda()) {
-      if (want_dx && use_cudnn()) {
-        kernels::conv2d_dgrad_cudnn(shape, dy.data<float>(), w_saved.data<float>(),
-                                    grads[0].data<float>());
-      } else if (want_dx) {
-        kernels::conv2d_dgrad_cuda(shape, dy.data<float>(), w_saved.data<float>(),
-                                   grads[0].data<float>());
-      }
-      if (want_dw || want_db) wgrad_cuda(shape, dy, x_saved, grads[1], grads[2]);
-      return grads;
-    }
-    detail::dispatch_floating(dtype, "conv2d backward", [&](auto zero) {
-      using T = decltype(zero);
-      if (want_dx) {
-        kernels::conv2d_dgrad_fast_cpu<T>(shape, dy.data<T>(), w_saved.data<T>(),
-                                          grads[0].data<T>());
-      }
-      if (want_dw || want_db) {
-        kernels::conv2d_wgrad_fast_cpu<T>(shape, dy.data<T>(), x_saved.data<T>(),
-                                          want_dw ? grads[1].data<T>() : nullptr,
-                                          want_db ? grads[2].data<T>() : nullptr);
-      }
-    });
-    return grads;
+    return detail::conv2d_backward(shape, grad_output, x_saved, w_saved, has_bias, needs);
   };
   return record("conv2d", {x, weight, bias}, y, std::move(backward),
                 {{"input", xc}, {"weight", wc}});

@@ -14,6 +14,7 @@
 #include "engine/autograd.h"
 #include "engine/backend.h"
 #include "engine/ops.h"
+#include "engine/ops/linear_internal.h"
 #include "engine/ops/op_utils.h"
 #include "engine/precision.h"
 #include "engine/tensor.h"
@@ -21,10 +22,6 @@
 
 namespace engine {
 namespace {
-
-// A contiguous copy (or the tensor itself) without autograd history: the op records its own node
-// on the original inputs, so the copy must not record a second one.
-Tensor dense(const Tensor& t) { return t.detach().contiguous(); }
 
 // op(a) op(b) for contiguous 2-D tensors on one device, where op(t) is t or t^T as stored.
 Tensor gemm(const Tensor& a, bool trans_a, const Tensor& b, bool trans_b, const char* op) {
@@ -74,6 +71,41 @@ Tensor column_sums(const Tensor& dy) {
 
 }  // namespace
 
+namespace detail {
+
+void check_linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
+  check_defined(x, "linear", "x");
+  check_defined(weight, "linear", "weight");
+  check_floating(x, "linear", "x");
+  check_dim(x, 2, "linear", "x");
+  check_dim(weight, 2, "linear", "weight");
+  check_same_kind(x, weight, "linear", "weight");
+  ENGINE_CHECK(x.size(1) == weight.size(1), "linear: x is ", shape_str(x.shape()),
+               " but weight is ", shape_str(weight.shape()), " (expected weight [out, ", x.size(1),
+               "])");
+  if (bias.defined()) {
+    check_dim(bias, 1, "linear", "bias");
+    check_same_kind(x, bias, "linear", "bias");
+    ENGINE_CHECK(bias.size(0) == weight.size(0), "linear: bias is ", shape_str(bias.shape()),
+                 " but weight is ", shape_str(weight.shape()), " (expected bias [", weight.size(0),
+                 "])");
+  }
+}
+
+Tensor dense(const Tensor& t) { return t.detach().contiguous(); }
+
+std::vector<Tensor> linear_backward(const Tensor& grad, const Tensor& x_dense,
+                                    const Tensor& w_dense, const std::vector<bool>& needs) {
+  std::vector<Tensor> grads(3);
+  Tensor dy = grad.contiguous();
+  if (needs[0]) grads[0] = gemm(dy, false, w_dense, false, "linear");  // dy W
+  if (needs[1]) grads[1] = gemm(dy, true, x_dense, false, "linear");   // dy^T x
+  if (needs[2]) grads[2] = column_sums(dy);
+  return grads;
+}
+
+}  // namespace detail
+
 Tensor matmul(const Tensor& a, const Tensor& b) {
   detail::check_defined(a, "matmul", "a");
   detail::check_defined(b, "matmul", "b");
@@ -85,8 +117,8 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
                shape_str(a.shape()), " and b is ", shape_str(b.shape()),
                " (expected a [M, K] and b [K, N])");
 
-  Tensor a_dense = dense(a);
-  Tensor b_dense = dense(b);
+  Tensor a_dense = detail::dense(a);
+  Tensor b_dense = detail::dense(b);
   Tensor c = gemm(a_dense, false, b_dense, false, "matmul");
   if (!needs_tape({a, b})) return c;
   return record("matmul", {a, b}, c,
@@ -101,28 +133,13 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
 }
 
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
-  detail::check_defined(x, "linear", "x");
-  detail::check_defined(weight, "linear", "weight");
-  detail::check_floating(x, "linear", "x");
-  detail::check_dim(x, 2, "linear", "x");
-  detail::check_dim(weight, 2, "linear", "weight");
-  detail::check_same_kind(x, weight, "linear", "weight");
-  ENGINE_CHECK(x.size(1) == weight.size(1), "linear: x is ", shape_str(x.shape()),
-               " but weight is ", shape_str(weight.shape()), " (expected weight [out, ", x.size(1),
-               "])");
-  if (bias.defined()) {
-    detail::check_dim(bias, 1, "linear", "bias");
-    detail::check_same_kind(x, bias, "linear", "bias");
-    ENGINE_CHECK(bias.size(0) == weight.size(0), "linear: bias is ", shape_str(bias.shape()),
-                 " but weight is ", shape_str(weight.shape()), " (expected bias [", weight.size(0),
-                 "])");
-  }
+  detail::check_linear(x, weight, bias);
 
-  Tensor x_dense = dense(x);
-  Tensor w_dense = dense(weight);
+  Tensor x_dense = detail::dense(x);
+  Tensor w_dense = detail::dense(weight);
   Tensor y = gemm(x_dense, false, w_dense, /*trans_b=*/true, "linear");  // x W^T
   if (bias.defined()) {
-    Tensor b_dense = dense(bias);
+    Tensor b_dense = detail::dense(bias);
     if (y.device().is_cuda()) {
       kernels::add_row_bias_cuda(y.size(0), y.size(1), b_dense.data<float>(), y.data<float>());
     } else {
@@ -135,12 +152,7 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
   if (!needs_tape({x, weight, bias})) return y;
   return record("linear", {x, weight, bias}, y,
                 [x_dense, w_dense](const Tensor& grad, const std::vector<bool>& needs) {
-                  std::vector<Tensor> grads(3);
-                  Tensor dy = grad.contiguous();
-                  if (needs[0]) grads[0] = gemm(dy, false, w_dense, false, "linear");  // dy W
-                  if (needs[1]) grads[1] = gemm(dy, true, x_dense, false, "linear");   // dy^T x
-                  if (needs[2]) grads[2] = column_sums(dy);
-                  return grads;
+                  return detail::linear_backward(grad, x_dense, w_dense, needs);
                 },
                 {{"input", x_dense}, {"weight", w_dense}});
 }

@@ -74,6 +74,11 @@ void matmul_tensor_core_cuda(int64_t m, int64_t n, int64_t k, const float* a, co
                              bool trans_a, bool trans_b, float* c, bool accumulate,
                              Precision precision);
 void add_row_bias_cuda(int64_t m, int64_t n, const float* bias, float* c);
+// matmul_cuda (never accumulating) with linear's epilogue in the tile's store:
+// c = relu(op(A) op(B) + bias[j]), the add skipped when bias is nullptr, the relu when !relu.
+// Bit for bit matmul_cuda, add_row_bias_cuda and relu in turn, without their passes over c.
+void matmul_bias_relu_cuda(int64_t m, int64_t n, int64_t k, const float* a, const float* b,
+                           bool trans_a, bool trans_b, const float* bias, bool relu, float* c);
 void column_sums_cuda(int64_t m, int64_t n, const float* dy, float* db);
 
 }  // namespace engine::kernels

@@ -25,4 +25,9 @@ void add_row_bias_cuda(int64_t, int64_t, const float*, float*) { no_cuda("add_ro
 
 void column_sums_cuda(int64_t, int64_t, const float*, float*) { no_cuda("column_sums_cuda"); }
 
+void matmul_bias_relu_cuda(int64_t, int64_t, int64_t, const float*, const float*, bool, bool,
+                           const float*, bool, float*) {
+  no_cuda("matmul_bias_relu_cuda");
+}
+
 }  // namespace engine::kernels

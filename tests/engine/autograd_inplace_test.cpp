@@ -160,6 +160,16 @@ TEST_CASE("autograd in place: every op that saves tensors checks each of them", 
          Tensor x = ramp({1, 2, 4, 4}).set_requires_grad(), w = ramp({3, 2, 3, 3});
          return std::make_pair(sum(conv2d(x, w, Tensor())), w);
        }},
+      {"conv2d_pool_relu", "input",
+       [] {
+         Tensor x = ramp({1, 2, 4, 4}), w = ramp({3, 2, 3, 3}).set_requires_grad();
+         return std::make_pair(sum(conv2d_pool_relu(x, w, Tensor(), Conv2dOptions{})), x);
+       }},
+      {"conv2d_pool_relu", "weight",
+       [] {
+         Tensor x = ramp({1, 2, 4, 4}).set_requires_grad(), w = ramp({3, 2, 3, 3});
+         return std::make_pair(sum(conv2d_pool_relu(x, w, Tensor(), Conv2dOptions{})), w);
+       }},
       {"max_pool2d", "input",
        [] {
          Tensor x = ramp({1, 1, 4, 4}).set_requires_grad();

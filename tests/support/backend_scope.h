@@ -29,4 +29,18 @@ class BackendScope {
   engine::GemmBackend gemm_;
 };
 
+// Sets engine::fused_kernels() for one scope and restores it when the scope ends.
+class FusedKernelsScope {
+ public:
+  explicit FusedKernelsScope(bool on) : previous_(engine::fused_kernels()) {
+    engine::set_fused_kernels(on);
+  }
+  ~FusedKernelsScope() { engine::set_fused_kernels(previous_); }
+  FusedKernelsScope(const FusedKernelsScope&) = delete;
+  FusedKernelsScope& operator=(const FusedKernelsScope&) = delete;
+
+ private:
+  bool previous_;
+};
+
 }  // namespace test
