@@ -16,6 +16,7 @@ constexpr int kUnset = -1;
 std::atomic<int> conv_choice{kUnset};
 std::atomic<int> gemm_choice{kUnset};
 std::atomic<int> fused_choice{kUnset};
+std::atomic<int> tile_choice{kUnset};
 
 // The value of an environment variable, or "" when unset.
 std::string env_value(const char* name) {
@@ -90,6 +91,42 @@ GemmBackend parse_gemm_backend(const std::string& text, const std::string& what)
   if (text == "ours") return GemmBackend::Ours;
   if (text == "cublas") return GemmBackend::Cublas;
   fail(what, ": unknown GEMM backend '", text, "' (expected 'ours' or 'cublas')");
+}
+
+void set_conv_tile(kernels::ConvTile tile) {
+  tile_choice.store(static_cast<int>(tile), std::memory_order_release);
+}
+
+kernels::ConvTile conv_tile() {
+  if (tile_choice.load(std::memory_order_acquire) == kUnset) {
+    const std::string text = env_value("ENGINE_CONV_TILE");
+    const kernels::ConvTile chosen =
+        text.empty() ? kernels::ConvTile::Auto : parse_conv_tile(text, "ENGINE_CONV_TILE");
+    store_if_unset(tile_choice, static_cast<int>(chosen));
+  }
+  return static_cast<kernels::ConvTile>(tile_choice.load(std::memory_order_acquire));
+}
+
+const char* conv_tile_name(kernels::ConvTile tile) {
+  switch (tile) {
+    case kernels::ConvTile::Cols128:
+      return "128";
+    case kernels::ConvTile::Cols64:
+      return "64";
+    case kernels::ConvTile::Cols32:
+      return "32";
+    case kernels::ConvTile::Auto:
+      break;
+  }
+  return "auto";
+}
+
+kernels::ConvTile parse_conv_tile(const std::string& text, const std::string& what) {
+  for (kernels::ConvTile tile : {kernels::ConvTile::Auto, kernels::ConvTile::Cols128,
+                                 kernels::ConvTile::Cols64, kernels::ConvTile::Cols32}) {
+    if (text == conv_tile_name(tile)) return tile;
+  }
+  fail(what, ": unknown convolution tile '", text, "' (expected 'auto', '128', '64' or '32')");
 }
 
 }  // namespace engine

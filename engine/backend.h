@@ -16,9 +16,18 @@
 // else is an engine::Error naming the variable and the value. It is read lazily (never during
 // static initialization), once per process; set_*_backend() overrides it from then on. The
 // setting is process-wide (all threads) and affects only CUDA tensors; CPU ops ignore it.
+//
+// Our convolutions' block-tile width (kernels::ConvTile, kernels/conv2d/conv2d.h) is a third
+// setting of the same kind: ENGINE_CONV_TILE=auto|128|64|32, read the same way; unset or empty
+// means auto (the rule kernels::conv2d_pick_tile chooses per pass and shape), a number forces
+// that many tile columns for fprop, dgrad and wgrad. Every width gives the same bits but wgrad's
+// when its split-K count changes; it is there so one GPU run can time each width (`dml bench`
+// times them all by itself).
 #pragma once
 
 #include <string>
+
+#include "kernels/conv2d/conv2d.h"
 
 namespace engine {
 
@@ -37,6 +46,11 @@ const char* backend_name(GemmBackend backend);
 ConvBackend parse_conv_backend(const std::string& text, const std::string& what = "conv backend");
 GemmBackend parse_gemm_backend(const std::string& text, const std::string& what = "gemm backend");
 
+void set_conv_tile(kernels::ConvTile tile);
+kernels::ConvTile conv_tile();
+// "auto" / "128" / "64" / "32", the spelling of ENGINE_CONV_TILE, and its parser.
+const char* conv_tile_name(kernels::ConvTile tile);
+kernels::ConvTile parse_conv_tile(const std::string& text, const std::string& what = "conv tile");
 // Fused kernels (issue 32): whether C2F2 runs its conv -> pool -> ReLU blocks through the fused
 // op engine::conv2d_pool_relu (kernels/conv2d_pool_relu) instead of three unfused ops. The same
 // function; on CUDA the same bits (the fused kernel keeps the unfused ops' arithmetic order), on

@@ -31,10 +31,11 @@ void wgrad_cuda(const kernels::Conv2dShape& shape, const Tensor& dy, const Tenso
     kernels::conv2d_wgrad_cudnn(shape, dy.data<float>(), x.data<float>(), dw_data, db_data);
     return;
   }
-  const int64_t scratch = dw.defined() ? kernels::conv2d_wgrad_cuda_workspace_size(shape) : 0;
+  const kernels::ConvTile tile = conv_tile();
+  const int64_t scratch = dw.defined() ? kernels::conv2d_wgrad_cuda_workspace_size(shape, tile) : 0;
   Tensor workspace = scratch > 0 ? Tensor::empty({scratch}, DType::F32, dy.device()) : Tensor();
   kernels::conv2d_wgrad_cuda(shape, dy.data<float>(), x.data<float>(), dw_data, db_data,
-                             workspace.defined() ? workspace.data<float>() : nullptr);
+                             workspace.defined() ? workspace.data<float>() : nullptr, tile);
 }
 
 }  // namespace
@@ -114,7 +115,7 @@ std::vector<Tensor> conv2d_backward(const kernels::Conv2dShape& shape, const Ten
                                   grads[0].data<float>());
     } else if (want_dx) {
       kernels::conv2d_dgrad_cuda(shape, dy.data<float>(), w_saved.data<float>(),
-                                 grads[0].data<float>());
+                                 grads[0].data<float>(), conv_tile());
     }
     if (want_dw || want_db) wgrad_cuda(shape, dy, x_saved, grads[1], grads[2]);
     return grads;
@@ -147,7 +148,8 @@ Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias,
     if (use_cudnn()) {
       kernels::conv2d_fprop_cudnn(shape, xc.data<float>(), wc.data<float>(), b, y.data<float>());
     } else {
-      kernels::conv2d_fprop_cuda(shape, xc.data<float>(), wc.data<float>(), b, y.data<float>());
+      kernels::conv2d_fprop_cuda(shape, xc.data<float>(), wc.data<float>(), b, y.data<float>(),
+                                 conv_tile());
     }
   } else {
     detail::dispatch_floating(x.dtype(), "conv2d", [&](auto zero) {

@@ -74,20 +74,36 @@ template <typename T>
 void conv2d_wgrad_fast_cpu(const Conv2dShape& shape, const T* dy, const T* x, T* dw, T* db);
 
 // ---- CUDA, ours: implicit GEMM tiled through shared memory (conv2d_cuda.cu) ----
+// The block tile's column count (the N side of each pass's GEMM: K for fprop and wgrad, C for
+// dgrad). Every width gives the same bits (the same multiply-adds in the same order), except
+// wgrad when the widths split its reduction into different numbers of chunks. Auto:
+// conv2d_pick_tile on the current device. engine/backend.h chooses it for engine::conv2d
+// (ENGINE_CONV_TILE); `dml bench` times each width.
+enum class ConvTile { Auto, Cols128, Cols64, Cols32 };
+enum class ConvPass { Fprop, Dgrad, Wgrad };
+// 128, 64 or 32; Auto is an error (resolve it with conv2d_pick_tile first).
+int conv2d_tile_columns(ConvTile tile);
+// The width for `pass` on `shape` on a GPU of `multiprocessors` SMs, from counts alone (the rule
+// and its reasons: conv2d_tiles.cpp). Never Auto.
+ConvTile conv2d_pick_tile(ConvPass pass, const Conv2dShape& shape, int multiprocessors);
+
 void conv2d_fprop_cuda(const Conv2dShape& shape, const float* x, const float* w, const float* bias,
-                       float* y);
-void conv2d_dgrad_cuda(const Conv2dShape& shape, const float* dy, const float* w, float* dx);
+                       float* y, ConvTile tile = ConvTile::Auto);
+// dgrad with C <= 4 runs the direct kernel whatever `tile` says.
+void conv2d_dgrad_cuda(const Conv2dShape& shape, const float* dy, const float* w, float* dx,
+                       ConvTile tile = ConvTile::Auto);
 // The same dgrad through the direct kernel (one thread per input pixel) that conv2d_dgrad_cuda
 // uses for C <= 4, for any C <= 32 (and ceil(C / 4) R S <= 2048), so `dml bench` can time it
 // against the GEMM where both apply; conv2d_dgrad_cuda keeps the GEMM for C > 4 until then.
 void conv2d_dgrad_direct_cuda(const Conv2dShape& shape, const float* dy, const float* w, float* dx);
 // wgrad splits its N P Q reduction across blocks and sums the partial dW in a second pass
-// (deterministic); the partials need this many floats of device scratch (0: no split).
-int64_t conv2d_wgrad_cuda_workspace_size(const Conv2dShape& shape);
+// (deterministic); the partials need this many floats of device scratch (0: no split) for the
+// same `tile`.
+int64_t conv2d_wgrad_cuda_workspace_size(const Conv2dShape& shape, ConvTile tile = ConvTile::Auto);
 // dw and/or db may be nullptr (not computed); `workspace` holds
-// conv2d_wgrad_cuda_workspace_size(shape) floats (may be nullptr when that is 0).
+// conv2d_wgrad_cuda_workspace_size(shape, tile) floats (may be nullptr when that is 0).
 void conv2d_wgrad_cuda(const Conv2dShape& shape, const float* dy, const float* x, float* dw,
-                       float* db, float* workspace);
+                       float* db, float* workspace, ConvTile tile = ConvTile::Auto);
 
 // ---- CUDA, cuDNN (conv2d_cudnn.cu): same contracts, strict FP32 (no TF32 tensor cores) ----
 bool cudnn_available();  // false when built without cuDNN

@@ -12,8 +12,8 @@
 //                                                           q sw-pw+s dw]
 //   dgrad  N H W (n,h,w)   C            K R S (k,r,s)      dy[n,k,p,q] with     w[k, c, r, s]
 //          (per phase)                  (valid taps only)  p = (h+ph-r dh)/sh
-//   wgrad  K               C R S        N P Q (n,p,q)      dy[n,k,p,q]          x[n,c,p sh-ph+r dh,
-//                                                                                 q sw-pw+s dw]
+//   wgrad  C R S (c,r,s)   K            N P Q (n,p,q)      x[n,c,p sh-ph+r dh,  dy[n,k,p,q]
+//          (dW transposed)                                  q sw-pw+s dw]
 //
 // dgrad and strides: output pixel h only receives taps r with (h + ph - r dh) divisible by sh.
 // Pixels are split into sh sw "phases" (h mod sh, w mod sw; blockIdx.z); within a phase the valid
@@ -22,7 +22,7 @@
 // 4x less work than the zero-filled formulation). Stride 1 is one phase with every tap.
 //
 // dgrad with C <= 4 (a first layer: 1 channel for Fashion-MNIST, 3 for RGB) would fill 1 to 4
-// of a tile's 128 columns, so it has its own direct kernel, one thread per input pixel
+// of a tile's 32 to 128 columns, so it has its own direct kernel, one thread per input pixel
 // (conv2d_dgrad_direct_cuda.cu).
 //
 // wgrad and split-K: Kdim = N P Q is long and M N small (layer1 of ResNet-18: 64 x 576), so the
@@ -31,23 +31,44 @@
 // result is deterministic (no atomics). db is a separate deterministic block reduction.
 //
 // Tiles (all three passes): the SGEMM tile shared with matmul (kernels/common/gemm_tile.cuh):
-// block tile 128 x 128 of C, Kdim step 8, 256 threads, an 8 x 8 register tile per thread, A and
-// B tiles double-buffered in shared memory (16.5 KiB per block). Registers: 64 accumulators + 16
-// fragment values + 8 staged global values + addressing, capped at 128 per thread by
+// block tile 128 rows x kCols columns of C, kCols = 128, 64 or 32 (one kernel template per pass;
+// ConvTile in conv2d.h, the rule that picks one per shape in conv2d_tiles.cpp), Kdim step 8, 256
+// threads, an 8 x kCols/16 register tile per thread, A and B tiles double-buffered in shared
+// memory (16.5, 12.4 or 10.3 KiB per block). Registers: 8 kCols/16 accumulators + fragments + 4
+// + kCols/32 staged global values + addressing, capped at 128 per thread by
 // __launch_bounds__(256, 2) (two blocks per SM). Pipeline: the next tile is read from global
 // memory into registers while the current one is multiplied out of shared memory; one
-// __syncthreads per k step.
+// __syncthreads per k step. Every width does each output's multiply-adds in the same order (k
+// ascending, one fmaf each), so all widths give the same bits; wgrad's only when they split N P Q
+// into the same number of chunks (wgrad_split counts the width's column tiles).
 //
 // Cost: FLOPs = 2 N K P Q C R S for each pass, the number benchmarks divide by. fprop and wgrad
 // run a GEMM of exactly that size (padding taps multiply zeros, as the formula counts them;
 // partial edge tiles add idle lanes); dgrad runs sum over phases of 2 N Hp Wp C K Rp Sp
 // ~ 2 N (H W / (sh sw)) C K R S ~ the same, thanks to the phase split.
-// Registers: ~128 per thread (ptxas, sm_90: fprop 127, wgrad 128, dgrad 128 + 8 bytes spilled).
+// Registers (ptxas, nvcc 13.0, sm_90, fprop / dgrad / wgrad): 128 columns 127 / 128 (+ 8 bytes
+// spilled, as before the widths) / 128; 64 columns 95 / 95 / 107; 32 columns 79 / 87 / 89; no
+// spills but the one. Shared memory 16896, 12800 and 10752 bytes per block.
 // Minimal bytes (the memory floor, each tensor touched once, 4 bytes per element):
 //   fprop 4 (N C H W + K C R S + N K P Q)      (read x, w; write y; + K for the bias)
 //   dgrad 4 (N K P Q + K C R S + N C H W)      (read dy, w; write dx)
 //   wgrad 4 (N K P Q + N C H W + K C R S)      (read dy, x; write dw) + 8 splits K C R S when
 //         split-K is on (partials written, then read by the sum); db reads dy again: 4 N K P Q.
+// Useful work: the fraction of the multiply-adds the tiles issue that belong to the product
+// (rows x columns x Kdim steps used / issued), for C2F2 at 256 images (conv1 1 -> 32, 28 x 28;
+// conv2 32 -> 64, 14 x 14; 5 x 5, pad 2, stride 1; split-K of wgrad for 132 SMs):
+//   layer pass    M       Ncols  Kdim     128 cols   64 cols   32 cols   rule (132 SMs)
+//   conv1 fprop   200704  32     25       19.5 %     39.1 %    78.1 %    32
+//   conv1 dgrad   (C = 1: the direct kernel, one thread per input pixel, no tile)
+//   conv1 wgrad   25      32     200704   4.9 %      9.8 %     19.5 %    32
+//   conv2 fprop   50176   64     800      50 %       100 %     100 %     64
+//   conv2 dgrad   50176   32     1600     25 %       50 %      100 %     32
+//   conv2 wgrad   800     64     50176    44.6 %     89.3 %    89.3 %    64
+// (M tiles of 128 rows: conv1 wgrad's 25 rows use 19.5 % of them, conv2 wgrad's 800 rows 89.3 %;
+// Kdim in steps of 8: conv1 fprop's 25 use 78.1 %; the others are exact.) The split counts of
+// wgrad are the same for every width on these layers (K <= 64 is one column tile from 64 up; for
+// conv1 also at 32, and conv2 at 32 has 14 tiles and 19 chunks instead of 7 and 38), so all but
+// conv2 wgrad at 32 columns give the 128 tile's bits.
 // Indexing is 32-bit: every tensor must have fewer than 2^31 elements (checked, with the shapes).
 #include <algorithm>
 #include <climits>
@@ -58,6 +79,7 @@
 #include "kernels/common/split_k.h"
 #include "kernels/conv2d/conv2d.h"
 #include "kernels/conv2d/conv2d_geometry.cuh"
+#include "kernels/conv2d/conv2d_tiles.h"
 
 namespace engine::kernels {
 
@@ -84,12 +106,14 @@ __device__ __forceinline__ void load_fprop_a(const Geometry& g, const float* __r
   }
 }
 
+template <int kCols>
 __global__ void __launch_bounds__(kThreads, 2)
     conv2d_fprop_kernel(Geometry g, const float* __restrict__ x, const float* __restrict__ w,
                         const float* __restrict__ bias, float* __restrict__ y) {
-  __shared__ Stage stages[2];
+  __shared__ TileStage<kCols> stages[2];
+  constexpr int kCn = kCols / 16;
   const int M = g.N * g.P * g.Q, kdim = g.C * g.R * g.S;
-  const int m0 = blockIdx.x * kTileM, n0 = blockIdx.y * kTileN;
+  const int m0 = blockIdx.x * kTileM, n0 = blockIdx.y * kCols;
   const int mg = threadIdx.x % 16, ng = threadIdx.x / 16;  // lanes run along m = output pixels
 
   const int m = m0 + threadIdx.x % kTileM;  // this thread's A row (row-fast)
@@ -100,8 +124,8 @@ __global__ void __launch_bounds__(kThreads, 2)
   const int x_image = n_img * g.C * g.H * g.W;
   const int h_base = p * g.sh - g.ph, w_base = q * g.sw - g.pw;
 
-  float acc[8][8] = {};
-  float va[kStaged], vb[kStaged];
+  float acc[8][kCn] = {};
+  float va[kStaged], vb[staged_values(kCols)];
   const int tiles = (kdim + kTileK - 1) / kTileK;
   for (int t = -1; t < tiles; ++t) {
     // t == -1 only fills stage 0; afterwards step t multiplies stage t & 1 while the registers
@@ -127,8 +151,8 @@ __global__ void __launch_bounds__(kThreads, 2)
     if (row >= M) continue;
     const int img = row / (g.P * g.Q), pix = row - img * g.P * g.Q;
 #pragma unroll
-    for (int j = 0; j < 8; ++j) {
-      const int k = n0 + micro_offset(ng, j);
+    for (int j = 0; j < kCn; ++j) {
+      const int k = n0 + column_offset<kCols>(ng, j);
       if (k >= g.K) continue;
       y[(img * g.K + k) * g.P * g.Q + pix] = acc[i][j] + (bias != nullptr ? bias[k] : 0.0f);
     }
@@ -137,14 +161,16 @@ __global__ void __launch_bounds__(kThreads, 2)
 
 // ---- dgrad ----------------------------------------------------------------------------------
 
+template <int kCols>
 __global__ void __launch_bounds__(kThreads, 2)
     conv2d_dgrad_kernel(Geometry g, const float* __restrict__ dy, const float* __restrict__ w,
                         float* __restrict__ dx) {
-  __shared__ Stage stages[2];
+  __shared__ TileStage<kCols> stages[2];
+  constexpr int kCn = kCols / 16;
   const int phase_h = blockIdx.z / g.sw, phase_w = blockIdx.z % g.sw;
   const int Hp = phase_extent(phase_h, g.sh, g.H), Wp = phase_extent(phase_w, g.sw, g.W);
   const int M = g.N * Hp * Wp;
-  const int m0 = blockIdx.x * kTileM, n0 = blockIdx.y * kTileN;
+  const int m0 = blockIdx.x * kTileM, n0 = blockIdx.y * kCols;
   if (m0 >= M) return;  // this phase has fewer pixels than the grid was sized for (whole block)
   const Taps tr = phase_taps(phase_h, g.ph, g.dh, g.sh, g.R);
   const Taps ts = phase_taps(phase_w, g.pw, g.dw, g.sw, g.S);
@@ -158,8 +184,8 @@ __global__ void __launch_bounds__(kThreads, 2)
   const int ij = row_valid ? m - n_img * Hp * Wp : 0;
   const int h = phase_h + (ij / Wp) * g.sh, wx = phase_w + (ij % Wp) * g.sw;
 
-  float acc[8][8] = {};
-  float va[kStaged], vb[kStaged];
+  float acc[8][kCn] = {};
+  float va[kStaged], vb[staged_values(kCols)];
   const int tiles = (kdim + kTileK - 1) / kTileK;
   for (int t = -1; t < tiles; ++t) {
     // Same pipeline as fprop. Loads happen only when tiles > 0, i.e. taps >= 1.
@@ -185,7 +211,7 @@ __global__ void __launch_bounds__(kThreads, 2)
         const int r = tr.first + (tap / ts.count) * tr.step;
         const int s = ts.first + (tap % ts.count) * ts.step;
 #pragma unroll
-        for (int i = 0; i < kStaged; ++i) {
+        for (int i = 0; i < staged_values(kCols); ++i) {
           const int c = n0 + threadIdx.x / kTileK + 32 * i;
           vb[i] = (k < kdim && c < g.C) ? w[((kout * g.C + c) * g.R + r) * g.S + s] : 0.0f;
         }
@@ -207,8 +233,8 @@ __global__ void __launch_bounds__(kThreads, 2)
     const int img = row / (Hp * Wp), pix = row - img * Hp * Wp;
     const int hh = phase_h + (pix / Wp) * g.sh, ww = phase_w + (pix % Wp) * g.sw;
 #pragma unroll
-    for (int j = 0; j < 8; ++j) {
-      const int c = n0 + micro_offset(ng, j);
+    for (int j = 0; j < kCn; ++j) {
+      const int c = n0 + column_offset<kCols>(ng, j);
       if (c >= g.C) continue;
       dx[((img * g.C + c) * g.H + hh) * g.W + ww] = acc[i][j];
     }
@@ -218,33 +244,36 @@ __global__ void __launch_bounds__(kThreads, 2)
 // ---- wgrad ----------------------------------------------------------------------------------
 
 // Partial dW over reduction indices [split * chunk, min((split + 1) * chunk, N P Q)) of split
-// blockIdx.z, written to out + split * K C R S.
+// blockIdx.z, written to out + split * K C R S. The GEMM is dW transposed: rows (c, r, s) from x,
+// columns kout from dy, so the narrow side (K) is the tile's column count like fprop's.
+template <int kCols>
 __global__ void __launch_bounds__(kThreads, 2)
     conv2d_wgrad_kernel(Geometry g, const float* __restrict__ dy, const float* __restrict__ x,
                         int chunk, float* __restrict__ out) {
-  __shared__ Stage stages[2];
+  __shared__ TileStage<kCols> stages[2];
+  constexpr int kCn = kCols / 16, kStagedB = staged_values(kCols);
   const int PQ = g.P * g.Q, RS = g.R * g.S, crs_total = g.C * RS;
   const int k_begin = blockIdx.z * chunk;
   const int k_end = min(k_begin + chunk, g.N * PQ);
-  const int m0 = blockIdx.x * kTileM, n0 = blockIdx.y * kTileN;
-  // Output dW[kout, crs] is contiguous along crs: lanes run along n for coalesced stores.
-  const int ng = threadIdx.x % 16, mg = threadIdx.x / 16;
+  const int m0 = blockIdx.x * kTileM, n0 = blockIdx.y * kCols;
+  // Output dW[kout, crs] is contiguous along crs: lanes run along m for coalesced stores.
+  const int mg = threadIdx.x % 16, ng = threadIdx.x / 16;
 
-  // The 4 B columns (c, r, s) this thread loads never change: decompose them once.
+  // The 4 A rows (c, r, s) this thread loads never change: decompose them once.
   int x_channel[kStaged], r_off[kStaged], s_off[kStaged];
-  bool col_valid[kStaged];
+  bool row_valid[kStaged];
 #pragma unroll
   for (int i = 0; i < kStaged; ++i) {
-    const int col = n0 + threadIdx.x / kTileK + 32 * i;
-    col_valid[i] = col < crs_total;
-    const int c = col / RS, rs = col - c * RS;
+    const int row = m0 + threadIdx.x / kTileK + 32 * i;
+    row_valid[i] = row < crs_total;
+    const int c = row / RS, rs = row - c * RS;
     x_channel[i] = c * g.H * g.W;
     r_off[i] = (rs / g.S) * g.dh;
     s_off[i] = (rs % g.S) * g.dw;
   }
 
-  float acc[8][8] = {};
-  float va[kStaged], vb[kStaged];
+  float acc[8][kCn] = {};
+  float va[kStaged], vb[kStagedB];
   const int tiles = (k_end - k_begin + kTileK - 1) / kTileK;
   for (int t = -1; t < tiles; ++t) {
     const bool more = t + 1 < tiles;
@@ -257,11 +286,14 @@ __global__ void __launch_bounds__(kThreads, 2)
       const int x_image = n_img * g.C * g.H * g.W;
 #pragma unroll
       for (int i = 0; i < kStaged; ++i) {
-        const int kout = m0 + threadIdx.x / kTileK + 32 * i;
-        va[i] = (k_valid && kout < g.K) ? dy[(n_img * g.K + kout) * PQ + pq] : 0.0f;
         const int hh = h0 + r_off[i], ww = w0 + s_off[i];
-        const bool inside = k_valid && col_valid[i] && hh >= 0 && hh < g.H && ww >= 0 && ww < g.W;
-        vb[i] = inside ? x[x_image + x_channel[i] + hh * g.W + ww] : 0.0f;
+        const bool inside = k_valid && row_valid[i] && hh >= 0 && hh < g.H && ww >= 0 && ww < g.W;
+        va[i] = inside ? x[x_image + x_channel[i] + hh * g.W + ww] : 0.0f;
+      }
+#pragma unroll
+      for (int i = 0; i < kStagedB; ++i) {
+        const int kout = n0 + threadIdx.x / kTileK + 32 * i;
+        vb[i] = (k_valid && kout < g.K) ? dy[(n_img * g.K + kout) * PQ + pq] : 0.0f;
       }
     }
     if (t >= 0) multiply_stage(stages[t & 1], mg, ng, acc);
@@ -275,12 +307,12 @@ __global__ void __launch_bounds__(kThreads, 2)
   float* dst = out + static_cast<size_t>(blockIdx.z) * g.K * crs_total;
 #pragma unroll
   for (int i = 0; i < 8; ++i) {
-    const int kout = m0 + micro_offset(mg, i);
-    if (kout >= g.K) continue;
+    const int crs = m0 + micro_offset(mg, i);
+    if (crs >= crs_total) continue;
 #pragma unroll
-    for (int j = 0; j < 8; ++j) {
-      const int col = n0 + micro_offset(ng, j);
-      if (col < crs_total) dst[kout * crs_total + col] = acc[i][j];
+    for (int j = 0; j < kCn; ++j) {
+      const int kout = n0 + column_offset<kCols>(ng, j);
+      if (kout < g.K) dst[kout * crs_total + crs] = acc[i][j];
     }
   }
 }
@@ -318,53 +350,69 @@ __global__ void bias_grad_kernel(const float* __restrict__ dy, int N, int K, int
 
 // ---- host side ------------------------------------------------------------------------------
 
-// How wgrad cuts its reduction over (n, p, q) (kernels/common/split_k.h).
-SplitK wgrad_split(const Geometry& g) {
-  const int64_t tiles = ceil_div(g.K, kTileM) * ceil_div(int64_t(g.C) * g.R * g.S, kTileN);
-  return choose_split_k(int64_t(g.N) * g.P * g.Q, tiles, kTileK);
+// The width to launch: `tile`, or the rule's pick on this device for Auto.
+int tile_columns(ConvTile tile, ConvPass pass, const Conv2dShape& shape) {
+  if (tile == ConvTile::Auto) tile = conv2d_pick_tile(pass, shape, cuda_multiprocessor_count());
+  return conv2d_tile_columns(tile);
 }
 
 }  // namespace
 
 void conv2d_fprop_cuda(const Conv2dShape& shape, const float* x, const float* w, const float* bias,
-                       float* y) {
+                       float* y, ConvTile tile) {
   const Geometry g = geometry(shape, "conv2d_fprop_cuda");
   if (g.N == 0) return;
-  const dim3 grid(blocks_for(int64_t(g.N) * g.P * g.Q, kTileM), blocks_for(g.K, kTileN));
+  const int cols = tile_columns(tile, ConvPass::Fprop, shape);
+  const dim3 grid(blocks_for(int64_t(g.N) * g.P * g.Q, kTileM), blocks_for(g.K, cols));
   describe_next_launch({"conv2d_fprop", conv2d_flops(shape), conv2d_bytes(shape)});
-  conv2d_fprop_kernel<<<grid, kThreads, 0, current_stream()>>>(g, x, w, bias, y);
+  if (cols == 32) {
+    conv2d_fprop_kernel<32><<<grid, kThreads, 0, current_stream()>>>(g, x, w, bias, y);
+  } else if (cols == 64) {
+    conv2d_fprop_kernel<64><<<grid, kThreads, 0, current_stream()>>>(g, x, w, bias, y);
+  } else {
+    conv2d_fprop_kernel<128><<<grid, kThreads, 0, current_stream()>>>(g, x, w, bias, y);
+  }
   CUDA_CHECK_LAUNCH("conv2d_fprop_cuda N=", g.N, " C=", g.C, " H=", g.H, " W=", g.W, " K=", g.K,
-                    " R=", g.R, " S=", g.S);
+                    " R=", g.R, " S=", g.S, " tile columns=", cols);
 }
 
-void conv2d_dgrad_cuda(const Conv2dShape& shape, const float* dy, const float* w, float* dx) {
+void conv2d_dgrad_cuda(const Conv2dShape& shape, const float* dy, const float* w, float* dx,
+                       ConvTile tile) {
   const char* op = "conv2d_dgrad_cuda";
   const Geometry g = geometry(shape, op);
   if (g.N == 0 || g.H == 0 || g.W == 0) return;
   check_dgrad_phases(g, op);
   if (g.C <= kDirectDgradDefaultMaxC && g.R * g.S <= kDirectDgradFilterTaps) {
-    // A first layer: one thread per input pixel instead of a 128-column GEMM tile.
+    // A first layer: one thread per input pixel instead of a GEMM tile of at least 32 columns.
     describe_next_launch({"conv2d_dgrad_direct", conv2d_flops(shape), conv2d_bytes(shape)});
     launch_dgrad_direct(g, dy, w, dx, op);
     return;
   }
+  const int cols = tile_columns(tile, ConvPass::Dgrad, shape);
   // Phase (0, 0) has the most pixels: ceil(H / sh) ceil(W / sw) per image.
   const int64_t rows = int64_t(g.N) * ceil_div(g.H, g.sh) * ceil_div(g.W, g.sw);
-  const dim3 grid(blocks_for(rows, kTileM), blocks_for(g.C, kTileN), g.sh * g.sw);
+  const dim3 grid(blocks_for(rows, kTileM), blocks_for(g.C, cols), g.sh * g.sw);
   describe_next_launch({"conv2d_dgrad", conv2d_flops(shape), conv2d_bytes(shape)});
-  conv2d_dgrad_kernel<<<grid, kThreads, 0, current_stream()>>>(g, dy, w, dx);
+  if (cols == 32) {
+    conv2d_dgrad_kernel<32><<<grid, kThreads, 0, current_stream()>>>(g, dy, w, dx);
+  } else if (cols == 64) {
+    conv2d_dgrad_kernel<64><<<grid, kThreads, 0, current_stream()>>>(g, dy, w, dx);
+  } else {
+    conv2d_dgrad_kernel<128><<<grid, kThreads, 0, current_stream()>>>(g, dy, w, dx);
+  }
   CUDA_CHECK_LAUNCH(op, " N=", g.N, " C=", g.C, " H=", g.H, " W=", g.W, " K=", g.K, " R=", g.R,
-                    " S=", g.S);
+                    " S=", g.S, " tile columns=", cols);
 }
 
-int64_t conv2d_wgrad_cuda_workspace_size(const Conv2dShape& shape) {
+int64_t conv2d_wgrad_cuda_workspace_size(const Conv2dShape& shape, ConvTile tile) {
   const Geometry g = geometry(shape, "conv2d_wgrad_cuda");
-  const SplitK split = wgrad_split(g);
+  const int cols = tile_columns(tile, ConvPass::Wgrad, shape);
+  const SplitK split = wgrad_split(shape, cols, cuda_multiprocessor_count());
   return split.splits > 1 ? int64_t(split.splits) * g.K * g.C * g.R * g.S : 0;
 }
 
 void conv2d_wgrad_cuda(const Conv2dShape& shape, const float* dy, const float* x, float* dw,
-                       float* db, float* workspace) {
+                       float* db, float* workspace, ConvTile tile) {
   const Geometry g = geometry(shape, "conv2d_wgrad_cuda");
   const int64_t PQ = int64_t(g.P) * g.Q, dw_size = int64_t(g.K) * g.C * g.R * g.S;
   if (g.N == 0) {  // an empty reduction: the gradients are zero
@@ -373,15 +421,23 @@ void conv2d_wgrad_cuda(const Conv2dShape& shape, const float* dy, const float* x
     return;
   }
   if (dw != nullptr) {
-    const SplitK split = wgrad_split(g);
+    const int cols = tile_columns(tile, ConvPass::Wgrad, shape);
+    const SplitK split = wgrad_split(shape, cols, cuda_multiprocessor_count());
     ENGINE_CHECK(split.splits == 1 || workspace != nullptr, "conv2d_wgrad_cuda: ", split.splits,
                  "-way split-K needs a workspace of conv2d_wgrad_cuda_workspace_size() floats");
     float* out = split.splits > 1 ? workspace : dw;
-    const dim3 grid(blocks_for(g.K, kTileM), blocks_for(dw_size / g.K, kTileN), split.splits);
+    const int chunk = int(split.chunk);
+    const dim3 grid(blocks_for(dw_size / g.K, kTileM), blocks_for(g.K, cols), split.splits);
     describe_next_launch({"conv2d_wgrad", conv2d_flops(shape), conv2d_bytes(shape)});
-    conv2d_wgrad_kernel<<<grid, kThreads, 0, current_stream()>>>(g, dy, x, int(split.chunk), out);
+    if (cols == 32) {
+      conv2d_wgrad_kernel<32><<<grid, kThreads, 0, current_stream()>>>(g, dy, x, chunk, out);
+    } else if (cols == 64) {
+      conv2d_wgrad_kernel<64><<<grid, kThreads, 0, current_stream()>>>(g, dy, x, chunk, out);
+    } else {
+      conv2d_wgrad_kernel<128><<<grid, kThreads, 0, current_stream()>>>(g, dy, x, chunk, out);
+    }
     CUDA_CHECK_LAUNCH("conv2d_wgrad_cuda N=", g.N, " C=", g.C, " H=", g.H, " W=", g.W, " K=", g.K,
-                      " R=", g.R, " S=", g.S, " splits=", split.splits);
+                      " R=", g.R, " S=", g.S, " splits=", split.splits, " tile columns=", cols);
     if (split.splits > 1) {
       sum_splits_kernel<<<grid_for(dw_size, 256), 256, 0, current_stream()>>>(
           workspace, split.splits, static_cast<int>(dw_size), dw);

@@ -5,11 +5,12 @@
 
 namespace engine::kernels {
 
-void conv2d_fprop_cuda(const Conv2dShape&, const float*, const float*, const float*, float*) {
+void conv2d_fprop_cuda(const Conv2dShape&, const float*, const float*, const float*, float*,
+                       ConvTile) {
   no_cuda("conv2d_fprop_cuda");
 }
 
-void conv2d_dgrad_cuda(const Conv2dShape&, const float*, const float*, float*) {
+void conv2d_dgrad_cuda(const Conv2dShape&, const float*, const float*, float*, ConvTile) {
   no_cuda("conv2d_dgrad_cuda");
 }
 
@@ -17,11 +18,12 @@ void conv2d_dgrad_direct_cuda(const Conv2dShape&, const float*, const float*, fl
   no_cuda("conv2d_dgrad_direct_cuda");
 }
 
-int64_t conv2d_wgrad_cuda_workspace_size(const Conv2dShape&) {
+int64_t conv2d_wgrad_cuda_workspace_size(const Conv2dShape&, ConvTile) {
   no_cuda("conv2d_wgrad_cuda_workspace_size");
 }
 
-void conv2d_wgrad_cuda(const Conv2dShape&, const float*, const float*, float*, float*, float*) {
+void conv2d_wgrad_cuda(const Conv2dShape&, const float*, const float*, float*, float*, float*,
+                       ConvTile) {
   no_cuda("conv2d_wgrad_cuda");
 }
 

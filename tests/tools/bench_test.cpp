@@ -3,6 +3,7 @@
 // formatting. The timing itself needs a GPU and is exercised by running `dml bench` there.
 // Also the peer files of `dml bench --train` (tools/dml/bench_peers.h): parsing and matching; and
 // its instruments (bench_instruments.h): floors, the attack pass, counts, busy fraction, profile.
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <set>
@@ -143,9 +144,18 @@ TEST_CASE("bench options: defaults pass and bad values are usage errors") {
   CHECK_NOTHROW(validate_options(filtered));
   int wgrads = 0;
   for (const std::string& name : workload_names(112)) wgrads += matches_filter(name, "wgrad");
-  CHECK(wgrads == 22);  // ResNet-18's 20 and C2F2's 2
-  // 60 ResNet-18 conv passes + 7 C2F2 ones (conv2's dgrad twice) + 4 BN + PGD + Adam + 2 GEMMs.
-  CHECK(workload_names(112).size() == 75);
+  CHECK(wgrads == 28);  // ResNet-18's 20, C2F2's 2, and C2F2's 2 at each of 3 tile widths
+  // 60 ResNet-18 conv passes + 7 C2F2 ones (conv2's dgrad twice) + 15 C2F2 tile rows (fprop and
+  // wgrad of both layers, dgrad of conv2 only, at 128, 64, 32 columns) + 4 BN + PGD + Adam + 2
+  // GEMMs.
+  CHECK(workload_names(112).size() == 90);
+  int tile_rows = 0;
+  for (const std::string& name : workload_names(112)) tile_rows += matches_filter(name, " tile");
+  CHECK(tile_rows == 15);
+  const std::vector<std::string> names = workload_names(112);
+  CHECK(std::count(names.begin(), names.end(), "conv c2f2.conv2 dgrad tile32") == 1);
+  CHECK(std::count(names.begin(), names.end(), "conv c2f2.conv1 wgrad tile64") == 1);
+  CHECK(std::count(names.begin(), names.end(), "conv c2f2.conv1 dgrad tile32") == 0);
 }
 
 TEST_CASE("bench conv table: C2F2's two convolutions at the Fashion-MNIST configs' batch") {

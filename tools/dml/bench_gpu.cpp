@@ -134,8 +134,15 @@ const char* pass_name(Pass p) {
   return "?";
 }
 
+// The pass as the tile rule names it (DgradDirect has no tile; it is never asked).
+k::ConvPass kernel_pass(Pass p) {
+  if (p == Pass::Fprop) return k::ConvPass::Fprop;
+  return p == Pass::Wgrad ? k::ConvPass::Wgrad : k::ConvPass::Dgrad;
+}
+
+// `tile`: our kernels' tile width (Auto: the rule's pick, as training runs them).
 Row bench_conv_pass(Context& ctx, const k::Conv2dShape& s, Pass pass, const std::string& name,
-                    bool cudnn) {
+                    bool cudnn, k::ConvTile tile = k::ConvTile::Auto) {
   const int64_t x_n = s.N * s.C * s.H * s.W;
   const int64_t w_n = s.K * s.C * s.R * s.S;
   const int64_t y_n = s.N * s.K * s.out_h() * s.out_w();
@@ -155,7 +162,7 @@ Row bench_conv_pass(Context& ctx, const k::Conv2dShape& s, Pass pass, const std:
   // Our wgrad's split-reduction scratch: shared by the sets (it is overwritten by every call).
   Tensor workspace;
   if (pass == Pass::Wgrad) {
-    const int64_t ws = k::conv2d_wgrad_cuda_workspace_size(s);
+    const int64_t ws = k::conv2d_wgrad_cuda_workspace_size(s, tile);
     if (ws > 0) workspace = device_empty(ws);
   }
 
@@ -170,13 +177,13 @@ Row bench_conv_pass(Context& ctx, const k::Conv2dShape& s, Pass pass, const std:
     const Set& t = sets[size_t(i % count)];
     switch (pass) {
       case Pass::Fprop:
-        k::conv2d_fprop_cuda(s, ptr(t.a), ptr(t.b), nullptr, ptr(t.out));
+        k::conv2d_fprop_cuda(s, ptr(t.a), ptr(t.b), nullptr, ptr(t.out), tile);
         break;
       case Pass::Dgrad:
-        k::conv2d_dgrad_cuda(s, ptr(t.a), ptr(t.b), ptr(t.out));
+        k::conv2d_dgrad_cuda(s, ptr(t.a), ptr(t.b), ptr(t.out), tile);
         break;
       case Pass::Wgrad:
-        k::conv2d_wgrad_cuda(s, ptr(t.a), ptr(t.b), ptr(t.out), nullptr, ptr(workspace));
+        k::conv2d_wgrad_cuda(s, ptr(t.a), ptr(t.b), ptr(t.out), nullptr, ptr(workspace), tile);
         break;
       case Pass::DgradDirect:
         k::conv2d_dgrad_direct_cuda(s, ptr(t.a), ptr(t.b), ptr(t.out));
@@ -258,6 +265,23 @@ void bench_convs(Context& ctx, std::vector<Row>& rows) {
       const std::string name = "conv " + layer.name + " " + pass_name(pass);
       if (matches_filter(name, ctx.options.filter)) {
         rows.push_back(bench_conv_pass(ctx, layer.shape, pass, name, cudnn));
+      }
+    }
+  }
+  // C2F2's passes once per tile width (the rows above run the rule's pick), ours only: the
+  // cuDNN time is in the row without "tile". dgrad of conv1 (C = 1) has no tile (direct kernel).
+  for (Pass pass : {Pass::Fprop, Pass::Dgrad, Pass::Wgrad}) {
+    for (const ConvLayer& layer : c2f2_convs()) {
+      if (pass == Pass::Dgrad && layer.shape.C <= 4) continue;
+      for (k::ConvTile tile : conv_tile_widths()) {
+        const std::string name = "conv " + layer.name + " " + pass_name(pass) + " tile" +
+                                 std::to_string(k::conv2d_tile_columns(tile));
+        if (!matches_filter(name, ctx.options.filter)) continue;
+        rows.push_back(bench_conv_pass(ctx, layer.shape, pass, name, false, tile));
+        const k::ConvTile pick =
+            k::conv2d_pick_tile(kernel_pass(pass), layer.shape, k::cuda_multiprocessor_count());
+        rows.back().note = std::string("ours only; the rule picks ") +
+                           std::to_string(k::conv2d_tile_columns(pick)) + " columns here";
       }
     }
   }

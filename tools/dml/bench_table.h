@@ -97,6 +97,12 @@ inline std::vector<ConvLayer> c2f2_convs() {
           {"c2f2.conv2", square_conv(256, 32, 14, 64, 5, 1, 2)}};
 }
 
+// The tile widths of our convolution kernels that `dml bench` times one by one, widest first.
+inline std::vector<engine::kernels::ConvTile> conv_tile_widths() {
+  using engine::kernels::ConvTile;
+  return {ConvTile::Cols128, ConvTile::Cols64, ConvTile::Cols32};
+}
+
 // 2 N K P Q C R S: one multiply-add per (output element, reduction element); the same for fprop,
 // dgrad and wgrad (they are three GEMMs over the same index space).
 inline double conv_flops(const engine::kernels::Conv2dShape& s) {
@@ -236,6 +242,16 @@ inline std::vector<std::string> workload_names(int64_t batch) {
   }
   // conv2's dgrad (C = 32) through the direct kernel, which dgrad takes by itself only for C <= 4.
   names.push_back("conv c2f2.conv2 dgrad-direct");
+  // C2F2's passes at each forced tile width (conv1's dgrad, C = 1, runs the direct kernel).
+  for (const char* pass : {"fprop", "dgrad", "wgrad"}) {
+    for (const ConvLayer& layer : c2f2_convs()) {
+      if (std::string(pass) == "dgrad" && layer.shape.C <= 4) continue;
+      for (engine::kernels::ConvTile tile : conv_tile_widths()) {
+        names.push_back("conv " + layer.name + " " + pass + " tile" +
+                        std::to_string(engine::kernels::conv2d_tile_columns(tile)));
+      }
+    }
+  }
   for (const char* k : {"K=1", "K=2"}) {
     names.push_back(std::string("bn ") + k + " forward-train");
     names.push_back(std::string("bn ") + k + " backward");
