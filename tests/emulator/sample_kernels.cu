@@ -67,6 +67,12 @@ __global__ void trap_kernel(int* out) {
   out[threadIdx.x] = 1;
 }
 
+__global__ void add_kernel(float* x, int n, float value) {
+  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
+    x[i] += value;
+  }
+}
+
 __global__ void fill_kernel(int* out, int n, int value) {
   for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
     out[i] = value;
@@ -182,6 +188,11 @@ cudaError_t trap(int* out) {
 
 cudaError_t fill(int* out, int n, int value, unsigned blocks, unsigned threads) {
   fill_kernel<<<blocks, threads>>>(out, n, value);
+  return cudaGetLastError();
+}
+
+cudaError_t add_on_stream(float* x, int n, float value, cudaStream_t stream) {
+  add_kernel<<<2, 32, 0, stream>>>(x, n, value);
   return cudaGetLastError();
 }
 

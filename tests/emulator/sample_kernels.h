@@ -22,5 +22,7 @@ cudaError_t fill(int* out, int n, int value, unsigned blocks, unsigned threads);
 cudaError_t register_hungry(const float* x, float* y, unsigned threads);
 // out[t] = value for each of `threads`; the kernel has __launch_bounds__(64).
 cudaError_t bounded_fill(int* out, int value, unsigned threads);
+// x[i] += value for n floats, launched on `stream` (2 blocks of 32 threads).
+cudaError_t add_on_stream(float* x, int n, float value, cudaStream_t stream);
 
 }  // namespace sample

@@ -125,6 +125,18 @@ const char* cudaGetErrorString(cudaError_t error) {
       return "too many resources requested for launch";
     case cudaErrorLaunchFailure:
       return "unspecified launch failure";
+    case cudaErrorInvalidResourceHandle:
+      return "invalid resource handle";
+    case cudaErrorIllegalState:
+      return "the operation cannot be performed in the present state";
+    case cudaErrorStreamCaptureUnsupported:
+      return "operation not permitted when stream is capturing";
+    case cudaErrorStreamCaptureInvalidated:
+      return "operation failed due to a previous error during capture";
+    case cudaErrorStreamCaptureImplicit:
+      return "operation would make the legacy stream depend on a capturing blocking stream";
+    case cudaErrorStreamCaptureWrongThread:
+      return "attempt to terminate a thread-local capture sequence from another thread";
   }
   return "unknown error";
 }
@@ -192,8 +204,9 @@ cudaError_t cudaMemGetInfo(std::size_t* free_bytes, std::size_t* total_bytes) {
   return check_sticky();
 }
 
-cudaError_t cudaMalloc(void** ptr, std::size_t bytes) {
-  std::lock_guard<std::mutex> lock(api_mutex);
+namespace emu::detail {
+
+cudaError_t allocate_locked(void** ptr, std::size_t bytes) {
   *ptr = nullptr;
   if (sticky_error != cudaSuccess) return record(sticky_error);
   if (bytes == 0) return cudaSuccess;
@@ -208,12 +221,7 @@ cudaError_t cudaMalloc(void** ptr, std::size_t bytes) {
   return cudaSuccess;
 }
 
-cudaError_t cudaMallocAsync(void** ptr, std::size_t bytes, cudaStream_t) {
-  return cudaMalloc(ptr, bytes);
-}
-
-cudaError_t cudaFree(void* ptr) {
-  std::lock_guard<std::mutex> lock(api_mutex);
+cudaError_t free_locked(void* ptr) {
   if (ptr == nullptr) return cudaSuccess;
   auto it = allocations.find(reinterpret_cast<uintptr_t>(ptr));
   if (it == allocations.end()) {
@@ -226,7 +234,42 @@ cudaError_t cudaFree(void* ptr) {
   return check_sticky();
 }
 
-cudaError_t cudaFreeAsync(void* ptr, cudaStream_t) { return cudaFree(ptr); }
+}  // namespace emu::detail
+
+cudaError_t cudaMalloc(void** ptr, std::size_t bytes) {
+  std::lock_guard<std::mutex> lock(api_mutex);
+  *ptr = nullptr;
+  const cudaError_t refused = emu::detail::check_capture_allows("cudaMalloc");
+  if (refused != cudaSuccess) return refused;
+  return emu::detail::allocate_locked(ptr, bytes);
+}
+
+cudaError_t cudaMallocAsync(void** ptr, std::size_t bytes, cudaStream_t stream) {
+  std::lock_guard<std::mutex> lock(api_mutex);
+  *ptr = nullptr;
+  emu::detail::StreamRoute where;
+  const cudaError_t refused = emu::detail::route(stream, "cudaMallocAsync", &where);
+  if (refused != cudaSuccess) return refused;
+  if (where == emu::detail::StreamRoute::kRecord)
+    return emu::detail::record_allocation(stream, ptr, bytes);
+  return emu::detail::allocate_locked(ptr, bytes);
+}
+
+cudaError_t cudaFree(void* ptr) {
+  std::lock_guard<std::mutex> lock(api_mutex);
+  const cudaError_t refused = emu::detail::check_capture_allows("cudaFree");
+  if (refused != cudaSuccess) return refused;
+  return emu::detail::free_locked(ptr);
+}
+
+cudaError_t cudaFreeAsync(void* ptr, cudaStream_t stream) {
+  std::lock_guard<std::mutex> lock(api_mutex);
+  emu::detail::StreamRoute where;
+  const cudaError_t refused = emu::detail::route(stream, "cudaFreeAsync", &where);
+  if (refused != cudaSuccess) return refused;
+  if (where == emu::detail::StreamRoute::kRecord) return emu::detail::record_free(stream, ptr);
+  return emu::detail::free_locked(ptr);
+}
 
 namespace {
 struct DefaultPool {
@@ -257,9 +300,9 @@ cudaError_t cudaMemPoolTrimTo(cudaMemPool_t pool, std::size_t) {
   return check_sticky();
 }
 
-cudaError_t cudaMemcpyAsync(void* dst, const void* src, std::size_t bytes, cudaMemcpyKind kind,
-                            cudaStream_t) {
-  std::lock_guard<std::mutex> lock(api_mutex);
+namespace emu::detail {
+
+cudaError_t copy_locked(void* dst, const void* src, std::size_t bytes, cudaMemcpyKind kind) {
   if (sticky_error != cudaSuccess) return record(sticky_error);
   const bool src_device = kind == cudaMemcpyDeviceToHost || kind == cudaMemcpyDeviceToDevice;
   const bool dst_device = kind == cudaMemcpyHostToDevice || kind == cudaMemcpyDeviceToDevice;
@@ -284,12 +327,7 @@ cudaError_t cudaMemcpyAsync(void* dst, const void* src, std::size_t bytes, cudaM
   return cudaSuccess;
 }
 
-cudaError_t cudaMemcpy(void* dst, const void* src, std::size_t bytes, cudaMemcpyKind kind) {
-  return cudaMemcpyAsync(dst, src, bytes, kind, nullptr);
-}
-
-cudaError_t cudaMemsetAsync(void* ptr, int value, std::size_t bytes, cudaStream_t) {
-  std::lock_guard<std::mutex> lock(api_mutex);
+cudaError_t memset_locked(void* ptr, int value, std::size_t bytes) {
   if (sticky_error != cudaSuccess) return record(sticky_error);
   if (!device_range(ptr, bytes)) {
     std::fprintf(stderr,
@@ -301,12 +339,65 @@ cudaError_t cudaMemsetAsync(void* ptr, int value, std::size_t bytes, cudaStream_
   return cudaSuccess;
 }
 
-cudaError_t cudaStreamSynchronize(cudaStream_t) {
+}  // namespace emu::detail
+
+cudaError_t cudaMemcpyAsync(void* dst, const void* src, std::size_t bytes, cudaMemcpyKind kind,
+                            cudaStream_t stream) {
   std::lock_guard<std::mutex> lock(api_mutex);
+  emu::detail::StreamRoute where;
+  const cudaError_t refused = emu::detail::route(stream, "cudaMemcpyAsync", &where);
+  if (refused != cudaSuccess) return refused;
+  if (where == emu::detail::StreamRoute::kRunNow)
+    return emu::detail::copy_locked(dst, src, bytes, kind);
+  // Host memory here is pageable, and CUDA cannot capture a copy to or from pageable memory.
+  if (kind != cudaMemcpyDeviceToDevice)
+    return emu::detail::refuse_in_capture(stream, "a copy between host and device memory");
+  if (!device_range(src, bytes) || !device_range(dst, bytes)) {
+    return emu::detail::copy_locked(dst, src, bytes,
+                                    kind);  // reports the bad range, copies nothing
+  }
+  emu::detail::record_copy(stream, dst, src, bytes);
+  return cudaSuccess;
+}
+
+cudaError_t cudaMemcpy(void* dst, const void* src, std::size_t bytes, cudaMemcpyKind kind) {
+  {
+    std::lock_guard<std::mutex> lock(api_mutex);
+    const cudaError_t refused = emu::detail::check_capture_allows("cudaMemcpy (synchronous)");
+    if (refused != cudaSuccess) return refused;
+  }
+  return cudaMemcpyAsync(dst, src, bytes, kind, nullptr);
+}
+
+cudaError_t cudaMemsetAsync(void* ptr, int value, std::size_t bytes, cudaStream_t stream) {
+  std::lock_guard<std::mutex> lock(api_mutex);
+  emu::detail::StreamRoute where;
+  const cudaError_t refused = emu::detail::route(stream, "cudaMemsetAsync", &where);
+  if (refused != cudaSuccess) return refused;
+  if (where == emu::detail::StreamRoute::kRunNow)
+    return emu::detail::memset_locked(ptr, value, bytes);
+  if (!device_range(ptr, bytes)) return emu::detail::memset_locked(ptr, value, bytes);  // reports
+  emu::detail::record_memset(stream, ptr, value, bytes);
+  return cudaSuccess;
+}
+
+cudaError_t cudaStreamSynchronize(cudaStream_t stream) {
+  std::lock_guard<std::mutex> lock(api_mutex);
+  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+  emu::detail::capture_status_locked(stream, &status);
+  if (status != cudaStreamCaptureStatusNone)
+    return emu::detail::refuse_in_capture(stream, "cudaStreamSynchronize");
+  const cudaError_t refused = emu::detail::check_capture_allows("cudaStreamSynchronize");
+  if (refused != cudaSuccess) return refused;
   return sticky_error != cudaSuccess ? record(sticky_error) : cudaSuccess;
 }
 
-cudaError_t cudaDeviceSynchronize() { return cudaStreamSynchronize(nullptr); }
+cudaError_t cudaDeviceSynchronize() {
+  std::lock_guard<std::mutex> lock(api_mutex);
+  const cudaError_t refused = emu::detail::check_capture_allows("cudaDeviceSynchronize");
+  if (refused != cudaSuccess) return refused;
+  return sticky_error != cudaSuccess ? record(sticky_error) : cudaSuccess;
+}
 
 struct CUevent_st {
   std::chrono::steady_clock::time_point when;

@@ -1,5 +1,6 @@
-// State the emulator's two halves share (tests/support/cuda_emulator/scheduler.cpp, runtime.cpp):
-// the error slots of the CUDA runtime and the lock that makes one API call or grid run at a time.
+// State the emulator's parts share (tests/support/cuda_emulator/scheduler.cpp, runtime.cpp,
+// graph.cpp): the error slots of the CUDA runtime, the lock that makes one API call or grid run at
+// a time, device memory, and the stream captures every call on a stream consults.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -18,5 +19,32 @@ extern cudaError_t sticky_error;  // after a trap or a deadlock, as in a broken 
 
 // Keeps the first error for cudaGetLastError; returns `error`.
 cudaError_t record(cudaError_t error);
+
+// ---- device memory (runtime.cpp); every function here expects api_mutex held -----------------
+cudaError_t allocate_locked(void** ptr, std::size_t bytes);  // 0xFF-filled, tracked
+cudaError_t free_locked(void* ptr);
+// A copy or memset, checked against the allocations (an error, printed, when outside one).
+cudaError_t copy_locked(void* dst, const void* src, std::size_t bytes, cudaMemcpyKind kind);
+cudaError_t memset_locked(void* ptr, int value, std::size_t bytes);
+
+// ---- stream capture (graph.cpp); api_mutex held ----------------------------------------------
+enum class StreamRoute { kRunNow, kRecord };
+// Where work on `stream` goes: run now, or recorded into the stream's capture. An error (recorded
+// for cudaGetLastError, printed with `what`, and the capture invalidated) where a capture refuses
+// it: the capture was invalidated before, or the legacy stream is used by a capturing thread.
+cudaError_t route(cudaStream_t stream, const char* what, StreamRoute* where);
+// For a call that may synchronize or allocate (cudaMalloc, cudaFree, cudaMemcpy, a synchronize):
+// cudaErrorStreamCaptureUnsupported, each such capture invalidated, where an active capture's mode
+// forbids it to this thread.
+cudaError_t check_capture_allows(const char* what);
+// Refuses `what` on the capturing `stream`: the capture is invalidated.
+cudaError_t refuse_in_capture(cudaStream_t stream, const char* what);
+// What cudaStreamIsCapturing answers for `stream`.
+void capture_status_locked(cudaStream_t stream, cudaStreamCaptureStatus* status);
+// Appends to the capture of `stream` (route() answered kRecord).
+void record_copy(cudaStream_t stream, void* dst, const void* src, std::size_t bytes);
+void record_memset(cudaStream_t stream, void* ptr, int value, std::size_t bytes);
+cudaError_t record_allocation(cudaStream_t stream, void** ptr, std::size_t bytes);
+cudaError_t record_free(cudaStream_t stream, void* ptr);
 
 }  // namespace emu::detail

@@ -22,6 +22,24 @@
 // what nobody wrote shows up in the results. What it cannot see: data races (a racing kernel
 // usually computes the right answer here, since threads run in turn; the race checker build,
 // tests/support/cuda_emulator/racecheck.h, finds them), timing, and anything about performance.
+//
+// Streams and graphs: streams are tags (everything runs in order as it is issued), but stream
+// capture is real (tests/support/cuda_emulator/graph.cpp): while a stream captures, kernel
+// launches, device-to-device copies, memsets and stream-ordered allocations on it are recorded (the
+// kernel, its grid, block, dynamic shared memory and a copy of its arguments) instead of run, and
+// cudaGraphLaunch replays them in order, checking the pointer arguments again (a graph that reads
+// freed memory fails as a GPU's would). What CUDA refuses during a capture, the emulator refuses
+// with the same error and invalidates the capture (cudaStreamEndCapture then answers
+// cudaErrorStreamCaptureInvalidated): synchronizing the capturing stream; cudaMalloc, cudaFree, a
+// synchronous cudaMemcpy or a device synchronization where the capture's mode forbids them (global:
+// from any thread; thread-local: from the capturing thread); a copy between host and device memory
+// on the capturing stream (all host memory here is pageable, which a graph cannot copy). Stricter
+// than CUDA: work on the legacy stream from a thread whose capture is active is refused
+// (cudaErrorStreamCaptureImplicit) even when the capturing stream is non-blocking, where CUDA would
+// run it at once, outside the graph -- in a captured step that is a bug either way. Memory a
+// capture allocates (cudaMallocAsync) belongs to the graph until the graph and its instances are
+// destroyed, and reads as 0xFF bytes again at every replay. Not emulated: events in captures,
+// capturing several streams into one graph, graphs launched into a capture, graph editing.
 #pragma once
 
 #include <chrono>
@@ -31,6 +49,7 @@
 #include <cstdio>
 #include <cstring>
 #include <functional>
+#include <memory>
 #include <tuple>
 #include <type_traits>
 #include <utility>
@@ -68,10 +87,16 @@ enum cudaError_t {
   cudaErrorInvalidDevicePointer = 17,
   cudaErrorNoDevice = 100,
   cudaErrorInvalidDevice = 101,
+  cudaErrorInvalidResourceHandle = 400,
+  cudaErrorIllegalState = 401,
   cudaErrorNotReady = 600,
   cudaErrorIllegalAddress = 700,
   cudaErrorLaunchOutOfResources = 701,
   cudaErrorLaunchFailure = 719,
+  cudaErrorStreamCaptureUnsupported = 900,
+  cudaErrorStreamCaptureInvalidated = 901,
+  cudaErrorStreamCaptureImplicit = 906,
+  cudaErrorStreamCaptureWrongThread = 908,
 };
 enum cudaMemcpyKind {
   cudaMemcpyHostToHost = 0,
@@ -88,11 +113,27 @@ enum cudaMemPoolAttr {
   cudaMemPoolAttrReleaseThreshold = 4,
 };
 constexpr unsigned cudaEventDefault = 0;
+constexpr unsigned cudaStreamDefault = 0;  // a blocking stream: synchronizes with the legacy one
+constexpr unsigned cudaStreamNonBlocking = 1;  // does not
+enum cudaStreamCaptureMode {
+  cudaStreamCaptureModeGlobal = 0,
+  cudaStreamCaptureModeThreadLocal = 1,
+  cudaStreamCaptureModeRelaxed = 2,
+};
+enum cudaStreamCaptureStatus {
+  cudaStreamCaptureStatusNone = 0,
+  cudaStreamCaptureStatusActive = 1,
+  cudaStreamCaptureStatusInvalidated = 2,
+};
 
 struct CUstream_st;
 struct CUevent_st;
+struct CUgraph_st;
+struct CUgraphExec_st;
 using cudaStream_t = CUstream_st*;
 using cudaEvent_t = CUevent_st*;
+using cudaGraph_t = CUgraph_st*;
+using cudaGraphExec_t = CUgraphExec_st*;
 struct CUmemPoolHandle_st;
 using cudaMemPool_t = CUmemPoolHandle_st*;
 
@@ -137,6 +178,18 @@ cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream = nullptr);
 cudaError_t cudaEventSynchronize(cudaEvent_t event);
 cudaError_t cudaEventQuery(cudaEvent_t event);  // always done: launches are synchronous here
 cudaError_t cudaEventElapsedTime(float* ms, cudaEvent_t start, cudaEvent_t stop);
+// Streams and graphs (graph.cpp; what is captured and refused: the top of this file).
+cudaError_t cudaStreamCreate(cudaStream_t* stream);
+cudaError_t cudaStreamCreateWithFlags(cudaStream_t* stream, unsigned flags);
+cudaError_t cudaStreamDestroy(cudaStream_t stream);
+cudaError_t cudaStreamBeginCapture(cudaStream_t stream, cudaStreamCaptureMode mode);
+cudaError_t cudaStreamEndCapture(cudaStream_t stream, cudaGraph_t* graph);
+cudaError_t cudaStreamIsCapturing(cudaStream_t stream, cudaStreamCaptureStatus* status);
+cudaError_t cudaGraphInstantiate(cudaGraphExec_t* exec, cudaGraph_t graph,
+                                 unsigned long long flags = 0);
+cudaError_t cudaGraphLaunch(cudaGraphExec_t exec, cudaStream_t stream);
+cudaError_t cudaGraphExecDestroy(cudaGraphExec_t exec);
+cudaError_t cudaGraphDestroy(cudaGraph_t graph);
 
 namespace emu {
 
@@ -230,6 +283,11 @@ bool is_device_pointer_or_null(const void* ptr);
 // Runs body() once per thread of the grid; records launch errors for cudaGetLastError.
 void run_grid(const char* kernel_name, const LaunchConfig& config,
               const std::function<void()>& body);
+// A launch as the runtime sees it (graph.cpp): run now with run_grid, recorded when config.stream
+// captures, or refused (an error for cudaGetLastError) where a capture forbids it. `body` owns a
+// copy of the arguments; `arguments_ok` checks its pointers again when a graph replays it.
+void submit_launch(const char* kernel_name, const LaunchConfig& config, std::function<void()> body,
+                   std::function<bool()> arguments_ok);
 // Records a launch error (bad argument) for cudaGetLastError, printing why to stderr.
 void fail_launch(cudaError_t error, const char* kernel_name, const char* why);
 
@@ -249,15 +307,20 @@ template <typename... Params, typename... Args>
 void launch_named(const char* kernel_name, void (*kernel)(Params...), const LaunchConfig& config,
                   Args&&... args) {
   static_assert(sizeof...(Params) == sizeof...(Args), "kernel launched with the wrong arity");
-  std::tuple<std::decay_t<Params>...> params(std::forward<Args>(args)...);
-  const bool pointers_ok =
-      std::apply([](const auto&... p) { return (argument_ok(p) && ... && true); }, params);
-  if (!pointers_ok) {
+  // Shared, so that a captured launch keeps its own copy of the arguments for every replay.
+  const auto params =
+      std::make_shared<std::tuple<std::decay_t<Params>...>>(std::forward<Args>(args)...);
+  std::function<bool()> pointers_ok = [params] {
+    return std::apply([](const auto&... p) { return (argument_ok(p) && ... && true); }, *params);
+  };
+  if (!pointers_ok()) {
     fail_launch(cudaErrorInvalidDevicePointer, kernel_name,
                 "a pointer argument is not device memory");
     return;
   }
-  run_grid(kernel_name, config, [&] { std::apply(kernel, params); });
+  submit_launch(
+      kernel_name, config, [kernel, params] { std::apply(kernel, *params); },
+      std::move(pointers_ok));
 }
 
 }  // namespace emu
