@@ -311,8 +311,9 @@ BatchResult attack_batch_through(models::Model& model, const Gallery& gallery,
   BatchResult result;
   result.clean = plan.measure(clean);
   // rinit=1: this batch's random start comes from `gen`, so batches (and --seed values) differ.
-  const PgdOptions pgd = options.restart > 0 ? restart_pgd_options(spec.pgd, gen, options.restart)
-                                             : seeded(spec.pgd, gen);
+  PgdOptions pgd = options.restart > 0 ? restart_pgd_options(spec.pgd, gen, options.restart)
+                                       : seeded(spec.pgd, gen);
+  pgd.host_objective = followed.host_objective;
   if (spec.nes.population > 0) {
     NesTrace trace;
     result.adversarial_images = nes_attack(

@@ -50,6 +50,8 @@ struct AttackPlan {
   // Each image's own loss [B] (the objective is their mean): what the NES black-box attack
   // estimates its gradient from (attacks/nes.h), never differentiated.
   std::function<engine::Tensor(const engine::Tensor& embeddings, int64_t step)> row_objective;
+  // The objective reads device data on the host at every step (PgdOptions::host_objective).
+  bool host_objective = false;
 };
 
 struct AttackDefinition {

@@ -16,6 +16,15 @@
 //
 // No host synchronization per step: the objective value and max|delta|_inf of every step stay on
 // the device (PgdTrace) until the caller reads them after the loop.
+//
+// Two loops, the same bits (engine::attack_loop(), ENGINE_ATTACK_LOOP=eager|captured, in
+// engine/backend.h): eager issues every step op by op through autograd; captured (CUDA images, two
+// or more steps) runs step 0 eagerly, captures step 1 once as a CUDA graph (engine/cuda_graph.h)
+// over buffers allocated once, and replays it for the remaining steps, with no autograd graph, no
+// allocation and no host synchronization per step (the stop tolerance is checked every 4 steps,
+// pgd.cpp says why). So an objective must do the same work with the same tensors at every step
+// t >= 1 (only step 0 may differ, as the embedding-shift objectives' first-step offset does) and
+// must not read device data on the host (the capture fails with an error naming the call).
 #pragma once
 
 #include <cstdint>
@@ -36,8 +45,12 @@ struct PgdOptions {
   uint64_t seed = 0;           // for the random start
   // > 0: stop once the objective stops moving — after step t, if |obj_t - obj_{t-1}| < tolerance
   // (obj_{-1} = -1) the loop ends (robrank's HM "saturation" stop, 1e-7). Reading obj_t costs one
-  // host synchronization per step, so it is off (0) for every other attack.
+  // host synchronization per step (per 4 steps in the captured loop), so it is off (0) for every
+  // other attack.
   double stop_tolerance = 0.0;
+  // The objective reads device data on the host at every step (LTM locates its arg-max there): a
+  // CUDA graph cannot replay that, so the loop runs eager whatever engine::attack_loop() says.
+  bool host_objective = false;
 };
 
 // `options` with its random-start seed drawn from `gen` (one Philox block), so each call's random

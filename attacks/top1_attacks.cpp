@@ -25,6 +25,7 @@ AttackPlan plan_learning_to_misrank(const AttackBatch& batch, engine::Generator&
   plan.measure = [=](const Tensor& e) {
     return Measures{{"LTM:r@1", recall_at_1_percent(batch, e)}};
   };
+  plan.host_objective = true;  // learning_to_misrank_loss picks its rows on the host
   return plan;
 }
 

@@ -37,12 +37,27 @@ std::size_t cuda_block_size(std::size_t bytes) {
   return bytes < kLargeThreshold ? round_up(bytes, kSmallRound) : round_up(bytes, kLargeRound);
 }
 
+using FreeBlocks = std::map<std::size_t, std::vector<void*>>;  // rounded size -> free blocks
+
+// A CUDA graph's private pool (allocator.h).
+struct GraphPool {
+  FreeBlocks free_blocks;
+  int64_t blocks_in_use = 0;  // handed out and not yet freed
+  bool released = false;      // its graph is gone
+};
+
 struct State {
   std::mutex mutex;
   AllocatorStats host;
   AllocatorStats cuda;
-  std::map<std::size_t, std::vector<void*>> cuda_free_blocks;
+  FreeBlocks cuda_free_blocks;
+  int64_t next_pool = 1;
+  std::map<int64_t, GraphPool> pools;
+  std::map<void*, int64_t> pool_of_block;  // every block a pool owns (free or in use) -> pool
 };
+
+// The pool this thread captures into (0: none).
+thread_local int64_t capturing_pool = 0;
 
 // Host memory stays with the process. By default glibc serves blocks above a (self-adjusting,
 // at most 32 MiB) threshold with mmap and returns them to the kernel on free, and trims the top
@@ -95,6 +110,29 @@ void release_cuda_cache_locked(State& s) {
   s.cuda_free_blocks.clear();
 }
 
+// A block of `block` bytes for the pool `id`: one it freed, else one from the cache (now the
+// pool's); never cudaMalloc, which a capture refuses.
+void* take_for_pool(State& s, int64_t id, std::size_t block, std::size_t bytes) {
+  GraphPool& pool = s.pools.at(id);
+  void* ptr = nullptr;
+  for (FreeBlocks* source : {&pool.free_blocks, &s.cuda_free_blocks}) {
+    auto it = source->find(block);
+    if (it == source->end() || it->second.empty()) continue;
+    ptr = it->second.back();
+    it->second.pop_back();
+    break;
+  }
+  ENGINE_CHECK(ptr != nullptr, "CUDA graph capture: a tensor of ", bytes, " bytes (block of ",
+               block,
+               ") was asked for and the allocator's cache holds no free block of that size; a "
+               "capture cannot call cudaMalloc, so run the captured step once, eagerly, before "
+               "capturing it");
+  s.cuda.bytes_cached -= static_cast<int64_t>(block);
+  s.pool_of_block[ptr] = id;
+  pool.blocks_in_use += 1;
+  return ptr;
+}
+
 }  // namespace
 
 void* allocate(std::size_t bytes, Device device) {
@@ -110,6 +148,11 @@ void* allocate(std::size_t bytes, Device device) {
     return ptr;
   }
   std::size_t block = cuda_block_size(bytes);
+  if (capturing_pool != 0) {
+    void* ptr = take_for_pool(s, capturing_pool, block, bytes);
+    note_alloc(s.cuda, block);
+    return ptr;
+  }
   auto it = s.cuda_free_blocks.find(block);
   void* ptr = nullptr;
   if (it != s.cuda_free_blocks.end() && !it->second.empty()) {
@@ -125,6 +168,7 @@ void* allocate(std::size_t bytes, Device device) {
       kernels::cuda_trim_workspace_pool();
       ptr = kernels::cuda_malloc(block);
     }
+    s.cuda.device_mallocs += 1;
   }
   note_alloc(s.cuda, block);
   return ptr;
@@ -140,9 +184,28 @@ void deallocate(void* ptr, std::size_t bytes, Device device) {
     return;
   }
   std::size_t block = cuda_block_size(bytes);
-  s.cuda_free_blocks[block].push_back(ptr);
   s.cuda.bytes_in_use -= static_cast<int64_t>(block);
   s.cuda.bytes_cached += static_cast<int64_t>(block);
+  auto owner = s.pool_of_block.find(ptr);
+  if (owner == s.pool_of_block.end() && capturing_pool != 0) {
+    // Freed during a capture: the graph may read it at every replay, so its pool keeps it.
+    owner = s.pool_of_block.emplace(ptr, capturing_pool).first;
+    s.pools.at(capturing_pool).blocks_in_use += 1;
+  }
+  if (owner == s.pool_of_block.end()) {
+    s.cuda_free_blocks[block].push_back(ptr);
+    return;
+  }
+  const int64_t id = owner->second;
+  GraphPool& pool = s.pools.at(id);
+  pool.blocks_in_use -= 1;
+  if (!pool.released) {
+    pool.free_blocks[block].push_back(ptr);
+    return;
+  }
+  s.pool_of_block.erase(owner);
+  s.cuda_free_blocks[block].push_back(ptr);
+  if (pool.blocks_in_use == 0) s.pools.erase(id);
 }
 
 AllocatorStats allocator_stats(Device device) {
@@ -156,6 +219,35 @@ void reset_peak_bytes(Device device) {
   std::lock_guard<std::mutex> lock(s.mutex);
   AllocatorStats& stats = device.is_cpu() ? s.host : s.cuda;
   stats.peak_bytes_in_use = stats.bytes_in_use;
+}
+
+int64_t begin_graph_pool_capture() {
+  State& s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  ENGINE_CHECK(capturing_pool == 0, "begin_graph_pool_capture: this thread already captures");
+  const int64_t id = s.next_pool++;
+  s.pools.emplace(id, GraphPool());
+  capturing_pool = id;
+  return id;
+}
+
+void end_graph_pool_capture() { capturing_pool = 0; }
+
+void release_graph_pool(int64_t id) {
+  State& s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  auto found = s.pools.find(id);
+  if (found == s.pools.end()) return;
+  GraphPool& pool = found->second;
+  for (auto& [size, blocks] : pool.free_blocks) {
+    for (void* ptr : blocks) {
+      s.pool_of_block.erase(ptr);
+      s.cuda_free_blocks[size].push_back(ptr);
+    }
+  }
+  pool.free_blocks.clear();
+  pool.released = true;
+  if (pool.blocks_in_use == 0) s.pools.erase(found);
 }
 
 void empty_cuda_cache() {

@@ -17,6 +17,7 @@ std::atomic<int> conv_choice{kUnset};
 std::atomic<int> gemm_choice{kUnset};
 std::atomic<int> fused_choice{kUnset};
 std::atomic<int> tile_choice{kUnset};
+std::atomic<int> attack_loop_choice{kUnset};
 
 // The value of an environment variable, or "" when unset.
 std::string env_value(const char* name) {
@@ -71,6 +72,30 @@ GemmBackend gemm_backend() {
     store_if_unset(gemm_choice, static_cast<int>(chosen));
   }
   return static_cast<GemmBackend>(gemm_choice.load(std::memory_order_acquire));
+}
+
+void set_attack_loop(AttackLoop loop) {
+  attack_loop_choice.store(static_cast<int>(loop), std::memory_order_release);
+}
+
+AttackLoop attack_loop() {
+  if (attack_loop_choice.load(std::memory_order_acquire) == kUnset) {
+    const std::string text = env_value("ENGINE_ATTACK_LOOP");
+    const AttackLoop chosen =
+        text.empty() ? AttackLoop::Eager : parse_attack_loop(text, "ENGINE_ATTACK_LOOP");
+    store_if_unset(attack_loop_choice, static_cast<int>(chosen));
+  }
+  return static_cast<AttackLoop>(attack_loop_choice.load(std::memory_order_acquire));
+}
+
+const char* attack_loop_name(AttackLoop loop) {
+  return loop == AttackLoop::Captured ? "captured" : "eager";
+}
+
+AttackLoop parse_attack_loop(const std::string& text, const std::string& what) {
+  if (text == "eager") return AttackLoop::Eager;
+  if (text == "captured") return AttackLoop::Captured;
+  fail(what, ": unknown attack loop '", text, "' (expected 'eager' or 'captured')");
 }
 
 const char* backend_name(ConvBackend backend) {

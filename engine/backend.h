@@ -23,6 +23,11 @@
 // that many tile columns for fprop, dgrad and wgrad. Every width gives the same bits but wgrad's
 // when its split-K count changes; it is there so one GPU run can time each width (`dml bench`
 // times them all by itself).
+// The attack loop (attacks/pgd.h), chosen the same way by ENGINE_ATTACK_LOOP=eager|captured:
+//   AttackLoop::Eager     every PGD step issued op by op through autograd                [default]
+//   AttackLoop::Captured  on CUDA tensors, the steps after the first replay one CUDA graph of a
+//                         step (engine/cuda_graph.h); the same bits as Eager
+// Eager stays the default until a GPU has timed the captured loop (docs/performance.md).
 #pragma once
 
 #include <string>
@@ -33,6 +38,7 @@ namespace engine {
 
 enum class ConvBackend { Ours, Cudnn };
 enum class GemmBackend { Ours, Cublas };
+enum class AttackLoop { Eager, Captured };
 
 void set_conv_backend(ConvBackend backend);
 ConvBackend conv_backend();
@@ -60,5 +66,9 @@ kernels::ConvTile parse_conv_tile(const std::string& text, const std::string& wh
 // until a GPU has timed the fused kernels against the unfused ones (none has yet).
 void set_fused_kernels(bool on);
 bool fused_kernels();
+void set_attack_loop(AttackLoop loop);
+AttackLoop attack_loop();
+const char* attack_loop_name(AttackLoop loop);  // "eager" / "captured"
+AttackLoop parse_attack_loop(const std::string& text, const std::string& what = "attack loop");
 
 }  // namespace engine

@@ -94,4 +94,50 @@ void cuda_synchronize() {
   if (profiling()) profile_after_host_wait();
 }
 
+void* cuda_stream_create() {
+  cudaStream_t stream = nullptr;
+  CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cuda_stream_create");
+  return stream;
+}
+
+void cuda_stream_destroy(void* stream) {
+  CUDA_CHECK(cudaStreamDestroy(static_cast<cudaStream_t>(stream)), "cuda_stream_destroy");
+}
+
+void cuda_begin_capture(void* stream) {
+  CUDA_CHECK(
+      cudaStreamBeginCapture(static_cast<cudaStream_t>(stream), cudaStreamCaptureModeThreadLocal),
+      "cuda_begin_capture");
+}
+
+void* cuda_end_capture(void* stream) {
+  cudaGraph_t graph = nullptr;
+  CUDA_CHECK(cudaStreamEndCapture(static_cast<cudaStream_t>(stream), &graph),
+             "cuda_end_capture (a call inside the captured code that CUDA cannot capture: a host "
+             "synchronization, a copy to or from host memory, or cudaMalloc)");
+  cudaGraphExec_t exec = nullptr;
+  const cudaError_t status = cudaGraphInstantiate(&exec, graph, 0);
+  CUDA_CHECK(cudaGraphDestroy(graph), "cuda_end_capture: cudaGraphDestroy");
+  CUDA_CHECK(status, "cuda_end_capture: cudaGraphInstantiate");
+  return exec;
+}
+
+void cuda_abandon_capture(void* stream) {
+  cudaGraph_t graph = nullptr;
+  if (cudaStreamEndCapture(static_cast<cudaStream_t>(stream), &graph) == cudaSuccess &&
+      graph != nullptr) {
+    (void)cudaGraphDestroy(graph);
+  }
+  (void)cudaGetLastError();  // the captured code's error is already on its way to the caller
+}
+
+void cuda_graph_launch(void* graph_exec) {
+  CUDA_CHECK(cudaGraphLaunch(static_cast<cudaGraphExec_t>(graph_exec), current),
+             "cuda_graph_launch");
+}
+
+void cuda_graph_destroy(void* graph_exec) {
+  CUDA_CHECK(cudaGraphExecDestroy(static_cast<cudaGraphExec_t>(graph_exec)), "cuda_graph_destroy");
+}
+
 }  // namespace engine::kernels

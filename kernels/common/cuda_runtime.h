@@ -31,4 +31,19 @@ void* cuda_current_stream();
 void cuda_set_current_stream(void* stream);
 void cuda_synchronize();
 
+// CUDA graphs (engine/cuda_graph.h says how the engine uses them). A capture runs on a stream of
+// its own, non-blocking so that other threads' work on the legacy stream neither joins nor breaks
+// it, in thread-local mode: a call that cannot be captured (a synchronization, a copy to or from
+// the host, cudaMalloc) made by the capturing thread fails and invalidates the capture.
+void* cuda_stream_create();  // cudaStreamNonBlocking
+void cuda_stream_destroy(void* stream);
+void cuda_begin_capture(void* stream);
+// Ends the capture and instantiates it: the graph instance (cudaGraphExec_t). Throws
+// engine::Error when the capture was invalidated, naming the first refused call's error.
+void* cuda_end_capture(void* stream);
+// Ends a capture after an error in the captured code, discarding it (never throws).
+void cuda_abandon_capture(void* stream);
+void cuda_graph_launch(void* graph_exec);  // on the current stream
+void cuda_graph_destroy(void* graph_exec);
+
 }  // namespace engine::kernels

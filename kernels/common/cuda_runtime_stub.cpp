@@ -24,5 +24,12 @@ void* cuda_current_stream() { return nullptr; }
 void cuda_set_current_stream(void*) { no_cuda("cuda_set_current_stream"); }
 void cuda_trim_workspace_pool() { no_cuda("cuda_trim_workspace_pool"); }
 void cuda_synchronize() { no_cuda("cuda_synchronize"); }
+void* cuda_stream_create() { no_cuda("cuda_stream_create"); }
+void cuda_stream_destroy(void*) { no_cuda("cuda_stream_destroy"); }
+void cuda_begin_capture(void*) { no_cuda("cuda_begin_capture"); }
+void* cuda_end_capture(void*) { no_cuda("cuda_end_capture"); }
+void cuda_abandon_capture(void*) {}
+void cuda_graph_launch(void*) { no_cuda("cuda_graph_launch"); }
+void cuda_graph_destroy(void*) { no_cuda("cuda_graph_destroy"); }
 
 }  // namespace engine::kernels
