@@ -168,7 +168,6 @@ void* allocate(std::size_t bytes, Device device) {
       kernels::cuda_trim_workspace_pool();
       ptr = kernels::cuda_malloc(block);
     }
-    s.cuda.device_mallocs += 1;
   }
   note_alloc(s.cuda, block);
   return ptr;

@@ -17,8 +17,9 @@ struct AllocatorStats {
   int64_t bytes_requested = 0;  // total bytes asked for over the process lifetime
   int64_t bytes_in_use = 0;     // currently handed out
   int64_t peak_bytes_in_use = 0;
-  int64_t bytes_cached = 0;    // CUDA: held in free lists, not handed out
-  int64_t device_mallocs = 0;  // CUDA: cudaMalloc calls (cache misses); none while capturing
+  int64_t bytes_cached = 0;  // CUDA: held in free lists, not handed out
+  // cudaMalloc calls (cache misses; none while capturing) are counted once, by
+  // kernels::device_counters().device_allocations (kernels/common/device_counters.h).
 };
 
 void* allocate(std::size_t bytes, Device device);

@@ -23,6 +23,7 @@
 // that many tile columns for fprop, dgrad and wgrad. Every width gives the same bits but wgrad's
 // when its split-K count changes; it is there so one GPU run can time each width (`dml bench`
 // times them all by itself).
+//
 // The attack loop (attacks/pgd.h), chosen the same way by ENGINE_ATTACK_LOOP=eager|captured:
 //   AttackLoop::Eager     every PGD step issued op by op through autograd                [default]
 //   AttackLoop::Captured  on CUDA tensors, the steps after the first replay one CUDA graph of a

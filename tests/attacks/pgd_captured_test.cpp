@@ -18,6 +18,7 @@
 #include "engine/backend.h"
 #include "engine/ops.h"
 #include "engine/random.h"
+#include "kernels/common/device_counters.h"
 #include "losses/distance.h"
 #include "models/c2f2.h"
 #include "tests/defenses/tiny_model.h"
@@ -142,9 +143,11 @@ TEST_CASE("captured PGD: the replayed steps allocate nothing", "[pgd_captured][c
   auto allocations_of = [&](engine::AttackLoop loop, int64_t steps) {
     run(loop, s, options(steps));
     const engine::AllocatorStats before = engine::allocator_stats(Device::cuda());
+    const int64_t mallocs_before = engine::kernels::device_counters().device_allocations;
     run(loop, s, options(steps));
     const engine::AllocatorStats after = engine::allocator_stats(Device::cuda());
-    CHECK(after.device_mallocs == before.device_mallocs);  // warm: no cudaMalloc at all
+    // warm: no cudaMalloc at all
+    CHECK(engine::kernels::device_counters().device_allocations == mallocs_before);
     return after.allocations - before.allocations;
   };
   const int64_t captured_3 = allocations_of(engine::AttackLoop::Captured, 3);
