@@ -106,9 +106,17 @@ TEST_CASE("dml report --robustness draws several models' ERS, worst case and cur
                        {"ers_worst", 20.5}};
   write_json(dir.file("act-ers.json"), act);
   const std::string out = dir.file("robustness.svg");
-  REQUIRE(report({"--robustness", "--input",
-                  "vanilla=" + dir.file("vanilla-ers.json") + "," + dir.file("vanilla-curve.json"),
-                  "--input", "act=" + dir.file("act-ers.json"), "--out", out}) == 0);
+  const std::string printed = test::output_of(1, dir.file("stdout.txt"), [&] {
+    REQUIRE(
+        report({"--robustness", "--input",
+                "vanilla=" + dir.file("vanilla-ers.json") + "," + dir.file("vanilla-curve.json"),
+                "--input", "act=" + dir.file("act-ers.json"), "--out", out}) == 0);
+  });
+  // One summary line per model: the worst case as its ERS, not the whole JSON object.
+  CHECK(printed.find("vanilla          ERS 23.0, worst-case ERS not computed, 4 curve points") !=
+        std::string::npos);
+  CHECK(printed.find("act              ERS 23.0, worst-case ERS 20.5, 0 curve points") !=
+        std::string::npos);
   const std::string svg = read_text(out);
   REQUIRE(svg.rfind("<svg", 0) == 0);
   // The caption: image counts and modes of each file.

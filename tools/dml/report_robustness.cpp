@@ -484,9 +484,13 @@ int run_report_robustness(Args& args) {
     if (model.ers_raw) {
       std::snprintf(ers, sizeof ers, "%.1f", metrics::empirical_robustness_score(*model.ers_raw));
     }
-    const std::string worst = model.worst_case.is_null() ? "not computed" : model.worst_case.dump();
-    std::printf("%-16s ERS %s, worst case %s, %zu curve points\n", model.label.c_str(), ers,
-                worst.c_str(), model.curve.size());
+    // The worst case's summary number (the whole object, with its per-image lists, was printed).
+    char worst[32] = "not computed";
+    if (!model.worst_case.is_null()) {
+      std::snprintf(worst, sizeof worst, "%.1f", model.worst_case.at("ers_worst").get<double>());
+    }
+    std::printf("%-16s ERS %s, worst-case ERS %s, %zu curve points\n", model.label.c_str(), ers,
+                worst, model.curve.size());
   }
   std::printf("wrote %s\n", out.c_str());
   return 0;
