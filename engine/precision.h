@@ -10,11 +10,21 @@
 //         (kernels/matmul/matmul_tensor_core_cuda.cu). Convolutions stay strict FP32 for now:
 //         their tensor-core kernels are the next step (issue 33). With GemmBackend::Cublas it is
 //         an error (cuBLAS's TF32 math mode is not wired yet).
-//   bf16  accepted by the parser so configs can name it, but no BF16 kernel exists yet: the first
-//         GEMM of a run (on any device) fails with "precision bf16 is not implemented yet".
+//   bf16  GEMMs (matmul, linear) on CUDA run on BF16 tensor cores: operands rounded to 7 mantissa
+//         bits (round to nearest, ties to even, as __float2bfloat16), FP32 accumulation, C in
+//         FP32 (the same kernel file and tile). Tensors stay FP32 and only a GEMM's operands are
+//         rounded, inside the kernel, so batch-norm statistics, losses, optimizer state, the PGD
+//         update and the images are FP32 as in every mode. Convolutions run strict FP32 under
+//         bf16 for now, as under tf32, until their tensor-core kernels land (issue 33): chosen
+//         over refusing so that bf16 trains every model (C2F2 and ResNet are then BF16 only in
+//         their fully connected layers and embedding heads). Any refusal belongs in
+//         check_precision_implemented. With GemmBackend::Cublas it is an error, as tf32.
 //
-// CPU tensors ignore tf32: the CPU kernels always compute in the tensor's dtype (Eigen, strict
-// FP32/FP64), so a CPU run's bits do not depend on the setting.
+// Under both tf32 and bf16 the fused linear ops of ENGINE_FUSED=1 (linear_relu,
+// linear_l2_normalize; default off) still compute their forward GEMM in strict FP32.
+//
+// CPU tensors ignore tf32 and bf16: the CPU kernels always compute in the tensor's dtype (Eigen,
+// strict FP32/FP64), so a CPU run's bits do not depend on the setting.
 //
 // The setting is process-wide (all threads), like engine/backend.h's, and read when an op runs.
 // It starts as fp32 and unset; set_precision() sets it (`--precision` on every dml subcommand,
@@ -37,8 +47,9 @@ bool precision_is_set();  // whether set_precision() was called in this process
 const char* precision_name(Precision precision);
 // Parses that spelling; `what` names the source in the error ("--precision", "config key ...").
 Precision parse_precision(const std::string& text, const std::string& what = "precision");
-// Throws engine::Error "<what>: precision bf16 is not implemented yet ..." for a precision
-// without kernels (bf16); nothing for fp32 and tf32.
+// The one place where a precision without kernels would be refused (engine::Error naming
+// `what`), called by the GEMM ops and by dml train before a run writes anything. Every precision
+// has kernels now (bf16 convolutions deliberately run strict FP32, above), so it accepts all three.
 void check_precision_implemented(Precision precision, const std::string& what);
 
 }  // namespace engine

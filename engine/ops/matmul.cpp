@@ -6,9 +6,9 @@
 // Transposed operands are never materialized: the GEMM kernel reads a row-major buffer as its
 // transpose in place (trans_a / trans_b). CPU tensors use Eigen's GEMM; CUDA tensors (f32) our
 // SGEMM or cuBLAS, whichever engine::gemm_backend() names when the kernel runs
-// (engine/backend.h), or under the precision policy tf32 (engine/precision.h) our TF32
-// tensor-core GEMM; the bias add and the bias gradient have CUDA kernels of their own. CPU
-// tensors ignore the policy, except bf16, which no device implements yet (an error).
+// (engine/backend.h), or under the precision policy tf32 or bf16 (engine/precision.h) our
+// tensor-core GEMM in that precision; the bias add and the bias gradient have CUDA kernels of
+// their own. CPU tensors ignore the policy.
 #include <vector>
 
 #include "engine/autograd.h"

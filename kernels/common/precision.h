@@ -4,7 +4,7 @@
 //   Fp32  strict IEEE single precision: FFMA, every operand bit used.
 //   Tf32  operands rounded to TF32 (10 mantissa bits, round to nearest, ties away from zero, as
 //         cvt.rna.tf32.f32) and multiplied on tensor cores; products and sums in FP32.
-//   Bf16  operands rounded to BF16 (7 mantissa bits), FP32 accumulation.
+//   Bf16  operands rounded to BF16 (7 mantissa bits, ties to even), FP32 accumulation.
 #pragma once
 
 namespace engine::kernels {

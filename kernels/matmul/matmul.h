@@ -20,7 +20,7 @@
 //   matmul_cuda      our tiled SGEMM (tiles, loads and costs in matmul_cuda.cu);
 //   matmul_cublas    cublasSgemm with the row-major <-> column-major swap (matmul_cublas.cu).
 // and, under the precision policy (engine/precision.h) when it is not fp32:
-//   matmul_tensor_core_cuda  our TF32 tensor-core GEMM (matmul_tensor_core_cuda.cu).
+//   matmul_tensor_core_cuda  our TF32 and BF16 tensor-core GEMM (matmul_tensor_core_cuda.cu).
 #pragma once
 
 #include <cstdint>
@@ -68,8 +68,8 @@ SplitK matmul_cuda_splits(int64_t m, int64_t n, int64_t k);
 void matmul_cublas(int64_t m, int64_t n, int64_t k, const float* a, const float* b, bool trans_a,
                    bool trans_b, float* c, bool accumulate);
 // matmul_cuda's contract in the given precision: Fp32 is matmul_cuda itself; Tf32 rounds every
-// operand to TF32 (cvt.rna) and multiplies on tensor cores with FP32 accumulation; Bf16 throws
-// "not implemented yet" (no BF16 GEMM kernel so far).
+// operand to TF32 (cvt.rna) and multiplies on tensor cores with FP32 accumulation; Bf16 rounds
+// every operand to BF16 (__float2bfloat16, ties to even), the same with FP32 accumulation.
 void matmul_tensor_core_cuda(int64_t m, int64_t n, int64_t k, const float* a, const float* b,
                              bool trans_a, bool trans_b, float* c, bool accumulate,
                              Precision precision);

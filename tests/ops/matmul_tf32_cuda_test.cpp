@@ -1,22 +1,14 @@
 // The TF32 tensor-core GEMM (kernels/matmul/matmul_tensor_core_cuda.cu) against a CPU reference
 // that rounds both operands to TF32 first (round to nearest, ties away from zero, as
 // cvt.rna.tf32.f32; written here with frexp and std::round, not with the emulator's bit trick)
-// and accumulates in double: odd shapes (not multiples of the 64 x 64 x 16 tile), all four
-// transposes, overwriting and accumulating; a hand-worked 1 x 1 x 1 product whose operands round;
-// the precision dispatch (fp32 is the SGEMM's bits, bf16 not implemented yet); the matmul op
-// under the precision policy (engine/precision.h) on CUDA and on the CPU.
-//
-// Tolerance: the products of two TF32 values are exact in FP32, so the kernel's only error is the
-// FP32 rounding of its k additions (plus one for C's old value when accumulating). Each addition
-// errs by at most one ulp of its partial sum (2^-23 relative, allowing a tensor core that rounds
-// other than to nearest inside an instruction), and every partial sum is at most
-// S = sum_p |a_p b_p| (+ |c|) in magnitude, so |C - reference| <= (k + 1) 2^-23 S, with S from the
-// rounded operands. An operand not rounded to TF32 (an FP32 product) misses the reference by about
-// 2^-11 |a b| per term, far outside this bound for the shapes here.
+// and accumulates in double, and against the exact product of the unrounded operands: odd shapes
+// (not multiples of the 64 x 64 x 16 tile), all four transposes, overwriting and accumulating; a
+// hand-worked 1 x 1 x 1 product whose operands round; the precision dispatch (fp32 is the
+// SGEMM's bits); the matmul op under the precision policy (engine/precision.h) on CUDA and on the
+// CPU. The tolerances and their reasons are in tensor_core_test_util.h.
 #include <catch2/catch.hpp>
 
 #include <cmath>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -25,6 +17,7 @@
 #include "engine/precision.h"
 #include "engine/tensor.h"
 #include "kernels/matmul/matmul.h"
+#include "tests/ops/tensor_core_test_util.h"
 #include "tests/support/backend_scope.h"
 #include "tests/support/cuda_guard.h"
 #include "tests/support/tensors.h"
@@ -33,6 +26,7 @@ using engine::Device;
 using engine::DType;
 using engine::Tensor;
 using engine::kernels::Precision;
+using tensor_core_test::PrecisionScope;
 using test::random_f32;
 
 namespace {
@@ -40,60 +34,10 @@ namespace {
 // x rounded to 11 significant bits (TF32's 10 stored mantissa bits), half-way cases away from
 // zero (std::round's rule).
 double round_to_tf32(double x) {
-  if (x == 0.0 || !std::isfinite(x)) return x;
-  int exponent = 0;
-  const double mantissa = std::frexp(x, &exponent);  // |mantissa| in [0.5, 1)
-  return std::ldexp(std::round(std::ldexp(mantissa, 11)), exponent - 11);
+  return tensor_core_test::round_to_significant_bits(x, 11, [](double v) { return std::round(v); });
 }
 
-std::vector<double> rounded_to_tf32(std::vector<double> values) {
-  for (double& v : values) v = round_to_tf32(v);
-  return values;
-}
-
-// C (+)= op(A) op(B) in TF32 on the device vs the TF32-rounded double reference, element by
-// element within the bound of the header.
-void require_tf32_gemm_matches(int64_t m, int64_t n, int64_t k, bool trans_a, bool trans_b,
-                               bool accumulate, uint64_t seed) {
-  std::ostringstream what;
-  what << "tf32 m=" << m << " n=" << n << " k=" << k << " trans_a=" << trans_a
-       << " trans_b=" << trans_b << " accumulate=" << accumulate;
-  INFO(what.str());
-  const Tensor a = random_f32({trans_a ? k : m, trans_a ? m : k}, seed);
-  const Tensor b = random_f32({trans_b ? n : k, trans_b ? k : n}, seed + 1);
-  const Tensor c0 = random_f32({m, n}, seed + 2);
-  const std::vector<double> a64 = rounded_to_tf32(a.to_vector());
-  const std::vector<double> b64 = rounded_to_tf32(b.to_vector());
-  std::vector<double> expected = c0.to_vector(), magnitude(size_t(m * n), 0.0);
-  engine::kernels::matmul_cpu<double>(m, n, k, a64.data(), b64.data(), trans_a, trans_b,
-                                      expected.data(), accumulate);
-  std::vector<double> a_abs = a64, b_abs = b64;
-  for (double& v : a_abs) v = std::fabs(v);
-  for (double& v : b_abs) v = std::fabs(v);
-  engine::kernels::matmul_cpu<double>(m, n, k, a_abs.data(), b_abs.data(), trans_a, trans_b,
-                                      magnitude.data(), false);
-  const Tensor a_cuda = a.to(Device::cuda()), b_cuda = b.to(Device::cuda());
-  Tensor c = c0.to(Device::cuda());
-  engine::kernels::matmul_tensor_core_cuda(m, n, k, a_cuda.data<float>(), b_cuda.data<float>(),
-                                           trans_a, trans_b, c.data<float>(), accumulate,
-                                           Precision::Tf32);
-  const std::vector<double> got = c.to_vector(), old_c = c0.to_vector();
-  const double per_addition = std::ldexp(1.0, -23);
-  for (int64_t e = 0; e < m * n; ++e) {
-    const double sum_of_magnitudes = magnitude[e] + (accumulate ? std::fabs(old_c[e]) : 0.0);
-    const double bound = double(k + 1) * per_addition * sum_of_magnitudes;
-    if (std::fabs(got[e] - expected[e]) > bound) {
-      FAIL("element " << e << ": got " << got[e] << ", reference " << expected[e] << ", bound "
-                      << bound);
-    }
-  }
-}
-
-// Sets the process-wide precision policy for one test and puts fp32 back.
-struct PrecisionScope {
-  explicit PrecisionScope(Precision precision) { engine::set_precision(precision); }
-  ~PrecisionScope() { engine::set_precision(Precision::Fp32); }
-};
+const tensor_core_test::OperandRounding kTf32{round_to_tf32, std::ldexp(1.0, -11)};
 
 // The 1 x 1 product of the hand-worked case: a = 1 + 2^-11, b = 1 + 2^-10 + 2^-11.
 Tensor hand_product(const Device& device) {
@@ -110,15 +54,14 @@ const double kTf32Product = 1.0 + 3 * std::ldexp(1.0, -10) + std::ldexp(1.0, -19
 
 }  // namespace
 
-TEST_CASE("matmul: CPU tensors ignore tf32, bf16 is not implemented yet on any device",
-          "[matmul][tf32]") {
+TEST_CASE("matmul: CPU tensors ignore tf32 and bf16", "[matmul][tf32]") {
   {
     PrecisionScope tf32(Precision::Tf32);
     CHECK(hand_product(Device::cpu()).to_vector()[0] == kStrictProduct);
   }
+  // Under BF16 both operands would round to 1 (2^-10 + 2^-11 is below half of BF16's ulp 2^-7).
   PrecisionScope bf16(Precision::Bf16);
-  CHECK_THROWS_WITH(hand_product(Device::cpu()),
-                    Catch::Contains("matmul") && Catch::Contains("bf16 is not implemented yet"));
+  CHECK(hand_product(Device::cpu()).to_vector()[0] == kStrictProduct);
 }
 
 TEST_CASE("matmul cuda: the tf32 policy runs matmul on the tf32 kernel, fp32 stays strict",
@@ -136,27 +79,7 @@ TEST_CASE("matmul cuda: the tf32 policy runs matmul on the tf32 kernel, fp32 sta
 TEST_CASE("matmul tf32 cuda: matches the tf32-rounded reference for odd shapes, all transposes",
           "[matmul][cuda][tf32]") {
   REQUIRE_CUDA_OR_SKIP();
-  struct Shape {
-    int64_t m, n, k;
-  };
-  uint64_t seed = 7;
-  for (const Shape& s : std::vector<Shape>{{1, 1, 1},
-                                           {7, 5, 3},
-                                           {64, 64, 16},
-                                           {65, 67, 17},
-                                           {33, 130, 40},
-                                           {100, 3, 9},
-                                           {3, 70, 300},
-                                           {129, 64, 33}}) {
-    for (bool trans_a : {false, true}) {
-      for (bool trans_b : {false, true}) {
-        for (bool accumulate : {false, true}) {
-          require_tf32_gemm_matches(s.m, s.n, s.k, trans_a, trans_b, accumulate, seed);
-          seed += 3;
-        }
-      }
-    }
-  }
+  tensor_core_test::require_tensor_core_gemm_matches_over_shapes(Precision::Tf32, kTf32, 7);
 }
 
 TEST_CASE("matmul tf32 cuda: operands are rounded to tf32 (cvt.rna), by hand",
@@ -179,8 +102,7 @@ TEST_CASE("matmul tf32 cuda: operands are rounded to tf32 (cvt.rna), by hand",
   CHECK(c_accumulated.to_vector()[0] == 2.0 + 3 * std::ldexp(1.0, -10) + std::ldexp(1.0, -19));
 }
 
-TEST_CASE("matmul tf32 cuda: fp32 is the sgemm's bits, bf16 is not implemented yet, k = 0",
-          "[matmul][cuda][tf32]") {
+TEST_CASE("matmul tf32 cuda: fp32 is the sgemm's bits, k = 0", "[matmul][cuda][tf32]") {
   REQUIRE_CUDA_OR_SKIP();
   const Tensor a = random_f32({37, 21}, 5).to(Device::cuda());
   const Tensor b = random_f32({21, 45}, 6).to(Device::cuda());
@@ -192,10 +114,6 @@ TEST_CASE("matmul tf32 cuda: fp32 is the sgemm's bits, bf16 is not implemented y
                                            false, through_policy.data<float>(), false,
                                            Precision::Fp32);
   CHECK(strict.to_vector() == through_policy.to_vector());
-  CHECK_THROWS_WITH(engine::kernels::matmul_tensor_core_cuda(
-                        37, 45, 21, a.data<float>(), b.data<float>(), false, false,
-                        through_policy.data<float>(), false, Precision::Bf16),
-                    Catch::Contains("bf16 is not implemented yet"));
   Tensor c = Tensor::full({3, 4}, 2.5, DType::F32, Device::cuda());
   engine::kernels::matmul_tensor_core_cuda(3, 4, 0, a.data<float>(), b.data<float>(), false, false,
                                            c.data<float>(), true, Precision::Tf32);

@@ -1,10 +1,9 @@
 // The precision policy in dml (engine/precision.h): the config key `precision` (fp32 default,
 // tf32, bf16; anything else an error naming the key), stored with the checkpoint and the model,
-// read back by load_trained_model and printed by `dml eval`; a CPU run ignores tf32 (same weights
-// as fp32); bf16 is refused before a run writes anything.
+// read back by load_trained_model and printed by `dml eval`; a CPU run ignores tf32 and bf16 (same
+// weights as fp32).
 #include <catch2/catch.hpp>
 
-#include <filesystem>
 #include <fstream>
 #include <map>
 #include <string>
@@ -38,6 +37,24 @@ std::map<std::string, std::vector<uint8_t>> tensor_bytes(const std::string& path
   return bytes;
 }
 
+// Trains the tiny config into `run_dir` with the config key precision = `precision` and checks
+// that the run stored it: in its checkpoint's config, in model.safetensors's dml_model metadata,
+// and as load_trained_model reads it back from either file.
+void train_tiny_and_check_stored(const std::string& run_dir, const std::string& precision) {
+  INFO("precision " << precision);
+  REQUIRE(dml::train(tiny_training::tiny_config("triplet", run_dir, 2, {{"precision", precision}}),
+                     dml::TrainOptions()) == 0);
+  const json checkpoint = json::parse(
+      engine::read_safetensors(dml::checkpoint_path(run_dir)).metadata.at("dml_checkpoint"));
+  CHECK(checkpoint.at("config").at("precision") == precision);
+  const json model = json::parse(
+      engine::read_safetensors(run_dir + "/model.safetensors").metadata.at("dml_model"));
+  CHECK(model.at("precision") == precision);
+  const engine::Device cpu = engine::Device::cpu();
+  CHECK(dml::load_trained_model(run_dir + "/model.safetensors", cpu).precision == precision);
+  CHECK(dml::load_trained_model(dml::checkpoint_path(run_dir), cpu).precision == precision);
+}
+
 }  // namespace
 
 TEST_CASE("config: precision is fp32 by default, tf32 or bf16 by name, else an error naming it",
@@ -63,22 +80,11 @@ TEST_CASE("dml train: the precision is stored with the run, a CPU run ignores tf
   RestorePrecision restore;
   test::TempDir dir;
   const std::string fp32_dir = dir.file("fp32"), tf32_dir = dir.file("tf32");
-  REQUIRE(dml::train(tiny_training::tiny_config("triplet", fp32_dir, 2), dml::TrainOptions()) == 0);
-  REQUIRE(dml::train(tiny_training::tiny_config("triplet", tf32_dir, 2, {{"precision", "tf32"}}),
-                     dml::TrainOptions()) == 0);
+  train_tiny_and_check_stored(fp32_dir, "fp32");
+  train_tiny_and_check_stored(tf32_dir, "tf32");
   // CPU kernels compute in strict FP32 whatever the policy: the same weights, bit for bit.
   CHECK(tensor_bytes(fp32_dir + "/model.safetensors") ==
         tensor_bytes(tf32_dir + "/model.safetensors"));
-  const json checkpoint = json::parse(
-      engine::read_safetensors(dml::checkpoint_path(tf32_dir)).metadata.at("dml_checkpoint"));
-  CHECK(checkpoint.at("config").at("precision") == "tf32");
-  const json model = json::parse(
-      engine::read_safetensors(tf32_dir + "/model.safetensors").metadata.at("dml_model"));
-  CHECK(model.at("precision") == "tf32");
-  const engine::Device cpu = engine::Device::cpu();
-  CHECK(dml::load_trained_model(tf32_dir + "/model.safetensors", cpu).precision == "tf32");
-  CHECK(dml::load_trained_model(dml::checkpoint_path(tf32_dir), cpu).precision == "tf32");
-  CHECK(dml::load_trained_model(dml::checkpoint_path(fp32_dir), cpu).precision == "fp32");
 
   // dml eval prints both: the run's precision and the one it evaluates in.
   engine::set_precision(engine::Precision::Fp32);
@@ -90,16 +96,15 @@ TEST_CASE("dml train: the precision is stored with the run, a CPU run ignores tf
   CHECK_THAT(printed, Catch::Contains("precision   trained in tf32, evaluated in fp32\n"));
 }
 
-TEST_CASE("dml train: precision bf16 is refused before the run writes anything", "[tools][train]") {
+TEST_CASE("dml train: precision bf16 runs and is stored with the run, a CPU run ignores it",
+          "[tools][train]") {
   RestorePrecision restore;
   test::TempDir dir;
-  const dml::TrainConfig config =
-      tiny_training::tiny_config("triplet", dir.file("bf16"), 2, {{"precision", "bf16"}});
-  CHECK_THROWS_AS(dml::train(config, dml::TrainOptions()), engine::Error);
-  CHECK_THROWS_WITH(
-      dml::train(config, dml::TrainOptions()),
-      Catch::Contains("config key 'precision'") && Catch::Contains("bf16 is not implemented yet"));
-  CHECK_FALSE(std::filesystem::exists(dir.file("bf16")));
+  const std::string fp32_dir = dir.file("fp32"), bf16_dir = dir.file("bf16");
+  train_tiny_and_check_stored(fp32_dir, "fp32");
+  train_tiny_and_check_stored(bf16_dir, "bf16");
+  CHECK(tensor_bytes(fp32_dir + "/model.safetensors") ==
+        tensor_bytes(bf16_dir + "/model.safetensors"));
 }
 
 TEST_CASE("dml --precision on any subcommand sets the policy, dml train stores it over the key",

@@ -132,7 +132,7 @@ const char kBackendUsage[] =
     "  --gemm ours|cublas  dense GEMM on CUDA tensors: our tiled SGEMM (default) or cuBLAS's\n"
     "                      (also ENGINE_GEMM=...); CPU tensors ignore both\n"
     "  --precision fp32|tf32|bf16  GEMMs on CUDA tensors: strict FP32 (default), TF32 tensor\n"
-    "                      cores, BF16 (not implemented yet); convolutions stay FP32 and CPU\n"
+    "                      cores, BF16 tensor cores; convolutions stay FP32 and CPU\n"
     "                      tensors ignore it; dml train: overrides the config key `precision`\n";
 
 void take_backend_options(Args& args) {

@@ -99,8 +99,8 @@ void print_metrics_table(const metrics::Evaluation& e, const std::string& title)
 
 // The training loop; each concern is a method of TrainingRun (training_run.h).
 int train(const TrainConfig& config, const TrainOptions& options) {
-  // The run's precision policy (engine/precision.h), refused before anything is written when no
-  // kernel implements it.
+  // The run's precision policy (engine/precision.h), checked before anything is written (every
+  // precision has kernels today; check_precision_implemented is where a refusal would go).
   engine::check_precision_implemented(config.precision, "config key 'precision'");
   engine::set_precision(config.precision);
   TrainingRun run(config, options);  // set-up; --resume restores the checkpoint

@@ -1,0 +1,147 @@
+// Helpers shared by the tensor-core GEMM tests (matmul_tf32_cuda_test.cpp,
+// matmul_bf16_cuda_test.cpp): the precision policy set for one test, and the comparison of
+// kernels::matmul_tensor_core_cuda with a double reference whose operands were rounded first.
+//
+// Tolerances (both checked element by element):
+//   against the rounded reference: the products of two TF32 or two BF16 values are exact in
+//     FP32 (at most 22 significant bits), so the kernel's only error is the FP32 rounding of its
+//     k additions (plus one for C's old value when accumulating). Each addition errs by at most
+//     one ulp of its partial sum (2^-23 relative, allowing a tensor core that rounds other than
+//     to nearest inside an instruction), and every partial sum is at most
+//     S~ = sum_p |r(a_p) r(b_p)| (+ |c|) in magnitude: |C - reference| <= (k + 1) 2^-23 S~. An
+//     operand not rounded as the mode says (an FP32 product, or TF32's rounding under BF16) misses
+//     the reference by up to 2 u |a b| per term (u below), far outside it.
+//   against the exact product of the unrounded FP32 operands (the mode's error as a user sees
+//     it): each operand is off by at most u relative (half an ulp, 2^-p for p significant bits:
+//     u = 2^-11 for TF32, 2^-8 for BF16), so each product by at most (2u + u^2) |a b|; with
+//     S = sum_p |a_p b_p|: |C - exact| <= (2u + u^2) S + (k + 1) 2^-23 S~.
+#pragma once
+
+#include <cmath>
+#include <sstream>
+#include <vector>
+
+#include <catch2/catch.hpp>
+
+#include "engine/precision.h"
+#include "engine/tensor.h"
+#include "kernels/matmul/matmul.h"
+#include "tests/support/tensors.h"
+
+namespace tensor_core_test {
+
+// Sets the process-wide precision policy for one test and puts fp32 back.
+struct PrecisionScope {
+  explicit PrecisionScope(engine::Precision precision) { engine::set_precision(precision); }
+  ~PrecisionScope() { engine::set_precision(engine::Precision::Fp32); }
+};
+
+// x rounded to `significant_bits` significant bits (normal numbers; no subnormal range), the
+// scaled significand rounded to an integer by `round_integer`: std::round rounds half-way cases
+// away from zero, std::nearbyint (default mode) to the even neighbour.
+inline double round_to_significant_bits(double x, int significant_bits,
+                                        double (*round_integer)(double)) {
+  if (x == 0.0 || !std::isfinite(x)) return x;
+  int exponent = 0;
+  const double mantissa = std::frexp(x, &exponent);  // |mantissa| in [0.5, 1)
+  return std::ldexp(round_integer(std::ldexp(mantissa, significant_bits)),
+                    exponent - significant_bits);
+}
+
+// How a mode rounds an operand (written in the tests with frexp, independently of the kernel and
+// the emulator) and the largest relative error of that rounding for normal numbers.
+struct OperandRounding {
+  double (*round)(double);
+  double unit_roundoff;
+};
+
+inline std::vector<double> rounded(std::vector<double> values, const OperandRounding& rounding) {
+  for (double& v : values) v = rounding.round(v);
+  return values;
+}
+
+inline std::vector<double> magnitudes(std::vector<double> values) {
+  for (double& v : values) v = std::fabs(v);
+  return values;
+}
+
+// C (+)= op(A) op(B) on the device in `precision` vs the references of the header, A, B and C of
+// uniform noise in [-1, 1) from `seed`.
+inline void require_tensor_core_gemm_matches(engine::Precision precision,
+                                             const OperandRounding& rounding, int64_t m, int64_t n,
+                                             int64_t k, bool trans_a, bool trans_b, bool accumulate,
+                                             uint64_t seed) {
+  using engine::Device;
+  using engine::Tensor;
+  using engine::kernels::matmul_cpu;
+  std::ostringstream what;
+  what << engine::precision_name(precision) << " m=" << m << " n=" << n << " k=" << k
+       << " trans_a=" << trans_a << " trans_b=" << trans_b << " accumulate=" << accumulate;
+  INFO(what.str());
+  const Tensor a = test::random_f32({trans_a ? k : m, trans_a ? m : k}, seed);
+  const Tensor b = test::random_f32({trans_b ? n : k, trans_b ? k : n}, seed + 1);
+  const Tensor c0 = test::random_f32({m, n}, seed + 2);
+  const std::vector<double> a64 = a.to_vector(), b64 = b.to_vector(), old_c = c0.to_vector();
+  const std::vector<double> a_rounded = rounded(a64, rounding), b_rounded = rounded(b64, rounding);
+  std::vector<double> expected = old_c, exact = old_c;
+  std::vector<double> magnitude(size_t(m * n), 0.0), rounded_magnitude(size_t(m * n), 0.0);
+  matmul_cpu<double>(m, n, k, a_rounded.data(), b_rounded.data(), trans_a, trans_b, expected.data(),
+                     accumulate);
+  matmul_cpu<double>(m, n, k, a64.data(), b64.data(), trans_a, trans_b, exact.data(), accumulate);
+  matmul_cpu<double>(m, n, k, magnitudes(a_rounded).data(), magnitudes(b_rounded).data(), trans_a,
+                     trans_b, rounded_magnitude.data(), false);
+  matmul_cpu<double>(m, n, k, magnitudes(a64).data(), magnitudes(b64).data(), trans_a, trans_b,
+                     magnitude.data(), false);
+
+  const Tensor a_cuda = a.to(Device::cuda()), b_cuda = b.to(Device::cuda());
+  Tensor c = c0.to(Device::cuda());
+  engine::kernels::matmul_tensor_core_cuda(m, n, k, a_cuda.data<float>(), b_cuda.data<float>(),
+                                           trans_a, trans_b, c.data<float>(), accumulate,
+                                           precision);
+  const std::vector<double> got = c.to_vector();
+  const double per_addition = std::ldexp(1.0, -23), u = rounding.unit_roundoff;
+  for (int64_t e = 0; e < m * n; ++e) {
+    const double summation = double(k + 1) * per_addition *
+                             (rounded_magnitude[e] + (accumulate ? std::fabs(old_c[e]) : 0.0));
+    if (std::fabs(got[e] - expected[e]) > summation) {
+      FAIL("element " << e << ": got " << got[e] << ", rounded-operand reference " << expected[e]
+                      << ", bound " << summation);
+    }
+    const double to_exact = (2 * u + u * u) * magnitude[e] + summation;
+    if (std::fabs(got[e] - exact[e]) > to_exact) {
+      FAIL("element " << e << ": got " << got[e] << ", exact " << exact[e] << ", bound "
+                      << to_exact);
+    }
+  }
+}
+
+// require_tensor_core_gemm_matches over shapes that are not multiples of the 64 x 64 x 16 tile
+// (odd M, N and K among them; K = 301 crosses 19 p steps) and one that is, each with all four
+// transposes, overwriting and accumulating; seeds from `seed` on.
+inline void require_tensor_core_gemm_matches_over_shapes(engine::Precision precision,
+                                                         const OperandRounding& rounding,
+                                                         uint64_t seed) {
+  struct Shape {
+    int64_t m, n, k;
+  };
+  for (const Shape& s : std::vector<Shape>{{1, 1, 1},
+                                           {7, 5, 3},
+                                           {64, 64, 16},
+                                           {65, 67, 17},
+                                           {33, 130, 40},
+                                           {100, 3, 9},
+                                           {3, 70, 301},
+                                           {129, 65, 33}}) {
+    for (bool trans_a : {false, true}) {
+      for (bool trans_b : {false, true}) {
+        for (bool accumulate : {false, true}) {
+          require_tensor_core_gemm_matches(precision, rounding, s.m, s.n, s.k, trans_a, trans_b,
+                                           accumulate, seed);
+          seed += 3;
+        }
+      }
+    }
+  }
+}
+
+}  // namespace tensor_core_test
