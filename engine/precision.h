@@ -8,8 +8,8 @@
 //   tf32  GEMMs (matmul, linear) on CUDA run on TF32 tensor cores: operands rounded to 10
 //         mantissa bits (round to nearest, ties away from zero), FP32 accumulation
 //         (kernels/matmul/matmul_tensor_core_cuda.cu). Convolutions stay strict FP32 for now:
-//         their tensor-core kernels are the next step (issue 33). With GemmBackend::Cublas it is
-//         an error (cuBLAS's TF32 math mode is not wired yet).
+//         their tensor-core kernels are the next step (issue 33). With GemmBackend::Cublas,
+//         cuBLAS runs in CUBLAS_TF32_TENSOR_OP_MATH (kernels/common/library_math.h).
 //   bf16  GEMMs (matmul, linear) on CUDA run on BF16 tensor cores: operands rounded to 7 mantissa
 //         bits (round to nearest, ties to even, as __float2bfloat16), FP32 accumulation, C in
 //         FP32 (the same kernel file and tile). Tensors stay FP32 and only a GEMM's operands are
@@ -18,7 +18,8 @@
 //         bf16 for now, as under tf32, until their tensor-core kernels land (issue 33): chosen
 //         over refusing so that bf16 trains every model (C2F2 and ResNet are then BF16 only in
 //         their fully connected layers and embedding heads). Any refusal belongs in
-//         check_precision_implemented. With GemmBackend::Cublas it is an error, as tf32.
+//         check_precision_implemented. With GemmBackend::Cublas it is an error (cuBLAS's BF16
+//         path is not wired).
 //
 // Under both tf32 and bf16 the fused linear ops of ENGINE_FUSED=1 (linear_relu,
 // linear_l2_normalize; default off) still compute their forward GEMM in strict FP32.

@@ -16,6 +16,7 @@
 #include "engine/ops.h"
 #include "engine/ops/linear_internal.h"
 #include "engine/ops/op_utils.h"
+#include "engine/precision.h"
 #include "kernels/l2_normalize/l2_normalize.h"
 #include "kernels/linear_l2_normalize/linear_l2_normalize.h"
 #include "kernels/linear_relu/linear_relu.h"
@@ -30,11 +31,12 @@ const float* optional_data(const Tensor& t) { return t.defined() ? t.data<float>
 
 bool use_cublas() { return gemm_backend() == GemmBackend::Cublas; }
 
-// z = x W^T (+ b), then relu when asked, through cuBLAS and the unfused kernels (f32, CUDA).
+// z = x W^T (+ b), then relu when asked, through cuBLAS (in the precision policy's math mode)
+// and the unfused kernels (f32, CUDA).
 void linear_cublas(const Tensor& x, const Tensor& w, const Tensor& b, bool relu, Tensor& z) {
   const int64_t m = x.size(0), k = x.size(1), n = w.size(0);
-  kernels::matmul_cublas(m, n, k, x.data<float>(), w.data<float>(), false, true, z.data<float>(),
-                         false);
+  kernels::matmul_cublas_precision(m, n, k, x.data<float>(), w.data<float>(), false, true,
+                                   z.data<float>(), false, precision());
   if (b.defined()) kernels::add_row_bias_cuda(m, n, b.data<float>(), z.data<float>());
   if (relu) {
     kernels::unary_cuda(kernels::UnaryOp::Relu, z.data<float>(), m * n, kernels::UnaryParams{},

@@ -5,10 +5,10 @@
 //
 // Transposed operands are never materialized: the GEMM kernel reads a row-major buffer as its
 // transpose in place (trans_a / trans_b). CPU tensors use Eigen's GEMM; CUDA tensors (f32) our
-// SGEMM or cuBLAS, whichever engine::gemm_backend() names when the kernel runs
-// (engine/backend.h), or under the precision policy tf32 or bf16 (engine/precision.h) our
-// tensor-core GEMM in that precision; the bias add and the bias gradient have CUDA kernels of
-// their own. CPU tensors ignore the policy.
+// SGEMM or cuBLAS (in the policy's math mode: kernels/common/library_math.h), whichever
+// engine::gemm_backend() names when the kernel runs (engine/backend.h), or under the precision
+// policy tf32 or bf16 (engine/precision.h) our tensor-core GEMM in that precision; the bias add
+// and the bias gradient have CUDA kernels of their own. CPU tensors ignore the policy.
 #include <vector>
 
 #include "engine/autograd.h"
@@ -33,11 +33,8 @@ Tensor gemm(const Tensor& a, bool trans_a, const Tensor& b, bool trans_b, const 
   check_precision_implemented(policy, op);
   if (a.device().is_cuda()) {  // CUDA tensors are always f32
     if (gemm_backend() == GemmBackend::Cublas) {
-      ENGINE_CHECK(policy == Precision::Fp32, op, ": precision ", precision_name(policy),
-                   " with the cuBLAS GEMM backend is not implemented yet (cuBLAS runs strict "
-                   "FP32 here); use --gemm ours or --precision fp32");
-      kernels::matmul_cublas(m, n, k, a.data<float>(), b.data<float>(), trans_a, trans_b,
-                             c.data<float>(), /*accumulate=*/false);
+      kernels::matmul_cublas_precision(m, n, k, a.data<float>(), b.data<float>(), trans_a, trans_b,
+                                       c.data<float>(), /*accumulate=*/false, policy);
     } else if (policy != Precision::Fp32) {
       kernels::matmul_tensor_core_cuda(m, n, k, a.data<float>(), b.data<float>(), trans_a, trans_b,
                                        c.data<float>(), /*accumulate=*/false, policy);

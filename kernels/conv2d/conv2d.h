@@ -26,6 +26,8 @@
 #include <cstdint>
 #include <string>
 
+#include "kernels/common/precision.h"
+
 namespace engine::kernels {
 
 struct Conv2dShape {
@@ -105,19 +107,22 @@ int64_t conv2d_wgrad_cuda_workspace_size(const Conv2dShape& shape, ConvTile tile
 void conv2d_wgrad_cuda(const Conv2dShape& shape, const float* dy, const float* x, float* dw,
                        float* db, float* workspace, ConvTile tile = ConvTile::Auto);
 
-// ---- CUDA, cuDNN (conv2d_cudnn.cu): same contracts, strict FP32 (no TF32 tensor cores) ----
+// ---- CUDA, cuDNN (conv2d_cudnn.cu): same contracts, in the cuDNN math type of `precision`
+// (kernels/common/library_math.h): fp32 strict FP32 (no TF32 tensor cores), tf32 TF32 tensor
+// cores allowed (PyTorch's default), bf16 throws "not implemented yet" ----
 bool cudnn_available();  // false when built without cuDNN
 // The cuDNN library loaded at run time, e.g. "9.19.0" (cudnnGetVersion); "" without cuDNN. For
 // logs: cuDNN's algorithm choices and rounding differ between versions.
 std::string cudnn_version();
 void conv2d_fprop_cudnn(const Conv2dShape& shape, const float* x, const float* w, const float* bias,
-                        float* y);
-void conv2d_dgrad_cudnn(const Conv2dShape& shape, const float* dy, const float* w, float* dx);
+                        float* y, Precision precision = Precision::Fp32);
+void conv2d_dgrad_cudnn(const Conv2dShape& shape, const float* dy, const float* w, float* dx,
+                        Precision precision = Precision::Fp32);
 void conv2d_wgrad_cudnn(const Conv2dShape& shape, const float* dy, const float* x, float* dw,
-                        float* db);
+                        float* db, Precision precision = Precision::Fp32);
 // How conv2d_*_cudnn pick each pass's algorithm the first time a thread meets a shape under this
-// setting (the pick is then kept for the shape and the setting): process-wide, strict FP32
-// either way.
+// setting (the pick is then kept for the shape, the setting and the precision): process-wide,
+// in the call's precision either way.
 //   Heuristic  cuDNN's ranking (cudnnGet*Algorithm_v7), deterministic algorithms first; times
 //              nothing, so `--conv cudnn` runs are reproducible                       [default]
 //   Fastest    every algorithm timed once on the call's own buffers (cudnnFind*AlgorithmEx) and
@@ -125,9 +130,10 @@ void conv2d_wgrad_cudnn(const Conv2dShape& shape, const float* dy, const float* 
 //              peer `dml bench` compares our kernels with
 enum class CudnnAlgorithmChoice { Heuristic, Fastest };
 void set_cudnn_algorithm_choice(CudnnAlgorithmChoice choice);
-// The algorithms this thread chose for `shape`, e.g. "fprop IMPLICIT_PRECOMP_GEMM, dgrad ALGO_1,
-// wgrad FFT" (cuDNN's enum names without their prefix; "-" for a pass not run yet), for the
-// benchmark table's notes and the tests' tolerances (FFT and Winograd round differently).
-std::string conv2d_cudnn_algorithms(const Conv2dShape& shape);
+// The algorithms this thread chose for `shape` in `precision`, e.g. "fprop IMPLICIT_PRECOMP_GEMM,
+// dgrad ALGO_1, wgrad FFT" (cuDNN's enum names without their prefix; "-" for a pass not run yet),
+// for the benchmark table's notes and the tests' tolerances (FFT and Winograd round differently).
+std::string conv2d_cudnn_algorithms(const Conv2dShape& shape,
+                                    Precision precision = Precision::Fp32);
 
 }  // namespace engine::kernels

@@ -6,10 +6,15 @@
 //   fprop: cudnnConvolutionForward, then cudnnAddTensor for the bias;
 //   dgrad: cudnnConvolutionBackwardData;
 //   wgrad: cudnnConvolutionBackwardFilter and cudnnConvolutionBackwardBias for db.
-// Numerics: the convolution descriptor is set to CUDNN_FMA_MATH and only algorithms reported
-//   with a non-tensor-core math type are taken, so this is strict FP32 like our kernels (cuDNN's
-//   default would use TF32 tensor cores on Ampere and later). Among those, deterministic
-//   algorithms are preferred (cuDNN's own heuristic order otherwise).
+// Numerics: per the call's precision (kernels/common/library_math.h). fp32: the convolution
+//   descriptor is set to CUDNN_FMA_MATH and only algorithms reported with a non-tensor-core math
+//   type are taken, so this is strict FP32 like our kernels (cuDNN's default would use TF32
+//   tensor cores on Ampere and later). tf32: CUDNN_DEFAULT_MATH, as PyTorch sets it when
+//   cudnn.allow_tf32 is on (its default), and any algorithm except those reported with
+//   CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION (which may convert FP32 operands to FP16) is taken; as
+//   PyTorch does, each pass then runs with the math type its algorithm was reported with. bf16 is
+//   refused (not implemented yet). Among the usable algorithms, deterministic ones are preferred
+//   (cuDNN's own heuristic order otherwise). A plan is kept per shape and precision.
 // Algorithms: chosen once per shape and thread, then cached with the descriptors
 //   (CudnnAlgorithmChoice in conv2d.h). Heuristic (default): cuDNN's ranking
 //   (cudnnGetConvolution*Algorithm_v7, which runs and times nothing, so no host
@@ -45,6 +50,7 @@
 
 #include "kernels/common/cuda_check.cuh"
 #include "kernels/common/launch.cuh"
+#include "kernels/common/library_math.h"
 #include "kernels/conv2d/conv2d.h"
 
 // CUDNN_CHECK(call, what...): a failed cuDNN call becomes engine::Error naming the op.
@@ -58,6 +64,8 @@
   } while (0)
 
 namespace engine::kernels {
+
+static_assert(CUDNN_DEFAULT_MATH == kCudnnDefaultMath && CUDNN_FMA_MATH == kCudnnFmaMath);
 
 namespace {
 
@@ -80,9 +88,13 @@ struct Plan {
   cudnnConvolutionBwdDataAlgo_t bwd_data = CUDNN_CONVOLUTION_BWD_DATA_ALGO_0;
   cudnnConvolutionBwdFilterAlgo_t bwd_filter = CUDNN_CONVOLUTION_BWD_FILTER_ALGO_0;
   size_t fwd_bytes = 0, bwd_data_bytes = 0, bwd_filter_bytes = 0;
+  // The precision's math type (the descriptor's), and the one each pass's algorithm runs with.
+  cudnnMathType_t math = CUDNN_FMA_MATH;
+  cudnnMathType_t fwd_math = CUDNN_FMA_MATH, bwd_data_math = CUDNN_FMA_MATH,
+                  bwd_filter_math = CUDNN_FMA_MATH;
 };
 
-using ShapeKey = std::array<int64_t, 14>;  // the shape, then the algorithm choice
+using ShapeKey = std::array<int64_t, 15>;  // the shape, the algorithm choice, the precision
 
 struct ThreadState {
   cudnnHandle_t handle = nullptr;
@@ -112,13 +124,15 @@ void* workspace(ThreadState& state, size_t bytes) {
 
 int to_int(int64_t v) { return static_cast<int>(v); }
 
-Plan& plan_for(ThreadState& state, const Conv2dShape& s, const char* op) {
-  // The algorithm choice is part of the key: a plan chosen by heuristic is not reused once
-  // Fastest is asked for (nor the reverse).
+Plan& plan_for(ThreadState& state, const Conv2dShape& s, Precision precision, const char* op) {
+  // The algorithm choice and the precision are part of the key: a plan chosen by heuristic is
+  // not reused once Fastest is asked for (nor the reverse), nor a strict-FP32 one under tf32.
+  const auto math = static_cast<cudnnMathType_t>(cudnn_math_type(precision));  // bf16 throws
   const int64_t choice = choose_fastest() ? 1 : 0;
-  const ShapeKey key = {s.N,     s.C,          s.H,          s.W,        s.K,
-                        s.R,     s.S,          s.stride_h,   s.stride_w, s.pad_h,
-                        s.pad_w, s.dilation_h, s.dilation_w, choice};
+  const ShapeKey key = {
+      s.N,     s.C,          s.H,          s.W,        s.K,
+      s.R,     s.S,          s.stride_h,   s.stride_w, s.pad_h,
+      s.pad_w, s.dilation_h, s.dilation_w, choice,     static_cast<int64_t>(math)};
   std::unique_ptr<Plan>& slot = state.plans[key];
   if (slot) return *slot;
 
@@ -151,7 +165,8 @@ Plan& plan_for(ThreadState& state, const Conv2dShape& s, const char* op) {
                                               CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT),
               op, ": stride ", s.stride_h, "x", s.stride_w, " padding ", s.pad_h, "x", s.pad_w,
               " dilation ", s.dilation_h, "x", s.dilation_w);
-  CUDNN_CHECK(cudnnSetConvolutionMathType(plan->conv, CUDNN_FMA_MATH), op, ": math type");
+  plan->math = plan->fwd_math = plan->bwd_data_math = plan->bwd_filter_math = math;
+  CUDNN_CHECK(cudnnSetConvolutionMathType(plan->conv, math), op, ": math type");
   int n = 0, k = 0, p = 0, q = 0;
   CUDNN_CHECK(cudnnGetConvolution2dForwardOutputDim(plan->conv, plan->x, plan->w, &n, &k, &p, &q),
               op, ": output size");
@@ -200,24 +215,39 @@ bool is_tensor_core(cudnnMathType_t math) {
   return math == CUDNN_TENSOR_OP_MATH || math == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION;
 }
 
+// Whether an algorithm cuDNN reports with `reported` math may run under the plan's math: strict
+// FP32 (FMA) takes no tensor-core algorithm; TF32 (DEFAULT) any but those allowed to convert
+// FP32 operands to FP16.
+bool usable_math(cudnnMathType_t plan_math, cudnnMathType_t reported) {
+  if (plan_math == CUDNN_FMA_MATH) return !is_tensor_core(reported);
+  return reported != CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION;
+}
+
+// The math type a pass runs with: strict FP32 always FMA (whatever Find reported, so no TF32 can
+// slip in); TF32 the one its algorithm was reported (and timed) with, as PyTorch does.
+cudnnMathType_t run_math(cudnnMathType_t plan_math, cudnnMathType_t reported) {
+  return plan_math == CUDNN_FMA_MATH ? CUDNN_FMA_MATH : reported;
+}
+
 // Index of the algorithm to use among cuDNN's ranked results (by heuristic, or by measured time
-// for Fastest), or -1 when none is usable (failed, tensor-core math, or a workspace above
-// kMaxWorkspaceBytes). Among the usable ones, the best ranked with the highest score:
+// for Fastest), or -1 when none is usable (failed, a math type the plan's precision excludes, or
+// a workspace above kMaxWorkspaceBytes). Among the usable ones, the best ranked with the highest
+// score:
 //   +2 deterministic (Heuristic only: reproducible `--conv cudnn` runs);
-//   +1 reported with CUDNN_FMA_MATH. Execution is strict FP32 either way (the descriptor says
-//      FMA math), but cuDNN's documentation lets CUDNN_DEFAULT_MATH use TF32 on Ampere and
-//      later, so a time Find measured under it may not be the time of the FP32 run we make.
+//   +1 strict FP32 only: reported with CUDNN_FMA_MATH. Execution is strict FP32 either way (the
+//      descriptor says FMA math), but cuDNN's documentation lets CUDNN_DEFAULT_MATH use TF32 on
+//      Ampere and later, so a time Find measured under it may not be the time of the FP32 run.
 template <typename Perf>
-int choose(const Perf* results, int count) {
+int choose(const Perf* results, int count, cudnnMathType_t plan_math) {
   int best = -1, best_score = -1;
   for (int i = 0; i < count; ++i) {
     const Perf& r = results[i];
-    if (r.status != CUDNN_STATUS_SUCCESS || is_tensor_core(r.mathType) ||
+    if (r.status != CUDNN_STATUS_SUCCESS || !usable_math(plan_math, r.mathType) ||
         r.memory > kMaxWorkspaceBytes) {
       continue;
     }
     const int score = (!choose_fastest() && r.determinism == CUDNN_DETERMINISTIC ? 2 : 0) +
-                      (r.mathType == CUDNN_FMA_MATH ? 1 : 0);
+                      (plan_math == CUDNN_FMA_MATH && r.mathType == CUDNN_FMA_MATH ? 1 : 0);
     if (score > best_score) {
       best = i;
       best_score = score;
@@ -241,6 +271,12 @@ std::ostream& operator<<(std::ostream& out, const Where& w) {
              << s.dilation_w;
 }
 
+// Puts the math type a pass runs with on the plan's (shared) convolution descriptor: the passes
+// of one plan may have been chosen with different ones under tf32. A host-side setting, no sync.
+void set_math(Plan& plan, cudnnMathType_t math, const Where& where) {
+  CUDNN_CHECK(cudnnSetConvolutionMathType(plan.conv, math), where, ": math type");
+}
+
 }  // namespace
 
 bool cudnn_available() { return true; }
@@ -253,12 +289,14 @@ std::string cudnn_version() {
 }
 
 void conv2d_fprop_cudnn(const Conv2dShape& shape, const float* x, const float* w, const float* bias,
-                        float* y) {
+                        float* y, Precision precision) {
   if (shape.N == 0) return;
   ThreadState& state = thread_state();
-  Plan& plan = plan_for(state, shape, "conv2d_fprop_cudnn");
+  Plan& plan = plan_for(state, shape, precision, "conv2d_fprop_cudnn");
   const Where where{"conv2d_fprop_cudnn", shape};
   if (!plan.have_fwd) {
+    // Ranked under the precision's math type, not the one another pass left on the descriptor.
+    set_math(plan, plan.math, where);
     cudnnConvolutionFwdAlgoPerf_t results[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
     int count = 0;
     if (choose_fastest()) {
@@ -274,14 +312,17 @@ void conv2d_fprop_cudnn(const Conv2dShape& shape, const float* x, const float* w
                                                  CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &count, results),
           where, ": algorithm heuristics");
     }
-    const int best = choose(results, count);
+    const int best = choose(results, count, plan.math);
     plan.fwd = best >= 0 ? results[best].algo : CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM;
+    plan.fwd_math = best >= 0 ? run_math(plan.math, results[best].mathType) : plan.math;
+    set_math(plan, plan.fwd_math, where);
     CUDNN_CHECK(cudnnGetConvolutionForwardWorkspaceSize(state.handle, plan.x, plan.w, plan.conv,
                                                         plan.y, plan.fwd, &plan.fwd_bytes),
                 where, ": workspace size of algorithm ", algorithm_name(plan.fwd));
     plan.have_fwd = true;
   }
   void* ws = workspace(state, plan.fwd_bytes);
+  set_math(plan, plan.fwd_math, where);
   const float one = 1.0f, zero = 0.0f;
   describe_next_launch({"cudnn_fprop", conv2d_flops(shape), conv2d_bytes(shape)});
   CUDNN_CHECK(cudnnConvolutionForward(state.handle, &one, plan.x, x, plan.w, w, plan.conv, plan.fwd,
@@ -294,12 +335,14 @@ void conv2d_fprop_cudnn(const Conv2dShape& shape, const float* x, const float* w
   }
 }
 
-void conv2d_dgrad_cudnn(const Conv2dShape& shape, const float* dy, const float* w, float* dx) {
+void conv2d_dgrad_cudnn(const Conv2dShape& shape, const float* dy, const float* w, float* dx,
+                        Precision precision) {
   if (shape.N == 0) return;
   ThreadState& state = thread_state();
-  Plan& plan = plan_for(state, shape, "conv2d_dgrad_cudnn");
+  Plan& plan = plan_for(state, shape, precision, "conv2d_dgrad_cudnn");
   const Where where{"conv2d_dgrad_cudnn", shape};
   if (!plan.have_bwd_data) {
+    set_math(plan, plan.math, where);
     cudnnConvolutionBwdDataAlgoPerf_t results[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
     int count = 0;
     if (choose_fastest()) {
@@ -315,8 +358,10 @@ void conv2d_dgrad_cudnn(const Conv2dShape& shape, const float* dy, const float* 
                       CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &count, results),
                   where, ": algorithm heuristics");
     }
-    const int best = choose(results, count);
+    const int best = choose(results, count, plan.math);
     plan.bwd_data = best >= 0 ? results[best].algo : CUDNN_CONVOLUTION_BWD_DATA_ALGO_0;
+    plan.bwd_data_math = best >= 0 ? run_math(plan.math, results[best].mathType) : plan.math;
+    set_math(plan, plan.bwd_data_math, where);
     CUDNN_CHECK(
         cudnnGetConvolutionBackwardDataWorkspaceSize(state.handle, plan.w, plan.y, plan.conv,
                                                      plan.x, plan.bwd_data, &plan.bwd_data_bytes),
@@ -324,6 +369,7 @@ void conv2d_dgrad_cudnn(const Conv2dShape& shape, const float* dy, const float* 
     plan.have_bwd_data = true;
   }
   void* ws = workspace(state, plan.bwd_data_bytes);
+  set_math(plan, plan.bwd_data_math, where);
   const float one = 1.0f, zero = 0.0f;
   describe_next_launch({"cudnn_dgrad", conv2d_flops(shape), conv2d_bytes(shape)});
   CUDNN_CHECK(
@@ -334,7 +380,7 @@ void conv2d_dgrad_cudnn(const Conv2dShape& shape, const float* dy, const float* 
 }
 
 void conv2d_wgrad_cudnn(const Conv2dShape& shape, const float* dy, const float* x, float* dw,
-                        float* db) {
+                        float* db, Precision precision) {
   if (shape.N == 0) {  // an empty reduction: the gradients are zero
     if (dw != nullptr) {
       cuda_memset_zero(dw, shape.K * shape.C * shape.R * shape.S * sizeof(float));
@@ -343,11 +389,12 @@ void conv2d_wgrad_cudnn(const Conv2dShape& shape, const float* dy, const float* 
     return;
   }
   ThreadState& state = thread_state();
-  Plan& plan = plan_for(state, shape, "conv2d_wgrad_cudnn");
+  Plan& plan = plan_for(state, shape, precision, "conv2d_wgrad_cudnn");
   const Where where{"conv2d_wgrad_cudnn", shape};
   const float one = 1.0f, zero = 0.0f;
   if (dw != nullptr) {
     if (!plan.have_bwd_filter) {
+      set_math(plan, plan.math, where);
       cudnnConvolutionBwdFilterAlgoPerf_t results[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
       int count = 0;
       if (choose_fastest()) {
@@ -363,8 +410,10 @@ void conv2d_wgrad_cudnn(const Conv2dShape& shape, const float* dy, const float* 
                         CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &count, results),
                     where, ": algorithm heuristics");
       }
-      const int best = choose(results, count);
+      const int best = choose(results, count, plan.math);
       plan.bwd_filter = best >= 0 ? results[best].algo : CUDNN_CONVOLUTION_BWD_FILTER_ALGO_0;
+      plan.bwd_filter_math = best >= 0 ? run_math(plan.math, results[best].mathType) : plan.math;
+      set_math(plan, plan.bwd_filter_math, where);
       CUDNN_CHECK(cudnnGetConvolutionBackwardFilterWorkspaceSize(state.handle, plan.x, plan.y,
                                                                  plan.conv, plan.w, plan.bwd_filter,
                                                                  &plan.bwd_filter_bytes),
@@ -372,6 +421,7 @@ void conv2d_wgrad_cudnn(const Conv2dShape& shape, const float* dy, const float* 
       plan.have_bwd_filter = true;
     }
     void* ws = workspace(state, plan.bwd_filter_bytes);
+    set_math(plan, plan.bwd_filter_math, where);
     describe_next_launch({"cudnn_wgrad", conv2d_flops(shape), conv2d_bytes(shape)});
     CUDNN_CHECK(cudnnConvolutionBackwardFilter(state.handle, &one, plan.x, x, plan.y, dy, plan.conv,
                                                plan.bwd_filter, ws, plan.bwd_filter_bytes, &zero,
@@ -389,9 +439,9 @@ void set_cudnn_algorithm_choice(CudnnAlgorithmChoice choice) {
   algorithm_choice.store(static_cast<int>(choice), std::memory_order_relaxed);
 }
 
-std::string conv2d_cudnn_algorithms(const Conv2dShape& s) {
+std::string conv2d_cudnn_algorithms(const Conv2dShape& s, Precision precision) {
   ThreadState& state = thread_state();
-  const Plan& plan = plan_for(state, s, "conv2d_cudnn_algorithms");
+  const Plan& plan = plan_for(state, s, precision, "conv2d_cudnn_algorithms");
   auto named = [](bool have, const char* name) { return std::string(have ? name : "-"); };
   return "fprop " + named(plan.have_fwd, algorithm_name(plan.fwd)) + ", dgrad " +
          named(plan.have_bwd_data, algorithm_name(plan.bwd_data)) + ", wgrad " +

@@ -18,16 +18,19 @@ namespace {
 bool cudnn_available() { return false; }
 std::string cudnn_version() { return ""; }
 
-void conv2d_fprop_cudnn(const Conv2dShape&, const float*, const float*, const float*, float*) {
+void conv2d_fprop_cudnn(const Conv2dShape&, const float*, const float*, const float*, float*,
+                        Precision) {
   no_cudnn("conv2d_fprop_cudnn");
 }
-void conv2d_dgrad_cudnn(const Conv2dShape&, const float*, const float*, float*) {
+void conv2d_dgrad_cudnn(const Conv2dShape&, const float*, const float*, float*, Precision) {
   no_cudnn("conv2d_dgrad_cudnn");
 }
-void conv2d_wgrad_cudnn(const Conv2dShape&, const float*, const float*, float*, float*) {
+void conv2d_wgrad_cudnn(const Conv2dShape&, const float*, const float*, float*, float*, Precision) {
   no_cudnn("conv2d_wgrad_cudnn");
 }
 void set_cudnn_algorithm_choice(CudnnAlgorithmChoice) {}  // nothing to choose from
-std::string conv2d_cudnn_algorithms(const Conv2dShape&) { no_cudnn("conv2d_cudnn_algorithms"); }
+std::string conv2d_cudnn_algorithms(const Conv2dShape&, Precision) {
+  no_cudnn("conv2d_cudnn_algorithms");
+}
 
 }  // namespace engine::kernels

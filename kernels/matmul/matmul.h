@@ -67,6 +67,11 @@ SplitK matmul_cuda_splits(int64_t m, int64_t n, int64_t k);
 // cublasSgemm on the same row-major buffers (matmul_cublas.cu), strict FP32.
 void matmul_cublas(int64_t m, int64_t n, int64_t k, const float* a, const float* b, bool trans_a,
                    bool trans_b, float* c, bool accumulate);
+// The same in the cuBLAS math mode of `precision` (kernels/common/library_math.h): fp32 strict
+// (matmul_cublas), tf32 TF32 tensor cores allowed, bf16 throws "not implemented yet".
+void matmul_cublas_precision(int64_t m, int64_t n, int64_t k, const float* a, const float* b,
+                             bool trans_a, bool trans_b, float* c, bool accumulate,
+                             Precision precision);
 // matmul_cuda's contract in the given precision: Fp32 is matmul_cuda itself; Tf32 rounds every
 // operand to TF32 (cvt.rna) and multiplies on tensor cores with FP32 accumulation; Bf16 rounds
 // every operand to BF16 (__float2bfloat16, ties to even), the same with FP32 accumulation.

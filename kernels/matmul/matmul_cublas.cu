@@ -9,8 +9,11 @@
 //          op(B)^T is the column-major view of B's buffer as stored when B is [k, n] (no
 //          transpose: OP_N, ldb = n) and its transpose when B is stored [n, k] (OP_T, ldb = k);
 //          likewise A: stored [m, k] -> OP_N, lda = k; stored [k, m] -> OP_T, lda = m.
-// Numerics: CUBLAS_DEFAULT_MATH, pinned explicitly: strict FP32 FFMA (TF32 tensor cores are a
-//          separate, labelled mode, never a silent substitute).
+// Numerics: the math mode of `precision` (kernels/common/library_math.h), set on every call:
+//          fp32 pins CUBLAS_DEFAULT_MATH, strict FP32 FFMA (TF32 tensor cores are a separate,
+//          labelled mode, never a silent substitute); tf32 CUBLAS_TF32_TENSOR_OP_MATH, which lets
+//          cuBLAS round the operands to TF32 and use tensor cores (FP32 accumulation); bf16 is
+//          refused (no BF16 reference wired).
 // Handles: one cublasHandle_t per host thread (cuBLAS handles are not safe to share across
 //          threads that run concurrently), created on first use; the stream is set to
 //          current_stream() on every call. The handle lives until the thread ends; a thread that
@@ -22,6 +25,7 @@
 
 #include "kernels/common/cuda_check.cuh"
 #include "kernels/common/launch.cuh"
+#include "kernels/common/library_math.h"
 #include "kernels/matmul/matmul.h"
 
 // CUBLAS_CHECK(call, what...): a failed cuBLAS call becomes engine::Error naming the op.
@@ -36,6 +40,9 @@
 
 namespace engine::kernels {
 
+static_assert(CUBLAS_DEFAULT_MATH == kCublasDefaultMath &&
+              CUBLAS_TF32_TENSOR_OP_MATH == kCublasTf32TensorOpMath);
+
 namespace {
 
 // The calling thread's handle. Not destroyed at thread exit: cublasDestroy may run after the
@@ -44,8 +51,6 @@ cublasHandle_t thread_handle() {
   thread_local cublasHandle_t handle = nullptr;
   if (handle == nullptr) {
     CUBLAS_CHECK(cublasCreate(&handle), "matmul_cublas: cublasCreate");
-    CUBLAS_CHECK(cublasSetMathMode(handle, CUBLAS_DEFAULT_MATH),
-                 "matmul_cublas: cublasSetMathMode");
   }
   return handle;
 }
@@ -54,6 +59,14 @@ cublasHandle_t thread_handle() {
 
 void matmul_cublas(int64_t m, int64_t n, int64_t k, const float* a, const float* b, bool trans_a,
                    bool trans_b, float* c, bool accumulate) {
+  matmul_cublas_precision(m, n, k, a, b, trans_a, trans_b, c, accumulate, Precision::Fp32);
+}
+
+void matmul_cublas_precision(int64_t m, int64_t n, int64_t k, const float* a, const float* b,
+                             bool trans_a, bool trans_b, float* c, bool accumulate,
+                             Precision precision) {
+  // The math mode first: bf16 is refused whatever the shape.
+  const auto math = static_cast<cublasMath_t>(cublas_math_mode(precision));
   ENGINE_CHECK(m >= 0 && n >= 0 && k >= 0 && m <= INT_MAX && n <= INT_MAX && k <= INT_MAX,
                "matmul_cublas: m=", m, " n=", n, " k=", k,
                " must be non-negative and fit cuBLAS's 32-bit sizes");
@@ -63,6 +76,7 @@ void matmul_cublas(int64_t m, int64_t n, int64_t k, const float* a, const float*
     return;
   }
   cublasHandle_t handle = thread_handle();
+  CUBLAS_CHECK(cublasSetMathMode(handle, math), "matmul_cublas: cublasSetMathMode");
   CUBLAS_CHECK(cublasSetStream(handle, current_stream()), "matmul_cublas: cublasSetStream");
   const float alpha = 1.0f, beta = accumulate ? 1.0f : 0.0f;
   const cublasOperation_t op_b = trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;

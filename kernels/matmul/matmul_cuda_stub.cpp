@@ -16,6 +16,11 @@ void matmul_cublas(int64_t, int64_t, int64_t, const float*, const float*, bool, 
   no_cuda("matmul_cublas");
 }
 
+void matmul_cublas_precision(int64_t, int64_t, int64_t, const float*, const float*, bool, bool,
+                             float*, bool, Precision) {
+  no_cuda("matmul_cublas_precision");
+}
+
 void matmul_tensor_core_cuda(int64_t, int64_t, int64_t, const float*, const float*, bool, bool,
                              float*, bool, Precision) {
   no_cuda("matmul_tensor_core_cuda");

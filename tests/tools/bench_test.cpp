@@ -3,13 +3,18 @@
 // formatting. The timing itself needs a GPU and is exercised by running `dml bench` there.
 // Also the peer files of `dml bench --train` (tools/dml/bench_peers.h): parsing and matching; and
 // its instruments (bench_instruments.h): floors, the attack pass, counts, busy fraction, profile.
+// The precision modes (bench_modes.h) and the sampled f64 references of the error columns
+// (bench_accuracy.h).
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <set>
 #include <string>
 
+#include "kernels/conv2d/conv2d.h"
+#include "tools/dml/bench_accuracy.h"
 #include "tools/dml/bench_instruments.h"
+#include "tools/dml/bench_modes.h"
 #include "tools/dml/bench_peers.h"
 #include "tools/dml/bench_table.h"
 
@@ -473,4 +478,145 @@ TEST_CASE("bench instruments: the profile prints one row per launch with its flo
   CHECK(j["launches"][1]["flops"].is_null());
   CHECK(j["launches"][1]["floor_ms"].is_null());
   CHECK(j["floor_rates"]["fp32_tflops"] == 50.0);
+}
+
+TEST_CASE("bench precision modes: all four by default, a list in order, bad lists refused") {
+  using engine::kernels::Precision;
+  const std::vector<PrecisionMode> all = precision_modes();
+  REQUIRE(all.size() == 4);
+  CHECK(all_precision_mode_names() == "fp32,pytorch-default,tf32,bf16");
+  CHECK(Options().modes.size() == 4);  // the default: every mode
+  // PyTorch's defaults: cudnn.allow_tf32 = True, cuda.matmul.allow_tf32 = False.
+  CHECK(all[1].name == "pytorch-default");
+  CHECK(all[1].gemm == Precision::Fp32);
+  CHECK(all[1].conv == Precision::Tf32);
+  CHECK((all[0].gemm == Precision::Fp32 && all[0].conv == Precision::Fp32));
+  CHECK((all[2].gemm == Precision::Tf32 && all[2].conv == Precision::Tf32));
+  CHECK((all[3].gemm == Precision::Bf16 && all[3].conv == Precision::Bf16));
+
+  const std::vector<PrecisionMode> chosen = parse_precision_modes("tf32,fp32");
+  REQUIRE(chosen.size() == 2);
+  CHECK(chosen[0].name == "tf32");
+  CHECK(chosen[1].name == "fp32");
+  CHECK(parse_precision_modes("pytorch-default").size() == 1);
+  CHECK_THROWS_WITH(parse_precision_modes("fp16"),
+                    Catch::Contains("--precision-modes: unknown mode 'fp16'") &&
+                        Catch::Contains("fp32,pytorch-default,tf32,bf16"));
+  CHECK_THROWS_AS(parse_precision_modes(""), dml::UsageError);
+  CHECK_THROWS_AS(parse_precision_modes("fp32,"), dml::UsageError);
+  CHECK_THROWS_WITH(parse_precision_modes("fp32,tf32,fp32"), Catch::Contains("'fp32' given twice"));
+  CHECK(format_mode_header(all[2]) ==
+        "== precision mode tf32: TF32 GEMMs and convolutions; peers cuBLAS and cuDNN in the same "
+        "mode");
+}
+
+TEST_CASE("bench rows: the mode and both errors in the table and the JSON; a missing kernel") {
+  Row r;
+  r.workload = "gemm 4096";
+  r.precision = "tf32";
+  r.ours = Stats{2.0, 1.9, 2.5};
+  r.peer = "cuBLAS";
+  r.peer_ms = Stats{1.0, 0.9, 1.1};
+  r.measure = Measure::Flops;
+  r.work = 4e12;
+  r.ours_error = 1.5e-4;
+  r.peer_error = 2.5e-7;
+  CHECK(format_header().find("ours err") != std::string::npos);
+  CHECK(format_header().find("peer err") != std::string::npos);
+  const std::string line = format_row(r);
+  CHECK(line.find("1.5e-04") != std::string::npos);
+  CHECK(line.find("2.5e-07") != std::string::npos);
+  const nlohmann::json j = row_json(r);
+  CHECK(j["precision"] == "tf32");
+  CHECK(j["ours_max_rel_error"] == 1.5e-4);
+  CHECK(j["peer_max_rel_error"] == 2.5e-7);
+  r.peer_error.reset();  // e.g. no BF16 cuBLAS yet
+  CHECK(row_json(r)["peer_max_rel_error"].is_null());
+  CHECK(format_row(r).find(" - ") != std::string::npos);
+
+  Row missing;
+  missing.workload = "gemm 4096";
+  missing.precision = "bf16";
+  missing.not_implemented = "bf16 is not implemented yet";
+  CHECK(format_row(missing) == "gemm 4096: not implemented (bf16 is not implemented yet)");
+  const nlohmann::json m = row_json(missing);
+  CHECK(m["precision"] == "bf16");
+  CHECK(m["not_implemented"] == "bf16 is not implemented yet");
+  CHECK_FALSE(m.contains("ours_ms"));
+
+  Row precision_free;  // bn, pgd, adam: no mode, no error keys
+  precision_free.workload = "pgd step";
+  precision_free.ours = Stats{1.0, 1.0, 1.0};
+  CHECK_FALSE(row_json(precision_free).contains("precision"));
+}
+
+TEST_CASE("bench accuracy: sampled positions and relative errors, by hand") {
+  CHECK(sample_positions(10, 4) == std::vector<int64_t>{0, 2, 5, 7});  // i 10 / 4, floored
+  CHECK(sample_positions(3, 256) == std::vector<int64_t>{0, 1, 2});    // fewer outputs: all
+  // A = [1 -2; 3 4], B = [5 6; 7 -8]: C[1][1] = 3 6 + 4 (-8) = -14, terms' magnitudes 18 + 32.
+  const float a[] = {1, -2, 3, 4}, b[] = {5, 6, 7, -8};
+  const Reference c11 = gemm_reference(2, 2, a, b, 3);
+  CHECK(c11.value == -14.0);
+  CHECK(c11.magnitude == 50.0);
+  CHECK(relative_error(-14.5, c11) == 0.01);  // 0.5 / 50
+  CHECK(relative_error(0.0, Reference{}) == 0.0);
+  CHECK(std::isinf(relative_error(1.0, Reference{})));
+  // C[0][1] = 1 6 + (-2)(-8) = 22.
+  CHECK(gemm_reference(2, 2, a, b, 1).value == 22.0);
+}
+
+TEST_CASE("bench accuracy: conv references by hand and against the plain-loop CPU convolution") {
+  engine::kernels::Conv2dShape hand;  // x 1x1x3x3 = 1..9, w 1x1x2x2 = [1 0; 0 -1], no padding
+  hand.N = hand.C = hand.K = 1;
+  hand.H = hand.W = 3;
+  hand.R = hand.S = 2;
+  const float x[] = {1, 2, 3, 4, 5, 6, 7, 8, 9}, w[] = {1, 0, 0, -1};
+  // y[0][1] = x[0][1] - x[1][2] = 2 - 6; magnitude 2 + 6.
+  const Reference y01 = conv_fprop_reference(hand, x, w, 1);
+  CHECK(y01.value == -4.0);
+  CHECK(y01.magnitude == 8.0);
+  // dx[1][1] with dy = 1..4 (2x2): taps (p, q) = (1, 1) r = s = 0 -> dy[1][1] 1; (0, 0) r = s = 1
+  // -> dy[0][0] (-1): 4 - 1 = 3.
+  const float dy[] = {1, 2, 3, 4};
+  CHECK(conv_dgrad_reference(hand, dy, w, 4).value == 3.0);
+  // dw[1][1] = sum over p, q of dy[p][q] x[p + 1][q + 1] = 1 5 + 2 6 + 3 8 + 4 9 = 77.
+  CHECK(conv_wgrad_reference(hand, dy, x, 3).value == 77.0);
+
+  // Every output of a strided, padded, dilated shape against conv2d_*_cpu<double>.
+  engine::kernels::Conv2dShape s;
+  s.N = 2;
+  s.C = 3;
+  s.H = 7;
+  s.W = 6;
+  s.K = 4;
+  s.R = 3;
+  s.S = 2;
+  s.stride_h = 2;
+  s.pad_h = 1;
+  s.pad_w = 2;
+  s.dilation_w = 2;
+  const int64_t P = s.out_h(), Q = s.out_w();
+  const int64_t x_n = s.N * s.C * s.H * s.W, w_n = s.K * s.C * s.R * s.S, y_n = s.N * s.K * P * Q;
+  auto values = [](int64_t n, int seed) {
+    std::vector<float> v;
+    for (int64_t i = 0; i < n; ++i) v.push_back(float((i * 7 + seed) % 11) - 5.0f);
+    return v;
+  };
+  const std::vector<float> xf = values(x_n, 1), wf = values(w_n, 2), dyf = values(y_n, 3);
+  const std::vector<double> xd(xf.begin(), xf.end()), wd(wf.begin(), wf.end()),
+      dyd(dyf.begin(), dyf.end());
+  std::vector<double> y(static_cast<size_t>(y_n)), dx(static_cast<size_t>(x_n)),
+      dw(static_cast<size_t>(w_n));
+  engine::kernels::conv2d_fprop_cpu<double>(s, xd.data(), wd.data(), nullptr, y.data());
+  engine::kernels::conv2d_dgrad_cpu<double>(s, dyd.data(), wd.data(), dx.data());
+  engine::kernels::conv2d_wgrad_cpu<double>(s, dyd.data(), xd.data(), dw.data(), nullptr);
+  for (int64_t i = 0; i < y_n; ++i) {
+    REQUIRE(conv_fprop_reference(s, xf.data(), wf.data(), i).value == y[size_t(i)]);
+  }
+  for (int64_t i = 0; i < x_n; ++i) {
+    REQUIRE(conv_dgrad_reference(s, dyf.data(), wf.data(), i).value == dx[size_t(i)]);
+  }
+  for (int64_t i = 0; i < w_n; ++i) {
+    REQUIRE(conv_wgrad_reference(s, dyf.data(), xf.data(), i).value == dw[size_t(i)]);
+  }
 }

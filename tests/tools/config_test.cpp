@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "engine/precision.h"
 #include "tests/io/io_test_util.h"
 #include "tools/dml/args.h"
 #include "tools/dml/config.h"
@@ -265,6 +266,11 @@ TEST_CASE("config: every reference config in configs/ resolves, defenses as docu
       CHECK(t.defense.pgd.eps == Approx(77.0 / 255.0));
       CHECK(t.defense.pgd.alpha == Approx(3.0 / 255.0));
       CHECK(t.defense.pgd.steps == (stem.find("fgsm") != std::string::npos ? 1 : 32));
+    }
+    if (entry.path().parent_path().filename() != "configs") {
+      // Reproductions pin strict FP32 in the file itself, not through the default (config.md).
+      CHECK(dml::load_config_file(entry.path().string()).at("precision") == "fp32");
+      CHECK(t.precision == engine::Precision::Fp32);
     }
     if (recipe == "hm" && t.defense.hm.ics) {
       // ICS weight: 0.5, except 0.05 on SOP (HM §4; robrank defenses/amd.py).

@@ -6,13 +6,16 @@
 // the current stream; warm-up calls come first; the row reports the median of the timed calls
 // (and min, max). When a workload's buffers fit in L2, it cycles through several copies of them
 // (rotation_sets) so a call never finds its inputs cached by the previous one. Ours and the peer
-// run the same shapes on the same buffers in the same process.
+// run the same shapes on the same buffers in the same process, in the same precision mode
+// (bench_modes.h). The GEMM and convolution rows then run each side once more on the first set
+// and compare sampled outputs with an f64 reference on the host (bench_accuracy.h).
 #include "tools/dml/bench_gpu.h"
 
 #include <string>
 #include <utility>
 
 #include "engine/device.h"
+#include "engine/precision.h"
 #include "engine/tensor.h"
 #include "kernels/batch_norm/batch_norm.h"
 #include "kernels/bench/timer.h"
@@ -21,6 +24,7 @@
 #include "kernels/matmul/matmul.h"
 #include "kernels/optim/optim.h"
 #include "kernels/pgd_step/pgd_step.h"
+#include "tools/dml/bench_accuracy.h"
 
 namespace dml::bench {
 
@@ -61,6 +65,44 @@ Tensor device_empty(int64_t n) {
 }
 
 float* ptr(const Tensor& t) { return t.defined() ? t.data<float>() : nullptr; }
+
+// A host copy of a device buffer, for the error check.
+std::vector<float> host_copy(const Tensor& t) {
+  const Tensor cpu = t.to(engine::Device::cpu());
+  return std::vector<float>(cpu.data<float>(), cpu.data<float>() + cpu.numel());
+}
+
+// Runs `launch` once: "" when it works, the message when it throws an engine::Error saying
+// "not implemented" (a precision without a kernel or a library mode yet); other errors propagate.
+std::string not_implemented_message(const std::function<void()>& launch) {
+  try {
+    launch();
+  } catch (const engine::Error& e) {
+    if (std::string(e.what()).find("not implemented") == std::string::npos) throw;
+    return e.what();
+  }
+  return "";
+}
+
+// The largest relative error (bench_accuracy.h) of `got` at the sampled positions.
+double max_error(const std::vector<float>& got, const std::vector<int64_t>& positions,
+                 const std::vector<Reference>& references) {
+  double worst = 0.0;
+  for (size_t i = 0; i < positions.size(); ++i) {
+    worst = std::max(worst, relative_error(got[size_t(positions[i])], references[i]));
+  }
+  return worst;
+}
+
+// The ceiling and floor columns exist in strict FP32 only: they are the FP32 SGEMM's rate, which
+// a tensor-core mode may pass.
+void set_ceiling(Row& row, const Context& ctx, k::Precision precision) {
+  if (precision != k::Precision::Fp32) return;
+  row.ceiling = ctx.ceilings.sgemm_tflops;
+  if (row.bytes > 0.0) {
+    row.floor_ms = floor_ms(row.work, row.bytes, ctx.ceilings.sgemm_tflops, ctx.ceilings.copy_gbps);
+  }
+}
 
 // Sums of per-row statistics: the time of running all rows once, back to back.
 void add_to(Stats& total, const Stats& s) {
@@ -140,9 +182,68 @@ k::ConvPass kernel_pass(Pass p) {
   return p == Pass::Wgrad ? k::ConvPass::Wgrad : k::ConvPass::Dgrad;
 }
 
-// `tile`: our kernels' tile width (Auto: the rule's pick, as training runs them).
+// The precision our convolution kernels run in when a mode asks for `precision`: strict FP32
+// whatever is asked, until our tensor-core convolutions exist (issue 33); the engine does the
+// same (engine/precision.h). This and run_our_conv are where they plug in.
+k::Precision our_conv_precision(k::Precision) { return k::Precision::Fp32; }
+
+// One call of our kernel for `pass` on buffers a, b -> out (see bench_conv_pass).
+void run_our_conv(const k::Conv2dShape& s, Pass pass, const float* a, const float* b, float* out,
+                  float* workspace, k::ConvTile tile) {
+  switch (pass) {
+    case Pass::Fprop:
+      k::conv2d_fprop_cuda(s, a, b, nullptr, out, tile);
+      break;
+    case Pass::Dgrad:
+      k::conv2d_dgrad_cuda(s, a, b, out, tile);
+      break;
+    case Pass::Wgrad:
+      k::conv2d_wgrad_cuda(s, a, b, out, nullptr, workspace, tile);
+      break;
+    case Pass::DgradDirect:
+      k::conv2d_dgrad_direct_cuda(s, a, b, out);
+      break;
+  }
+}
+
+void run_cudnn_conv(const k::Conv2dShape& s, Pass pass, const float* a, const float* b, float* out,
+                    k::Precision precision) {
+  switch (pass) {
+    case Pass::Fprop:
+      k::conv2d_fprop_cudnn(s, a, b, nullptr, out, precision);
+      break;
+    case Pass::Dgrad:
+    case Pass::DgradDirect:
+      k::conv2d_dgrad_cudnn(s, a, b, out, precision);
+      break;
+    case Pass::Wgrad:
+      k::conv2d_wgrad_cudnn(s, a, b, out, nullptr, precision);
+      break;
+  }
+}
+
+// The f64 references of the sampled outputs of `pass` on host inputs a, b (bench_accuracy.h).
+std::vector<Reference> conv_references(const k::Conv2dShape& s, Pass pass,
+                                       const std::vector<float>& a, const std::vector<float>& b,
+                                       const std::vector<int64_t>& positions) {
+  std::vector<Reference> references;
+  for (int64_t index : positions) {
+    if (pass == Pass::Fprop) {
+      references.push_back(conv_fprop_reference(s, a.data(), b.data(), index));
+    } else if (pass == Pass::Wgrad) {
+      references.push_back(conv_wgrad_reference(s, a.data(), b.data(), index));
+    } else {
+      references.push_back(conv_dgrad_reference(s, a.data(), b.data(), index));
+    }
+  }
+  return references;
+}
+
+// `tile`: our kernels' tile width (Auto: the rule's pick, as training runs them). `mode`: the
+// precision of both sides; with `measure_error`, the row gets both sides' errors.
 Row bench_conv_pass(Context& ctx, const k::Conv2dShape& s, Pass pass, const std::string& name,
-                    bool cudnn, k::ConvTile tile = k::ConvTile::Auto) {
+                    bool cudnn, const PrecisionMode& mode, bool measure_error,
+                    k::ConvTile tile = k::ConvTile::Auto) {
   const int64_t x_n = s.N * s.C * s.H * s.W;
   const int64_t w_n = s.K * s.C * s.R * s.S;
   const int64_t y_n = s.N * s.K * s.out_h() * s.out_w();
@@ -168,55 +269,61 @@ Row bench_conv_pass(Context& ctx, const k::Conv2dShape& s, Pass pass, const std:
 
   Row row;
   row.workload = name;
+  row.precision = mode.name;
   row.measure = Measure::Flops;
   row.work = conv_flops(s);
-  row.ceiling = ctx.ceilings.sgemm_tflops;
   row.bytes = conv_bytes(s);
-  row.floor_ms = floor_ms(row.work, row.bytes, ctx.ceilings.sgemm_tflops, ctx.ceilings.copy_gbps);
-  row.ours = time_launches(ctx.options, [&](int64_t i) {
-    const Set& t = sets[size_t(i % count)];
-    switch (pass) {
-      case Pass::Fprop:
-        k::conv2d_fprop_cuda(s, ptr(t.a), ptr(t.b), nullptr, ptr(t.out), tile);
-        break;
-      case Pass::Dgrad:
-        k::conv2d_dgrad_cuda(s, ptr(t.a), ptr(t.b), ptr(t.out), tile);
-        break;
-      case Pass::Wgrad:
-        k::conv2d_wgrad_cuda(s, ptr(t.a), ptr(t.b), ptr(t.out), nullptr, ptr(workspace), tile);
-        break;
-      case Pass::DgradDirect:
-        k::conv2d_dgrad_direct_cuda(s, ptr(t.a), ptr(t.b), ptr(t.out));
-        break;
-    }
-  });
-  if (!cudnn) {
-    row.note = "built without cuDNN: peer skipped";
-    return row;
+  set_ceiling(row, ctx, mode.conv);
+  const k::Precision ours_precision = our_conv_precision(mode.conv);
+  const Set& first = sets[0];
+  auto ours_once = [&](const Set& t) {
+    run_our_conv(s, pass, ptr(t.a), ptr(t.b), ptr(t.out), ptr(workspace), tile);
+  };
+  row.ours = time_launches(ctx.options, [&](int64_t i) { ours_once(sets[size_t(i % count)]); });
+  std::vector<float> ours_out, peer_out;
+  if (measure_error) {
+    ours_once(first);
+    ours_out = host_copy(first.out);
   }
-  row.peer = "cuDNN";
-  row.peer_ms = time_launches(ctx.options, [&](int64_t i) {
-    const Set& t = sets[size_t(i % count)];
-    switch (pass) {
-      case Pass::Fprop:
-        k::conv2d_fprop_cudnn(s, ptr(t.a), ptr(t.b), nullptr, ptr(t.out));
-        break;
-      case Pass::Dgrad:
-      case Pass::DgradDirect:
-        k::conv2d_dgrad_cudnn(s, ptr(t.a), ptr(t.b), ptr(t.out));
-        break;
-      case Pass::Wgrad:
-        k::conv2d_wgrad_cudnn(s, ptr(t.a), ptr(t.b), ptr(t.out), nullptr);
-        break;
+  std::string ours_note;
+  if (ours_precision != mode.conv) {
+    ours_note = std::string("ours: strict FP32 (no ") + engine::precision_name(mode.conv) +
+                " convolution kernel yet); ";
+  }
+  if (!cudnn) {
+    row.note = ours_note + "built without cuDNN: peer skipped";
+  } else {
+    const std::string missing = not_implemented_message(
+        [&] { run_cudnn_conv(s, pass, ptr(first.a), ptr(first.b), ptr(first.out), mode.conv); });
+    if (!missing.empty()) {
+      row.note = ours_note + "peer skipped: " + missing;
+    } else {
+      row.peer = "cuDNN";
+      row.peer_ms = time_launches(ctx.options, [&](int64_t i) {
+        const Set& t = sets[size_t(i % count)];
+        run_cudnn_conv(s, pass, ptr(t.a), ptr(t.b), ptr(t.out), mode.conv);
+      });
+      if (measure_error) {
+        run_cudnn_conv(s, pass, ptr(first.a), ptr(first.b), ptr(first.out), mode.conv);
+        peer_out = host_copy(first.out);
+      }
+      row.note = ours_note + "cuDNN algorithms " + k::conv2d_cudnn_algorithms(s, mode.conv);
     }
-  });
-  row.note = "cuDNN algorithms " + k::conv2d_cudnn_algorithms(s);
+  }
+  if (measure_error) {
+    const std::vector<int64_t> positions =
+        sample_positions(int64_t(ours_out.size()), kErrorSamples);
+    const std::vector<Reference> references =
+        conv_references(s, pass, host_copy(first.a), host_copy(first.b), positions);
+    row.ours_error = max_error(ours_out, positions, references);
+    if (!peer_out.empty()) row.peer_error = max_error(peer_out, positions, references);
+  }
   return row;
 }
 
 }  // namespace
 
-void bench_convs(Context& ctx, std::vector<Row>& rows) {
+void bench_convs(Context& ctx, const PrecisionMode& mode, std::vector<Row>& rows) {
   const std::vector<ConvLayer> convs = resnet18_convs(ctx.options.batch);
   const bool cudnn = k::cudnn_available();
   // The peer at its best, as PyTorch with cudnn.benchmark = True: each pass's algorithm is the
@@ -225,15 +332,16 @@ void bench_convs(Context& ctx, std::vector<Row>& rows) {
   for (Pass pass : {Pass::Fprop, Pass::Dgrad, Pass::Wgrad}) {
     Row total;
     total.workload = std::string("conv total ") + pass_name(pass) + " (20 layers)";
+    total.precision = mode.name;
     total.measure = Measure::Flops;
-    total.ceiling = ctx.ceilings.sgemm_tflops;
+    set_ceiling(total, ctx, mode.conv);
     Stats peer_total;
     std::vector<double> ratios;
     size_t timed = 0;
     for (const ConvLayer& layer : convs) {
       const std::string name = "conv " + layer.name + " " + pass_name(pass);
       if (!matches_filter(name, ctx.options.filter)) continue;
-      rows.push_back(bench_conv_pass(ctx, layer.shape, pass, name, cudnn));
+      rows.push_back(bench_conv_pass(ctx, layer.shape, pass, name, cudnn, mode, true));
       const Row& r = rows.back();
       ++timed;
       total.work += r.work;
@@ -246,7 +354,7 @@ void bench_convs(Context& ctx, std::vector<Row>& rows) {
       }
     }
     if (timed != convs.size()) continue;  // a total only over the whole network
-    if (cudnn) {
+    if (ratios.size() == timed) {         // every layer had its peer
       total.peer = "cuDNN";
       total.peer_ms = peer_total;
       char note[96];
@@ -264,12 +372,14 @@ void bench_convs(Context& ctx, std::vector<Row>& rows) {
       if (pass == Pass::DgradDirect && layer.shape.C <= 4) continue;  // its dgrad row is that
       const std::string name = "conv " + layer.name + " " + pass_name(pass);
       if (matches_filter(name, ctx.options.filter)) {
-        rows.push_back(bench_conv_pass(ctx, layer.shape, pass, name, cudnn));
+        rows.push_back(bench_conv_pass(ctx, layer.shape, pass, name, cudnn, mode, true));
       }
     }
   }
   // C2F2's passes once per tile width (the rows above run the rule's pick), ours only: the
   // cuDNN time is in the row without "tile". dgrad of conv1 (C = 1) has no tile (direct kernel).
+  // Strict FP32 only: they compare our tiles with each other, not with a peer.
+  if (mode.conv != k::Precision::Fp32) return;
   for (Pass pass : {Pass::Fprop, Pass::Dgrad, Pass::Wgrad}) {
     for (const ConvLayer& layer : c2f2_convs()) {
       if (pass == Pass::Dgrad && layer.shape.C <= 4) continue;
@@ -277,7 +387,7 @@ void bench_convs(Context& ctx, std::vector<Row>& rows) {
         const std::string name = "conv " + layer.name + " " + pass_name(pass) + " tile" +
                                  std::to_string(k::conv2d_tile_columns(tile));
         if (!matches_filter(name, ctx.options.filter)) continue;
-        rows.push_back(bench_conv_pass(ctx, layer.shape, pass, name, false, tile));
+        rows.push_back(bench_conv_pass(ctx, layer.shape, pass, name, false, mode, false, tile));
         const k::ConvTile pick =
             k::conv2d_pick_tile(kernel_pass(pass), layer.shape, k::cuda_multiprocessor_count());
         rows.back().note = std::string("ours only; the rule picks ") +
@@ -446,7 +556,7 @@ void bench_adam(Context& ctx, std::vector<Row>& rows) {
 // (128 queries, D = 512, the 10,000-image Fashion-MNIST gallery): 4 output tiles, the shape
 // matmul_cuda's split-K is for.
 
-void bench_gemm(Context& ctx, std::vector<Row>& rows) {
+void bench_gemm(Context& ctx, const PrecisionMode& mode, std::vector<Row>& rows) {
   struct Shape {
     const char* name;
     int64_t m, n, k;
@@ -466,20 +576,55 @@ void bench_gemm(Context& ctx, std::vector<Row>& rows) {
     }
     Row row;
     row.workload = s.name;
-    row.ours = time_launches(ctx.options, [&](int64_t i) {
-      const Set& t = sets[size_t(i % count)];
-      k::matmul_cuda(s.m, s.n, s.k, ptr(t.a), ptr(t.b), false, false, ptr(t.c), false);
-    });
-    row.peer = "cuBLAS";
-    row.peer_ms = time_launches(ctx.options, [&](int64_t i) {
-      const Set& t = sets[size_t(i % count)];
-      k::matmul_cublas(s.m, s.n, s.k, ptr(t.a), ptr(t.b), false, false, ptr(t.c), false);
-    });
+    row.precision = mode.name;
     row.measure = Measure::Flops;
     row.work = 2.0 * double(s.m) * double(s.n) * double(s.k);
-    row.ceiling = ctx.ceilings.sgemm_tflops;
+    set_ceiling(row, ctx, mode.gemm);
+    // Ours as the engine runs a GEMM in this precision (engine/ops/matmul.cpp).
+    auto ours_once = [&](const Set& t) {
+      if (mode.gemm == k::Precision::Fp32) {
+        k::matmul_cuda(s.m, s.n, s.k, ptr(t.a), ptr(t.b), false, false, ptr(t.c), false);
+      } else {
+        k::matmul_tensor_core_cuda(s.m, s.n, s.k, ptr(t.a), ptr(t.b), false, false, ptr(t.c), false,
+                                   mode.gemm);
+      }
+    };
+    auto peer_once = [&](const Set& t) {
+      k::matmul_cublas_precision(s.m, s.n, s.k, ptr(t.a), ptr(t.b), false, false, ptr(t.c), false,
+                                 mode.gemm);
+    };
+    const Set& first = sets[0];
+    row.not_implemented = not_implemented_message([&] { ours_once(first); });
+    if (!row.not_implemented.empty()) {
+      rows.push_back(row);
+      continue;
+    }
+    row.ours = time_launches(ctx.options, [&](int64_t i) { ours_once(sets[size_t(i % count)]); });
+    ours_once(first);
+    const std::vector<float> ours_out = host_copy(first.c);
+    const std::string peer_missing = not_implemented_message([&] { peer_once(first); });
+    std::vector<float> peer_out;
+    if (peer_missing.empty()) {
+      row.peer = "cuBLAS";
+      row.peer_ms =
+          time_launches(ctx.options, [&](int64_t i) { peer_once(sets[size_t(i % count)]); });
+      peer_once(first);
+      peer_out = host_copy(first.c);
+    } else {
+      row.note = "peer skipped: " + peer_missing;
+    }
+    const std::vector<float> a = host_copy(first.a), b = host_copy(first.b);
+    const std::vector<int64_t> positions = sample_positions(s.m * s.n, kErrorSamples);
+    std::vector<Reference> references;
+    for (int64_t index : positions) {
+      references.push_back(gemm_reference(s.n, s.k, a.data(), b.data(), index));
+    }
+    row.ours_error = max_error(ours_out, positions, references);
+    if (!peer_out.empty()) row.peer_error = max_error(peer_out, positions, references);
     const k::SplitK split = k::matmul_cuda_splits(s.m, s.n, s.k);
-    if (split.splits > 1) row.note = "ours: split-K, " + std::to_string(split.splits) + " chunks";
+    if (mode.gemm == k::Precision::Fp32 && split.splits > 1) {
+      row.note = "ours: split-K, " + std::to_string(split.splits) + " chunks";
+    }
     rows.push_back(row);
   }
 }

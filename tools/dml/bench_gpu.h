@@ -40,11 +40,13 @@ struct Context {
 // rate: cuBLAS SGEMM 8192^3 (strict FP32, the precision class of our kernels and the cuDNN peer).
 void measure_ceilings(Context& ctx);
 
-// Each appends the rows whose workload name matches options.filter.
-void bench_convs(Context& ctx, std::vector<Row>& rows);
+// Each appends the rows whose workload name matches options.filter; bench_convs and bench_gemm
+// in one precision mode (bench_modes.h), ours and the peer alike, with their errors against the
+// sampled f64 reference (bench_accuracy.h).
+void bench_convs(Context& ctx, const PrecisionMode& mode, std::vector<Row>& rows);
 void bench_batch_norm(Context& ctx, std::vector<Row>& rows);
 void bench_pgd_step(Context& ctx, std::vector<Row>& rows);
 void bench_adam(Context& ctx, std::vector<Row>& rows);
-void bench_gemm(Context& ctx, std::vector<Row>& rows);
+void bench_gemm(Context& ctx, const PrecisionMode& mode, std::vector<Row>& rows);
 
 }  // namespace dml::bench

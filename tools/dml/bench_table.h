@@ -22,6 +22,7 @@
 
 #include "kernels/conv2d/conv2d.h"
 #include "tools/dml/args.h"
+#include "tools/dml/bench_modes.h"
 
 namespace dml::bench {
 
@@ -227,6 +228,8 @@ struct Options {
   std::string filter;  // substring of workload names; empty = all
   int64_t batch = 112;
   std::string commit;  // empty = unknown
+  // The precision modes of the GEMM and convolution rows (bench_modes.h), in the order run.
+  std::vector<PrecisionMode> modes = precision_modes();
 };
 
 // The names of every workload row (ceilings are always measured), in the order they run.
@@ -305,6 +308,13 @@ struct Row {
   double bytes = 0.0;
   double floor_ms = 0.0;
   std::string note;
+  // GEMM and convolution rows: the precision mode (bench_modes.h; "" for the precision-free
+  // rows), and the largest relative error of ours and of the peer against the sampled f64
+  // reference (bench_accuracy.h), unset when not measured.
+  std::string precision;
+  std::optional<double> ours_error, peer_error;
+  // Set when ours has no kernel in this mode: the row has no timing, only this message.
+  std::string not_implemented;
 };
 
 // The time no implementation can beat on this GPU: max(FLOPs / rate, bytes / bandwidth), in ms.
@@ -336,6 +346,11 @@ inline nlohmann::json stats_json(const Stats& s) {
 }
 
 inline nlohmann::json row_json(const Row& r) {
+  if (!r.not_implemented.empty()) {  // no timing: the workload, the mode and the reason
+    return {{"workload", r.workload},
+            {"precision", r.precision},
+            {"not_implemented", r.not_implemented}};
+  }
   nlohmann::json j;
   j["workload"] = r.workload;
   j["ours_ms"] = stats_json(r.ours);
@@ -355,17 +370,35 @@ inline nlohmann::json row_json(const Row& r) {
     j["floor_fraction"] = r.floor_ms / r.ours.median;  // 1 = at the floor
   }
   if (!r.note.empty()) j["note"] = r.note;
+  if (!r.precision.empty()) {
+    j["precision"] = r.precision;
+    j["ours_max_rel_error"] =
+        r.ours_error ? nlohmann::json(*r.ours_error) : nlohmann::json(nullptr);
+    j["peer_max_rel_error"] =
+        r.peer_error ? nlohmann::json(*r.peer_error) : nlohmann::json(nullptr);
+  }
   return j;
 }
 
 inline std::string format_header() {
   char line[256];
-  std::snprintf(line, sizeof line, "%-36s %10s  %-12s %10s %9s %16s %8s", "workload", "ours ms",
-                "peer", "peer ms", "peer/ours", "achieved", "% ceil");
+  std::snprintf(line, sizeof line, "%-36s %10s  %-12s %10s %9s %16s %8s %9s %9s", "workload",
+                "ours ms", "peer", "peer ms", "peer/ours", "achieved", "% ceil", "ours err",
+                "peer err");
   return line;
 }
 
+// An error column: "-" when not measured, else two significant digits ("3.1e-07").
+inline std::string format_error(const std::optional<double>& error) {
+  if (!error) return "-";
+  char text[32];
+  std::snprintf(text, sizeof text, "%.1e", *error);
+  return text;
+}
+
 inline std::string format_row(const Row& r) {
+  if (!r.not_implemented.empty())
+    return r.workload + ": not implemented (" + r.not_implemented + ")";
   char ours[32], peer_ms[32] = "-", ratio[32] = "-", rate[48], fraction[32] = "-";
   std::snprintf(ours, sizeof ours, "%.3f", r.ours.median);
   if (r.peer_ms) std::snprintf(peer_ms, sizeof peer_ms, "%.3f", r.peer_ms->median);
@@ -377,8 +410,10 @@ inline std::string format_row(const Row& r) {
     std::snprintf(fraction, sizeof fraction, "%.1f%%", 100.0 * *f);
   }
   char line[512];
-  std::snprintf(line, sizeof line, "%-36s %10s  %-12s %10s %9s %16s %8s", r.workload.c_str(), ours,
-                r.peer.empty() ? "-" : r.peer.c_str(), peer_ms, ratio, rate, fraction);
+  std::snprintf(line, sizeof line, "%-36s %10s  %-12s %10s %9s %16s %8s %9s %9s",
+                r.workload.c_str(), ours, r.peer.empty() ? "-" : r.peer.c_str(), peer_ms, ratio,
+                rate, fraction, format_error(r.ours_error).c_str(),
+                format_error(r.peer_error).c_str());
   std::string out = line;
   if (!r.note.empty()) out += "  (" + r.note + ")";
   return out;

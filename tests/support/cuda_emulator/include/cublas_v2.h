@@ -2,11 +2,16 @@
 // (column-major, C = alpha op(A) op(B) + beta C), with cuBLAS's argument checks. It exists so the
 // emulated build can run matmul_cublas and check the transposes and leading dimensions it passes;
 // it says nothing about cuBLAS's speed. (Contract of the emulator: cuda_runtime.h.)
+// Math modes: CUBLAS_DEFAULT_MATH is strict FP32; under CUBLAS_TF32_TENSOR_OP_MATH every operand
+// is rounded to TF32 first (cvt.rna, as the tensor cores cuBLAS then may use take them), so a
+// caller that asks for TF32 gets TF32 products here. A GPU's cuBLAS may still pick an FFMA kernel
+// for a shape in that mode (it is allowed, not forced), so only the emulator promises the rounding.
 #pragma once
 
 #include <cmath>
 
 #include <cuda_runtime.h>
+#include <mma.h>
 
 enum cublasStatus_t {
   CUBLAS_STATUS_SUCCESS = 0,
@@ -15,8 +20,10 @@ enum cublasStatus_t {
   CUBLAS_STATUS_EXECUTION_FAILED = 13,
 };
 enum cublasOperation_t { CUBLAS_OP_N = 0, CUBLAS_OP_T = 1 };
-enum cublasMath_t { CUBLAS_DEFAULT_MATH = 0 };
-struct cublasContext {};
+enum cublasMath_t { CUBLAS_DEFAULT_MATH = 0, CUBLAS_TF32_TENSOR_OP_MATH = 3 };
+struct cublasContext {
+  cublasMath_t math = CUBLAS_DEFAULT_MATH;
+};
 using cublasHandle_t = cublasContext*;
 
 inline const char* cublasGetStatusString(cublasStatus_t status) {
@@ -43,8 +50,13 @@ inline cublasStatus_t cublasDestroy(cublasHandle_t handle) {
 inline cublasStatus_t cublasSetStream(cublasHandle_t handle, cudaStream_t) {
   return handle ? CUBLAS_STATUS_SUCCESS : CUBLAS_STATUS_NOT_INITIALIZED;
 }
-inline cublasStatus_t cublasSetMathMode(cublasHandle_t handle, cublasMath_t) {
-  return handle ? CUBLAS_STATUS_SUCCESS : CUBLAS_STATUS_NOT_INITIALIZED;
+inline cublasStatus_t cublasSetMathMode(cublasHandle_t handle, cublasMath_t math) {
+  if (handle == nullptr) return CUBLAS_STATUS_NOT_INITIALIZED;
+  if (math != CUBLAS_DEFAULT_MATH && math != CUBLAS_TF32_TENSOR_OP_MATH) {
+    return CUBLAS_STATUS_INVALID_VALUE;
+  }
+  handle->math = math;
+  return CUBLAS_STATUS_SUCCESS;
 }
 
 // Column-major: element (i, j) of a matrix with leading dimension ld is at [i + j * ld].
@@ -64,6 +76,10 @@ inline cublasStatus_t cublasSgemm(cublasHandle_t handle, cublasOperation_t trans
       !emu::is_device_pointer_or_null(c)) {
     return CUBLAS_STATUS_EXECUTION_FAILED;
   }
+  const bool tf32 = handle->math == CUBLAS_TF32_TENSOR_OP_MATH;
+  auto operand = [tf32](float value) {
+    return tf32 ? nvcuda::wmma::__float_to_tf32(value) : value;
+  };
   // An f32 accumulator with one fused multiply-add per term, in ascending p: FP32 rounding as
   // cuBLAS's SGEMM has (its blocked order differs, and sums k terms with less error than this
   // sequential one), so tests comparing cuBLAS with the CPU meet f32 rounding here too rather
@@ -76,7 +92,7 @@ inline cublasStatus_t cublasSgemm(cublasHandle_t handle, cublasOperation_t trans
                                                   : a[p + static_cast<long>(i) * lda];
         const float b_pj = trans_b == CUBLAS_OP_N ? b[p + static_cast<long>(j) * ldb]
                                                   : b[j + static_cast<long>(p) * ldb];
-        sum = std::fma(a_ip, b_pj, sum);
+        sum = std::fma(operand(a_ip), operand(b_pj), sum);
       }
       float& out = c[i + static_cast<long>(j) * ldc];
       // beta = 0 ignores C (which may hold NaN), as cuBLAS does.
