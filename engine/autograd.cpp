@@ -6,12 +6,16 @@
 // 3. Visit the marked nodes in reverse topological order (every consumer before its producer),
 //    summing incoming gradients per node, and call each node's backward with `needs[i]` true only
 //    for inputs on a path to a target.
+// 4. For backward(): a leaf's gradient is final once every node with an edge to it has run (a
+//    count of pending edges per leaf); it is then delivered into .grad and the gradient-ready hook
+//    (engine/grad_ready.h) is told, while the walk goes on.
 #include "engine/autograd.h"
 
 #include <algorithm>
 #include <unordered_map>
 #include <unordered_set>
 
+#include "engine/grad_ready.h"
 #include "engine/ops.h"
 
 namespace engine {
@@ -19,6 +23,7 @@ namespace engine {
 namespace {
 thread_local bool grad_mode = true;
 thread_local GradTrace* active_trace = nullptr;
+thread_local GradReadyHook* active_grad_ready_hook = nullptr;
 }  // namespace
 
 bool grad_mode_enabled() { return grad_mode; }
@@ -33,6 +38,15 @@ bool GradTrace::contains(const std::string& entry) const {
 }
 void trace_gradient(const std::string& entry) {
   if (active_trace != nullptr) active_trace->computed_.push_back(entry);
+}
+
+GradReadyHook::GradReadyHook(std::function<void(const Tensor& leaf)> on_ready)
+    : on_ready_(std::move(on_ready)), previous_(active_grad_ready_hook) {
+  active_grad_ready_hook = this;
+}
+GradReadyHook::~GradReadyHook() { active_grad_ready_hook = previous_; }
+void GradReadyHook::notify(const Tensor& leaf) {
+  if (active_grad_ready_hook != nullptr) active_grad_ready_hook->on_ready_(leaf);
 }
 
 bool needs_tape(const std::vector<Tensor>& inputs) {
@@ -124,11 +138,30 @@ Tensor ones_like_output(const Tensor& output) {
   return Tensor::ones(output.shape(), output.dtype(), output.device());
 }
 
+// Called with a target leaf and its gradient sum as soon as no node left to run sends it more.
+using LeafFinal = std::function<void(const std::shared_ptr<TensorImpl>& leaf, const Tensor& sum)>;
+
+// Per target leaf: the edges to it from nodes that will run (those that lead to a target).
+std::unordered_map<const TensorImpl*, int64_t> pending_leaf_edges(
+    const std::vector<Node*>& order, const std::unordered_map<const Node*, bool>& leads,
+    const Targets& targets) {
+  std::unordered_map<const TensorImpl*, int64_t> pending;
+  for (Node* node : order) {
+    if (!leads.at(node)) continue;
+    for (const Edge& e : node->next) {
+      if (e.leaf && targets.is_target_leaf(e.leaf.get())) ++pending[e.leaf.get()];
+    }
+  }
+  return pending;
+}
+
 // Runs the marked part of the graph. Returns the gradient sums keyed by Node* (for non-leaf
-// targets) and TensorImpl* (for leaves).
+// targets) and TensorImpl* (for leaves). With `leaf_final`, each leaf reached through the graph
+// is handed to it (and dropped from the sums) as soon as its sum is final.
 std::unordered_map<const void*, Tensor> run_backward(const std::vector<Tensor>& outputs,
                                                      const std::vector<Tensor>& grad_outputs,
-                                                     const Targets& targets, bool retain_graph) {
+                                                     const Targets& targets, bool retain_graph,
+                                                     const LeafFinal& leaf_final = nullptr) {
   NoGradGuard no_grad;  // backward functions compose ops; nothing of it is recorded
   std::unordered_map<const void*, Tensor> sums;
   std::vector<Node*> roots;
@@ -166,11 +199,29 @@ std::unordered_map<const void*, Tensor> run_backward(const std::vector<Tensor>& 
     }
     leads[node] = any;
   }
+  std::unordered_map<const TensorImpl*, int64_t> pending;
+  if (leaf_final) pending = pending_leaf_edges(order, leads, targets);
+  // The node has run (or will not): its edges to leaves are no longer pending.
+  auto node_done = [&](const Node* node) {
+    if (!leaf_final) return;
+    for (const Edge& e : node->next) {
+      if (!e.leaf || !targets.is_target_leaf(e.leaf.get())) continue;
+      if (--pending[e.leaf.get()] > 0) continue;
+      auto sum = sums.find(e.leaf.get());
+      if (sum == sums.end()) continue;
+      const Tensor final_sum = sum->second;
+      sums.erase(sum);
+      leaf_final(e.leaf, final_sum);
+    }
+  };
 
   for (Node* node : order) {
     if (!leads[node]) continue;
     auto found = sums.find(node);
-    if (found == sums.end()) continue;  // no gradient flows into this node
+    if (found == sums.end()) {  // no gradient flows into this node
+      node_done(node);
+      continue;
+    }
     ENGINE_CHECK(!node->released, "backward through a graph that has already been freed (node '",
                  node->op,
                  "'); pass retain_graph = true to the first backward/grad call if you need to "
@@ -223,6 +274,7 @@ std::unordered_map<const void*, Tensor> run_backward(const std::vector<Tensor>& 
       node->saved.clear();       // ...and what pinned their storages for the version check
       node->released = true;
     }
+    node_done(node);
   }
   return sums;
 }
@@ -239,26 +291,21 @@ void backward(const Tensor& loss, const Tensor& grad_output, bool retain_graph) 
                " needs an explicit grad_output");
   Targets targets;
   targets.all_leaves = true;
-  std::unordered_map<const void*, Tensor> sums =
-      run_backward({loss}, {grad_output}, targets, retain_graph);
-  // Deliver the leaf sums into .grad: the leaves are found through the edges of the graph.
-  std::vector<Node*> order;
-  if (!loss.is_leaf()) order = reverse_topological({loss.grad_fn().get()});
-  std::unordered_set<const TensorImpl*> done;
-  auto deliver = [&](const std::shared_ptr<TensorImpl>& leaf) {
-    if (!leaf || done.count(leaf.get())) return;
-    auto it = sums.find(leaf.get());
-    if (it == sums.end()) return;
-    done.insert(leaf.get());
+  // Delivers a leaf's final sum into its .grad, then tells the gradient-ready hook.
+  auto deliver = [](const std::shared_ptr<TensorImpl>& leaf, const Tensor& sum) {
     NoGradGuard no_grad;
     // A fresh contiguous buffer: backward functions may hand the same tensor to several inputs
     // (add) or return broadcast views (sum), and a leaf's .grad must own its memory.
-    Tensor g = leaf->grad ? add(Tensor(leaf->grad), it->second) : it->second.detach().clone();
+    Tensor g = leaf->grad ? add(Tensor(leaf->grad), sum) : sum.detach().clone();
     leaf->grad = g.contiguous().impl_ptr();
+    GradReadyHook::notify(Tensor(leaf));
   };
-  if (loss.is_leaf()) deliver(loss.impl_ptr());
-  for (Node* node : order) {
-    for (const Edge& e : node->next) deliver(e.leaf);
+  std::unordered_map<const void*, Tensor> sums =
+      run_backward({loss}, {grad_output}, targets, retain_graph, deliver);
+  // Only a loss that is itself a leaf is left: no node sends it a gradient.
+  if (loss.is_leaf()) {
+    auto it = sums.find(loss.impl());
+    if (it != sums.end()) deliver(loss.impl_ptr(), it->second);
   }
 }
 

@@ -45,6 +45,17 @@ void all_reduce_sum(float* data, size_t count);
 void all_reduce_sum(double* data, size_t count);
 void all_reduce_sum(int64_t* data, size_t count);
 
+// A sum over the ranks, in place, that runs while this rank goes on (MPI_Iallreduce): started by
+// start_all_reduce_sum, complete when wait_all_reduce_sum(id) returns; `data` must be neither read
+// nor written in between. These sums travel on a communicator of their own (a duplicate of the
+// world's), so every rank must start them in the same order as each other, but blocking
+// collectives (a synchronized batch norm's, during a backward) may run while they are in flight.
+// With two ranks each element is a + b, as all_reduce_sum gives; with more, Open MPI's
+// non-blocking algorithms may order the additions differently from its blocking ones. The wait is
+// under the watchdog; a world of one has nothing to do (id 0).
+int64_t start_all_reduce_sum(float* data, size_t count);
+void wait_all_reduce_sum(int64_t id);
+
 // Every rank's `count` values, concatenated in rank order, on every rank.
 std::vector<float> all_gather(const float* data, size_t count);
 std::vector<int64_t> all_gather(const int64_t* data, size_t count);

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <map>
 #include <string>
 #include <thread>
 
@@ -82,6 +83,19 @@ struct Finalizer {
   }
 };
 
+// The communicator of the non-blocking sums (a duplicate of the world's, made when the world
+// starts, as MPI_Comm_dup is a collective), and their requests by id.
+struct SumsInFlight {
+  MPI_Comm comm = MPI_COMM_NULL;
+  int64_t next_id = 1;
+  std::map<int64_t, MPI_Request> requests;
+};
+
+SumsInFlight& sums_in_flight() {
+  static SumsInFlight sums;
+  return sums;
+}
+
 World start_world() {
   World w;
   if (launcher_world_size() == 0) return w;  // not started by mpirun: never initialize MPI
@@ -100,6 +114,8 @@ World start_world() {
   check_mpi(MPI_Comm_size(local, &w.local_size), "MPI_Comm_size (local)");
   MPI_Comm_free(&local);
   w.launched_by_mpi = true;
+  check_mpi(MPI_Comm_dup(MPI_COMM_WORLD, &sums_in_flight().comm), "MPI_Comm_dup");
+  MPI_Comm_set_errhandler(sums_in_flight().comm, MPI_ERRORS_RETURN);
   if (w.size > 1) watchdog().start(w.rank, w.size, timeout);
   return w;
 }
@@ -162,6 +178,33 @@ void reduce_in_place(void* data, size_t count, MPI_Datatype type) {
 }
 
 }  // namespace
+
+int64_t start_all_reduce_sum(float* data, size_t count) {
+  if (world().size == 1) return 0;
+  SumsInFlight& sums = sums_in_flight();
+  const int n = as_count(count, "start_all_reduce_sum");
+  MPI_Request request = MPI_REQUEST_NULL;
+  check_mpi(MPI_Iallreduce(MPI_IN_PLACE, data, n, MPI_FLOAT, MPI_SUM, sums.comm, &request),
+            "MPI_Iallreduce");
+  // Open MPI moves a non-blocking collective on only inside MPI calls: let the earlier ones on.
+  for (auto& [id, earlier] : sums.requests) {
+    int done = 0;
+    check_mpi(MPI_Test(&earlier, &done, MPI_STATUS_IGNORE), "MPI_Test");
+  }
+  const int64_t id = sums.next_id++;
+  sums.requests.emplace(id, request);
+  return id;
+}
+
+void wait_all_reduce_sum(int64_t id) {
+  if (id == 0) return;
+  SumsInFlight& sums = sums_in_flight();
+  auto it = sums.requests.find(id);
+  ENGINE_CHECK(it != sums.requests.end(), "wait_all_reduce_sum: no sum in flight with id ", id);
+  MPI_Request request = it->second;
+  sums.requests.erase(it);
+  guarded("MPI_Wait (MPI_Iallreduce)", [&] { return MPI_Wait(&request, MPI_STATUS_IGNORE); });
+}
 
 const World& world() {
   static const World w = start_world();

@@ -25,6 +25,23 @@ ncclComm_t& communicator() {
   return comm;
 }
 
+// The stream of the sums that overlap other work, and the event it waits on, made once.
+struct SideStream {
+  cudaStream_t stream = nullptr;
+  cudaEvent_t queued = nullptr;
+};
+
+SideStream& side_stream() {
+  static SideStream side;
+  if (side.stream == nullptr) {
+    check_cuda(cudaStreamCreateWithFlags(&side.stream, cudaStreamNonBlocking),
+               "cudaStreamCreateWithFlags (NCCL's side stream)");
+    check_cuda(cudaEventCreateWithFlags(&side.queued, cudaEventDisableTiming),
+               "cudaEventCreateWithFlags");
+  }
+  return side;
+}
+
 }  // namespace
 
 bool built_with_nccl() { return true; }
@@ -46,6 +63,22 @@ void nccl_all_reduce_sum(float* device_data, size_t count, void* stream) {
       ncclAllReduce(device_data, device_data, count, ncclFloat32, ncclSum, communicator(), s),
       "ncclAllReduce");
   check_cuda(cudaStreamSynchronize(s), "cudaStreamSynchronize after ncclAllReduce");
+}
+
+void nccl_start_all_reduce_sum(float* device_data, size_t count, void* compute_stream) {
+  start_nccl();
+  SideStream& side = side_stream();
+  check_cuda(cudaEventRecord(side.queued, static_cast<cudaStream_t>(compute_stream)),
+             "cudaEventRecord (the gradients written)");
+  check_cuda(cudaStreamWaitEvent(side.stream, side.queued, 0), "cudaStreamWaitEvent");
+  check_nccl(ncclAllReduce(device_data, device_data, count, ncclFloat32, ncclSum, communicator(),
+                           side.stream),
+             "ncclAllReduce (side stream)");
+}
+
+void nccl_wait_all_reduce_sums() {
+  check_cuda(cudaStreamSynchronize(side_stream().stream),
+             "cudaStreamSynchronize after the side stream's ncclAllReduce");
 }
 
 }  // namespace engine::dist

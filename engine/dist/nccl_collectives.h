@@ -19,4 +19,11 @@ void start_nccl();
 // cudaStream_t; nullptr: the default stream); returns when the sum is complete, or throws.
 void nccl_all_reduce_sum(float* device_data, size_t count, void* stream);
 
+// The same sum started on a stream of its own, after the work queued so far on `compute_stream`
+// (an event; nullptr: the default stream), returning at once: a bucket of gradients is summed
+// while the backward goes on (tools/dml/data_parallel.cpp). nccl_wait_all_reduce_sums() returns
+// when every sum started so far is complete.
+void nccl_start_all_reduce_sum(float* device_data, size_t count, void* compute_stream);
+void nccl_wait_all_reduce_sums();
+
 }  // namespace engine::dist

@@ -12,5 +12,7 @@ void start_nccl() {
 }
 
 void nccl_all_reduce_sum(float*, size_t, void*) { start_nccl(); }
+void nccl_start_all_reduce_sum(float*, size_t, void*) { start_nccl(); }
+void nccl_wait_all_reduce_sums() { start_nccl(); }
 
 }  // namespace engine::dist

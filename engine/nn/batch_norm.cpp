@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "engine/autograd.h"
+#include "engine/nn/batch_norm_sync.h"
 #include "kernels/common/check.h"
 
 namespace engine::nn {
@@ -66,8 +67,12 @@ Tensor BatchNorm::forward(const Tensor& x) {
   bool batch_stats = is_training() && !frozen_;
   std::vector<BatchNormRoute> routes =
       routes_.empty() ? single_branch_route(x.size(0), batch_stats ? 0 : eval_branch_) : routes_;
-  Tensor y = batch_norm(x, weight_, bias_, running_mean_, running_var_, routes, batch_stats,
-                        momentum_, eps_);
+  // Batch statistics over all processes while a BatchNormSync is alive (batch_norm_sync.h).
+  const BatchNormSync* sync = batch_stats ? BatchNormSync::active() : nullptr;
+  Tensor y = sync != nullptr ? synchronized_batch_norm(x, weight_, bias_, running_mean_,
+                                                       running_var_, routes, momentum_, eps_, *sync)
+                             : batch_norm(x, weight_, bias_, running_mean_, running_var_, routes,
+                                          batch_stats, momentum_, eps_);
   if (batch_stats) {
     int64_t* counts = num_batches_tracked_.data<int64_t>();
     for (const BatchNormRoute& route : routes) counts[route.branch] += 1;

@@ -4,7 +4,8 @@
 # statistics), and the all-reduce sums the two gradients, g0 + g1 = g1 + g0 exactly. So the
 # weights, metrics.json and the log (but its wall-clock images_per_s) are equal byte for byte.
 # Only rank 0 prints and writes. A run of 2 ranks resumes with 2 ranks bit-identically, and is
-# refused with one process; a single process's checkpoint is refused with 2 ranks.
+# refused with one process; a single process's checkpoint is refused with 2 ranks. Synchronized
+# batch norm trains over 2 ranks.
 # Usage: mpi_train.sh DML WORK_DIR TRAIN_ARGS...  (TRAIN_ARGS: 8 pairs per batch, one epoch of 4)
 # shellcheck disable=SC2086 # $mpirun (mpirun_env.sh) is a command line, split on purpose
 dml=$1 dir=$2
@@ -47,4 +48,16 @@ rc=$?
 [ "$rc" -ne 0 ] && [ "$rc" -ne 124 ] || fail "resuming one process's checkpoint with 2 ranks: exit $rc"
 grep -q "was written by a run of 1 process, and this run has 2 MPI ranks" "$dir/log" ||
   fail "no message naming both world sizes"
+
+# train.batch_norm synchronized: each BN layer's statistics over both ranks' rows (equal to one
+# process's over the concatenated batch: dist.mpi_gradient_buckets_and_synchronized_batch_norm);
+# it trains, and its losses are not the per-replica run's.
+timeout 120 $mpirun "$dml" train "$@" --set train.batch_norm=synchronized \
+  --set output_dir="$dir/sync" > "$dir/log" 2>&1 ||
+  fail "mpirun -n 2 dml train --set train.batch_norm=synchronized"
+grep '"type":"train"' "$dir/sync/log.jsonl" | sed 's/"images_per_s":[^,}]*//' > "$dir/first.jsonl"
+grep '"type":"train"' "$dir/two/log.jsonl" | sed 's/"images_per_s":[^,}]*//' > "$dir/second.jsonl"
+[ -s "$dir/first.jsonl" ] || fail "synchronized batch norm: no training lines in log.jsonl"
+cmp -s "$dir/first.jsonl" "$dir/second.jsonl" &&
+  fail "synchronized batch norm logged the per-replica run's losses"
 echo "mpi train ok"

@@ -3,9 +3,12 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <string>
+#include <vector>
 
 #include "engine/allocator.h"
 #include "engine/autograd.h"
+#include "engine/grad_ready.h"
 #include "engine/ops.h"
 #include "tests/support/allclose.h"
 #include "tests/support/gradcheck.h"
@@ -165,4 +168,42 @@ TEST_CASE("autograd: requires_grad on images lets backward reach them", "[autogr
   backward(sum(conv2d(image, w, Tensor())));
   REQUIRE(image.grad().to_vector() == std::vector<double>{1, 1, 1, 1});
   REQUIRE_FALSE(w.grad().defined());
+}
+
+TEST_CASE("autograd: the gradient-ready hook fires once per leaf, in backward order, when final",
+          "[autograd]") {
+  // y = w3 * (w2 * (w1 * x)) + w1 with x = 1, w1 = 2, w2 = 3, w3 = 5. The walk runs the add
+  // (a first gradient to w1, not final), then w3's mul (w3 final: w2 w1 x = 6), then w2's mul
+  // (w2 final: w3 w1 x = 10), then w1's mul (w1 final: w3 w2 x + 1 = 16).
+  Tensor x = Tensor::from_vector({1}, {1}, DType::F64);
+  Tensor w1 = Tensor::from_vector({2}, {1}, DType::F64).set_requires_grad();
+  Tensor w2 = Tensor::from_vector({3}, {1}, DType::F64).set_requires_grad();
+  Tensor w3 = Tensor::from_vector({5}, {1}, DType::F64).set_requires_grad();
+  Tensor y = sum(w3 * (w2 * (w1 * x)) + w1);
+  std::vector<std::string> ready;
+  std::vector<double> grad_when_ready;
+  {
+    GradReadyHook hook([&](const Tensor& leaf) {
+      const std::string name = leaf.impl() == w1.impl()   ? "w1"
+                               : leaf.impl() == w2.impl() ? "w2"
+                               : leaf.impl() == w3.impl() ? "w3"
+                                                          : "?";
+      ready.push_back(name);
+      grad_when_ready.push_back(leaf.grad().item());
+    });
+    backward(y, Tensor(), /*retain_graph=*/true);
+  }
+  REQUIRE(ready == std::vector<std::string>{"w3", "w2", "w1"});
+  REQUIRE(grad_when_ready == std::vector<double>{6, 10, 16});  // final when the hook is told
+  REQUIRE(w1.grad().item() == 16);
+  // grad() touches no .grad and calls no hook; without a hook backward() is as before.
+  ready.clear();
+  {
+    GradReadyHook hook([&](const Tensor&) { ready.push_back("called"); });
+    const std::vector<Tensor> g = grad({y}, {w2}, {}, /*retain_graph=*/true);
+    REQUIRE(g[0].item() == 10);
+  }
+  REQUIRE(ready.empty());
+  backward(y);
+  REQUIRE(w1.grad().item() == 32);  // accumulated: 16 + 16
 }

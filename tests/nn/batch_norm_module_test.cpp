@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "engine/autograd.h"
+#include "engine/nn/batch_norm_sync.h"
 #include "engine/nn/nn.h"
 #include "engine/ops.h"
 #include "tests/support/allclose.h"
@@ -234,4 +235,74 @@ TEST_CASE("BatchNorm2d: errors name the module and the shapes", "[batch_norm]") 
                       Catch::Contains("BatchNorm1d"));
   REQUIRE_THROWS_WITH(bn.set_routes({BatchNormRoute{0, 2, 1}}), Catch::Contains("branch 1"));
   REQUIRE_THROWS_WITH(nn::BatchNorm2d(0), Catch::Contains("BatchNorm2d"));
+}
+
+TEST_CASE("BatchNorm: synchronized statistics are the sums over the processes", "[batch_norm]") {
+  // x = [1, 2, 3, 4], one channel: this process's sums are sum x = 10, sum x^2 = 30, n = 4.
+  // The sum over the processes here doubles everything, as a second process with the same rows
+  // would: n = 8, mean 20 / 8 = 2.5, biased var 60 / 8 - 6.25 = 1.25, the one process's values,
+  // so y = (x - 2.5) / sqrt(1.25 + 1e-5) and dx are the plain batch norm's; only the running var
+  // sees n = 8: 0.9 * 1 + 0.1 * 1.25 * 8 / 7.
+  nn::BatchNorm1d synced(1);
+  nn::BatchNorm1d plain(1);
+  std::vector<std::vector<double>> sums;
+  const auto double_it = [&](std::vector<double>& values) {
+    sums.push_back(values);
+    for (double& v : values) v *= 2.0;
+  };
+  const Tensor dy = Tensor::from_vector({1, -2, 0.5, 3}, {4, 1});
+  Tensor x = Tensor::from_vector({1, 2, 3, 4}, {4, 1}).set_requires_grad();
+  {
+    nn::BatchNormSync sync(double_it);
+    const Tensor y = synced(x);
+    const double s = 1.0 / std::sqrt(1.25 + 1e-5);
+    test::require_close(y, {-1.5 * s, -0.5 * s, 0.5 * s, 1.5 * s}, 1e-6, 1e-6, "y");
+    engine::backward(engine::sum(y * dy));
+    synced.eval();
+    synced(x);  // running statistics: nothing summed
+  }
+  REQUIRE(sums.size() == 2);
+  CHECK(sums[0] == std::vector<double>{10, 30, 4});  // [K = 1, 2, C = 1] sums, then the count
+  CHECK(sums[1].size() == 2);  // the backward sums d/d(sum x) and d/d(sum x^2)
+  test::require_close(synced.running_mean(), {0.25}, 1e-7, 0, "running mean");
+  test::require_close(synced.running_var(), {0.9 + 0.125 * 8.0 / 7.0}, 1e-6, 0, "running var");
+  Tensor plain_x = Tensor::from_vector({1, 2, 3, 4}, {4, 1}).set_requires_grad();
+  engine::backward(engine::sum(plain(plain_x) * dy));
+  test::require_close(x.grad(), plain_x.grad().to_vector(), 1e-5, 0, "dx");
+  test::require_close(synced.weight().grad(), plain.weight().grad().to_vector(), 1e-5, 0, "dw");
+}
+
+TEST_CASE("BatchNorm: synchronized in one process is the plain batch norm, branch by branch",
+          "[batch_norm]") {
+  // Two branches over [6, 2, 2, 2]: rows 0-3 -> branch 1, rows 4-5 -> branch 0. Tolerance: the
+  // synchronized side's var is sum x^2 / n - mean^2 in f32, the kernel's a two-pass sum; values
+  // in [-1, 1] with a standard deviation near 0.6 leave both a few f32 ulps apart (~1e-6 in y).
+  std::vector<double> values;
+  for (int i = 0; i < 48; ++i) values.push_back(std::sin(1.7 * i + 0.3));
+  const std::vector<BatchNormRoute> routes = {{0, 4, 1}, {4, 6, 0}};
+  const Tensor dy =
+      Tensor::from_vector(std::vector<double>(values.rbegin(), values.rend()), {6, 2, 2, 2});
+  std::vector<std::vector<double>> results;
+  for (bool synchronized : {false, true}) {
+    nn::BatchNorm2d bn(2, /*branches=*/2);
+    bn.set_routes(routes);
+    Tensor x = Tensor::from_vector(values, {6, 2, 2, 2}).set_requires_grad();
+    Tensor y;
+    if (synchronized) {
+      nn::BatchNormSync sync([](std::vector<double>&) {});  // a world of one
+      y = bn(x);
+      engine::backward(engine::sum(y * dy));
+    } else {
+      y = bn(x);
+      engine::backward(engine::sum(y * dy));
+    }
+    std::vector<double> all = y.to_vector();
+    for (const Tensor& t :
+         {x.grad(), bn.weight().grad(), bn.bias().grad(), bn.running_mean(), bn.running_var()}) {
+      for (double v : t.to_vector()) all.push_back(v);
+    }
+    CHECK(bn.num_batches_tracked().to_vector() == std::vector<double>{1, 1});
+    results.push_back(all);
+  }
+  test::require_close(results[1], results[0], 2e-5, 0, "synchronized vs plain");
 }

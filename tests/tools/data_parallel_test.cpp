@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "engine/ops.h"
 #include "engine/tensor.h"
 #include "kernels/common/check.h"
 #include "tools/dml/args.h"
@@ -104,6 +105,9 @@ TEST_CASE("micro-batches: configs that cannot be cut are refused naming the key"
   CHECK_THAT(refusal(cut), Contains("config key 'train.mining_scope': 'global'"));
   cut["train"] = {{"micro_batches", 2}, {"batch_norm", "synchronized"}};
   CHECK_THAT(refusal(cut), Contains("config key 'train.batch_norm': 'synchronized'"));
+  CHECK_THAT(refusal(cut), Contains("use train.micro_batches 1"));
+  cut["train"] = {{"micro_batches", 1}, {"batch_norm", "synchronized"}};
+  CHECK(refusal(cut) == "");  // one micro-batch per rank: the statistics are summed over ranks
   cut["train"] = {{"micro_batches", 1}, {"mining_scope", "global"}};
   CHECK(refusal(cut) == "");  // one micro-batch: global and local mining are the same
 
@@ -118,4 +122,37 @@ TEST_CASE("micro-batches: configs that cannot be cut are refused naming the key"
                       {"loss", {{"name", "arcface"}}},
                       {"train", {{"micro_batches", 2}}}};
   CHECK_THAT(refusal(m_per_class), Contains("config key 'sampler.name': m_per_class"));
+}
+
+TEST_CASE("gradient buckets: reverse parameter order, started during the last backward",
+          "[tools]") {
+  // Parameters d [1], a [2], b [1], c [1]; buckets of 2 floats in reverse order: {c, b}, {a},
+  // {d}. Micro-batch 0: loss c b (a . x) + d with x = [1, 2]; micro-batch 1: c (b (a . x')) with
+  // x' = [0, 1], which does not reach d. a = [3, 4], b = 5, c = 7: a . x = 11, a . x' = 4.
+  // Gradients: dc = b (a . x) = 55 and 20, db = c (a . x) = 77 and 28, da = c b x = [35, 70] and
+  // [0, 35], dd = 1 and none. Means over 2: dc 37.5, db 52.5, da [17.5, 52.5], dd 0.5.
+  engine::Tensor d = vector_of({0.0}).set_requires_grad();
+  engine::Tensor a = vector_of({3.0, 4.0}).set_requires_grad();
+  engine::Tensor b = vector_of({5.0}).set_requires_grad();
+  engine::Tensor c = vector_of({7.0}).set_requires_grad();
+  dml::GradientAverager averager({d, a, b, c}, /*bucket_floats=*/2);
+  REQUIRE(averager.bucket_members() == std::vector<std::vector<size_t>>{{3, 2}, {1}, {0}});
+  const auto loss = [&](const std::vector<double>& x) {
+    return engine::sum(c * (b * engine::sum(a * vector_of(x))));
+  };
+  averager.backward(loss({1.0, 2.0}) + engine::sum(d), /*last=*/false);
+  CHECK(averager.events().empty());  // micro-batch 0 only sums
+  averager.backward(loss({0.0, 1.0}), /*last=*/true);
+  // The backward finishes c, then b (bucket 0 starts), then a (bucket 1 starts); d, not reached,
+  // goes in with finish().
+  CHECK(averager.events() == std::vector<std::string>{"ready 3", "ready 2", "start 0", "ready 1",
+                                                      "start 1", "backward done"});
+  averager.finish(2);
+  CHECK(averager.events() == std::vector<std::string>{"ready 3", "ready 2", "start 0", "ready 1",
+                                                      "start 1", "backward done", "ready 0",
+                                                      "start 2", "wait 0", "wait 1", "wait 2"});
+  CHECK(c.grad().to_vector() == std::vector<double>{37.5});
+  CHECK(b.grad().to_vector() == std::vector<double>{52.5});
+  CHECK(a.grad().to_vector() == std::vector<double>{17.5, 52.5});
+  CHECK(d.grad().to_vector() == std::vector<double>{0.5});
 }

@@ -7,19 +7,13 @@
 #include "attacks/defenses/defense.h"
 #include "engine/autograd.h"
 #include "engine/dist/communicator.h"
-#include "engine/dist/nccl_collectives.h"
 #include "engine/ops.h"
 #include "kernels/common/check.h"
-#include "kernels/common/cuda_runtime.h"
 #include "tools/dml/args.h"
 
 namespace dml {
 
 namespace {
-
-// Gradients are all-reduced in buckets of at most this many floats (25 MiB, the bucket size of
-// PyTorch's DistributedDataParallel): one collective per bucket instead of one per parameter.
-constexpr int64_t kBucketFloats = int64_t{25} << 18;
 
 std::string step_cut(const TrainConfig& config) {
   const int ranks = engine::dist::world().size;
@@ -35,26 +29,6 @@ bool hm_reads_previous_loss(const attacks::defenses::DefenseOptions& defense) {
   const HmDestination d = defense.hm.destination;
   return d == HmDestination::GB || d == HmDestination::GLga || d == HmDestination::G2 ||
          d == HmDestination::GSqrt;
-}
-
-// Sums `flat` (f32, contiguous) over the ranks in place: MPI on host memory, NCCL on device
-// memory in a build with NCCL, else through a host copy.
-void all_reduce_flat(engine::Tensor& flat) {
-  if (engine::dist::world().size == 1) return;
-  const size_t count = static_cast<size_t>(flat.numel());
-  if (flat.device().is_cpu()) {
-    engine::dist::all_reduce_sum(flat.data<float>(), count);
-    flat.mark_written_in_place();
-  } else if (engine::dist::built_with_nccl()) {
-    engine::dist::start_nccl();
-    engine::kernels::cuda_synchronize();  // the backward's kernels have written the gradients
-    engine::dist::nccl_all_reduce_sum(flat.data<float>(), count, nullptr);
-    flat.mark_written_in_place();
-  } else {
-    engine::Tensor host = flat.to(engine::Device::cpu());
-    engine::dist::all_reduce_sum(host.data<float>(), count);
-    flat.copy_(host);
-  }
 }
 
 }  // namespace
@@ -83,10 +57,11 @@ void check_micro_batches(const TrainConfig& config) {
         "micro-batch mines within its rows, robrank's choice) with " +
         step_cut(config));
   }
-  if (config.batch_norm == "synchronized") {
+  if (config.batch_norm == "synchronized" && config.micro_batches > 1) {
     throw UsageError(
-        "config key 'train.batch_norm': 'synchronized' (statistics over all micro-batches) is "
-        "not built; use 'per_replica' (each micro-batch's own statistics) with " +
+        "config key 'train.batch_norm': 'synchronized' sums the statistics over the ranks, but a "
+        "rank's micro-batches run one after another and cannot share them; use "
+        "train.micro_batches 1 (one micro-batch per rank) or 'per_replica' with " +
         step_cut(config));
   }
   if (hm_reads_previous_loss(config.defense)) {
@@ -122,57 +97,8 @@ void check_micro_batch_draws(const engine::Generator& used, const engine::Genera
                used.offset - first, " random blocks, more than its range of ", kMicroBatchBlocks);
 }
 
-GradientAverager::GradientAverager(std::vector<engine::Tensor> parameters)
-    : parameters_(std::move(parameters)), sums_(parameters_.size()) {}
-
-void GradientAverager::add() {
-  engine::NoGradGuard no_grad;
-  for (size_t i = 0; i < parameters_.size(); ++i) {
-    engine::Tensor& param = parameters_[i];
-    const engine::Tensor grad = param.grad();
-    if (!grad.defined()) continue;
-    sums_[i] = sums_[i].defined() ? engine::add(sums_[i], grad) : grad.clone();
-    param.reset_grad();
-  }
-}
-
-void GradientAverager::finish(int64_t micro_batches) {
-  const size_t n = parameters_.size();
-  std::vector<int64_t> reached(n);  // micro-batches (all ranks) that gave a parameter a gradient
-  for (size_t i = 0; i < n; ++i) reached[i] = sums_[i].defined() ? 1 : 0;
-  engine::dist::all_reduce_sum(reached.data(), n);
-  engine::NoGradGuard no_grad;
-  std::vector<size_t> bucket;
-  int64_t bucket_floats = 0;
-  auto reduce_bucket = [&] {
-    if (bucket.empty()) return;
-    std::vector<engine::Tensor> flats;
-    for (size_t i : bucket) flats.push_back(sums_[i].reshape({-1}));
-    engine::Tensor flat = engine::concat(flats, 0);
-    all_reduce_flat(flat);
-    flat = engine::mul_scalar(flat, 1.0 / static_cast<double>(micro_batches));
-    int64_t at = 0;
-    for (size_t i : bucket) {
-      const int64_t count = parameters_[i].numel();
-      parameters_[i].set_grad(flat.slice(0, at, at + count).reshape(parameters_[i].shape()));
-      at += count;
-    }
-    bucket.clear();
-    bucket_floats = 0;
-  };
-  for (size_t i = 0; i < n; ++i) {
-    if (reached[i] == 0) continue;
-    const engine::Tensor& param = parameters_[i];
-    ENGINE_CHECK(param.dtype() == engine::DType::F32, "gradient averaging: parameter ", i, " is ",
-                 engine::dtype_name(param.dtype()), ", not f32");
-    if (!sums_[i].defined())
-      sums_[i] = engine::Tensor::zeros(param.shape(), param.dtype(), param.device());
-    bucket.push_back(i);
-    bucket_floats += param.numel();
-    if (bucket_floats >= kBucketFloats) reduce_bucket();
-  }
-  reduce_bucket();
-  sums_.assign(n, engine::Tensor());
+void sum_over_ranks(std::vector<double>& values) {
+  engine::dist::all_reduce_sum(values.data(), values.size());
 }
 
 std::vector<double> mean_over_micro_batches(std::vector<double> local_sums, int64_t micro_batches) {

@@ -5,12 +5,15 @@
 // every rank) is cut into G = N ranks x M micro-batches of whole pairs, contiguous and in order:
 // rank r takes micro-batches r*M .. r*M+M-1. Each micro-batch is a batch of its own: the
 // defense's attack, the triplet mining (scope "local", robrank's DDP) and the batch-norm
-// statistics (per replica) see only its rows, and its mining draws come from a stream of its own
-// (micro_batch_generator), so what micro-batch g decides does not depend on which rank runs it.
+// statistics (per replica; train.batch_norm synchronized sums them over the ranks instead,
+// engine/nn/batch_norm_sync.h) see only its rows, and its mining draws come from a stream of its
+// own (micro_batch_generator), so what micro-batch g decides does not depend on which rank runs
+// it.
 // The step's gradient is the mean of the G micro-batches' gradients: each rank sums its own in
-// order, the ranks' sums are all-reduced (summed) in buckets after the backward, and the sum is
-// multiplied by 1/G. With N = 2 ranks of M = 1 and one process with M = 2 the two sums are
-// g0 + g1 and g1 + g0, equal in IEEE arithmetic, so the runs are equal bit for bit.
+// order, the ranks' sums are all-reduced (summed) in buckets that start during the backward of
+// the rank's last micro-batch, and the sum is multiplied by 1/G. With N = 2 ranks of M = 1 and one
+// process with M = 2 the two sums are g0 + g1 and g1 + g0, equal in IEEE arithmetic, so the runs
+// are equal bit for bit.
 #pragma once
 
 #include <cstdint>
@@ -21,6 +24,7 @@
 #include "engine/random.h"
 #include "engine/tensor.h"
 #include "tools/dml/config.h"
+#include "tools/dml/gradient_averager.h"
 
 namespace dml {
 
@@ -29,9 +33,11 @@ int64_t micro_batches_per_step(const TrainConfig& config);
 
 // UsageError, naming the config key and the world size, when the run cannot be cut into
 // micro-batches as configured: a global batch (sampler.pairs_per_batch) that G does not divide,
-// the m_per_class sampler, train.mining_scope "global" or train.batch_norm "synchronized" (not
-// built), an HM defense whose destination reads the previous step's adversarial loss (that state
-// would be one micro-batch's, not the batch's). Passes when G is 1.
+// the m_per_class sampler, train.mining_scope "global" (not built), train.batch_norm
+// "synchronized" with train.micro_batches > 1 (a rank's micro-batches run one after another, so
+// their statistics cannot be summed before each normalizes), an HM defense whose destination reads
+// the previous step's adversarial loss (that state would be one micro-batch's, not the batch's).
+// Passes when G is 1.
 void check_micro_batches(const TrainConfig& config);
 
 // The rows of micro-batch g (of G) of an SPC-2 batch [a0, p0, a1, p1, ...]: its share of the
@@ -53,22 +59,12 @@ engine::Generator micro_batch_generator(const engine::Generator& mining, int64_t
 void check_micro_batch_draws(const engine::Generator& used, const engine::Generator& mining,
                              int64_t g);
 
-// The gradients of one step over its micro-batches. add() after each micro-batch's backward
-// moves every parameter's .grad into the sum (the .grad is reset, so an attack of the next
-// micro-batch cannot add to it); finish() sums over the ranks (MPI on host buffers, NCCL on
-// device buffers where built), multiplies by 1/G and gives each parameter the mean as its .grad.
-// A parameter that no micro-batch of any rank reached keeps no gradient (the optimizer skips it,
-// as it does in a single step); one that only some reached counts zeros for the others.
-class GradientAverager {
- public:
-  explicit GradientAverager(std::vector<engine::Tensor> parameters);
-  void add();
-  void finish(int64_t micro_batches);
+// The gradients of one step over its micro-batches and ranks, all-reduced in buckets that overlap
+// the backward: GradientAverager (tools/dml/gradient_averager.h).
 
- private:
-  std::vector<engine::Tensor> parameters_;
-  std::vector<engine::Tensor> sums_;  // undefined: no gradient yet
-};
+// Element-wise sum over the ranks, in place: what a synchronized batch norm
+// (engine/nn/batch_norm_sync.h, train.batch_norm "synchronized") sums its statistics with.
+void sum_over_ranks(std::vector<double>& values);
 
 // The mean over all micro-batches of all ranks of per-micro-batch values (the loss, the defense's
 // log values) that each rank has summed over its own micro-batches, in order.

@@ -8,11 +8,13 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <optional>
 
 #include "engine/autograd.h"
 #include "engine/dist/communicator.h"
 #include "engine/io/file_io.h"
 #include "engine/nn/batch_norm.h"
+#include "engine/nn/batch_norm_sync.h"
 #include "kernels/common/check.h"
 #include "kernels/common/cuda_runtime.h"
 #include "losses/losses.h"
@@ -311,6 +313,9 @@ StepOutcome TrainingRun::step_in_micro_batches(const data::Batch& batch, int64_t
     for (const engine::Tensor& p : loss_optimizer_->params()) averaged.push_back(p);
   }
   GradientAverager gradients(averaged);
+  // train.batch_norm synchronized (one micro-batch per rank): statistics over all ranks' rows.
+  std::optional<engine::nn::BatchNormSync> synchronized_batch_norm;
+  if (config_.batch_norm == "synchronized") synchronized_batch_norm.emplace(sum_over_ranks);
   // Every micro-batch starts from the step's running statistics; micro-batch 0's update stays.
   const std::vector<engine::Tensor> buffers_before =
       local > 1 ? copy_buffers(*model_) : std::vector<engine::Tensor>();
@@ -331,8 +336,7 @@ StepOutcome TrainingRun::step_in_micro_batches(const data::Batch& batch, int64_t
     check_finite_loss(value, epoch, batch);
     optimizer_->zero_grad();
     if (loss_optimizer_) loss_optimizer_->zero_grad();
-    engine::backward(result.loss);
-    gradients.add();
+    gradients.backward(result.loss, m + 1 == local);  // the last one's overlaps the all-reduce
     if (m == 0 && local > 1) buffers_after_first = copy_buffers(*model_);
     if (m == 0) sums.assign(1 + result.logs.size(), 0.0);
     ENGINE_CHECK(sums.size() == 1 + result.logs.size(), "micro-batch ", first + m, " logged ",
