@@ -167,18 +167,28 @@ run_step bench "dml bench" "$BUILD/dml" bench --json "$BENCH_JSON" --commit "$CO
 if [ -n "${OUT:-}" ] && [ -f "$BENCH_JSON" ]; then cp "$BENCH_JSON" "$OUT/"; fi
 # Whole training steps against PyTorch on the same GPU (docs/performance.md):
 # tools/peers/pytorch_train_step.py times the config in PyTorch (P0 robrank as-is, P1 best eager,
-# P2 torch.compile), then `dml bench --train` times ours and prints peer/ours, its instruments
-# (launches, allocations, GPU-busy fraction) and one attack pass kernel by kernel (--profile).
-# One step per config.
+# P2 torch.compile, P3 the PGD loop captured: the faster of torch.cuda.graph and
+# torch.compile(mode="reduce-overhead")), then `dml bench --train` times ours and prints
+# peer/ours, its instruments (launches, allocations, GPU-busy fraction) and one attack pass kernel
+# by kernel (--profile). One step per config. The performance profile times P1 and P3 only (P3's
+# compile candidate compiles once per config; P0 and P2 add nothing the targets need). Both sides
+# in GPU_CHECK_PRECISION (default fp32): the peer's --precision, and ours where dml has the mode
+# (fp32, tf32, bf16; for pytorch-default ours stays the config's, fp32).
+TRAIN_BENCH_VARIANTS=p0,p1,p2,p3
+if [ "$PERFORMANCE" = 1 ]; then TRAIN_BENCH_VARIANTS=p1,p3; fi
+PRECISION="${GPU_CHECK_PRECISION:-fp32}"
+export TRAIN_BENCH_VARIANTS PRECISION
 # shellcheck disable=SC2317
 train_bench() {
-  local config="configs/fashion/$1.json" dir="$STATE/train-bench" status=0 peer=()
+  local config="configs/fashion/$1.json" dir="$STATE/train-bench" status=0 peer=() ours=()
   mkdir -p "$dir"
   python3 tools/peers/pytorch_train_step.py --config "$config" --device cuda --steps 10 \
-    --warmup 3 --variants p0,p1,p2 --out "$dir/peer-$1.json" || status=1
+    --warmup 3 --variants "$TRAIN_BENCH_VARIANTS" --precision "$PRECISION" \
+    --out "$dir/peer-$1.json" || status=1
   if [ -f "$dir/peer-$1.json" ]; then peer=(--peer "$dir/peer-$1.json"); fi
-  "$BUILD/dml" bench --train "$config" --device cuda --steps 10 --warmup 3 "${peer[@]}" \
-    --profile --json "$dir/train-$1.json" || status=1
+  case "$PRECISION" in fp32 | tf32 | bf16) ours=(--precision "$PRECISION") ;; esac
+  "$BUILD/dml" bench --train "$config" --device cuda --steps 10 --warmup 3 "${ours[@]}" \
+    "${peer[@]}" --profile --json "$dir/train-$1.json" || status=1
   # Into the log rather than $OUT, which brings back at most 8 files.
   local file
   for file in "$dir/peer-$1.json" "$dir/train-$1.json"; do

@@ -355,6 +355,61 @@ TEST_CASE(
   CHECK_FALSE(peer_matches(cpu_row, cpu));
 }
 
+TEST_CASE("bench peers: the peer's precision is read, fp32 when the file predates the key") {
+  CHECK(parse_peer_rows(peer_document(), "peer.json")[0].precision == "fp32");
+  nlohmann::json doc = peer_document();
+  doc["precision"] = "pytorch-default";
+  CHECK(parse_peer_rows(doc, "peer.json")[1].precision == "pytorch-default");
+  doc["precision"] = "fp16";
+  CHECK(peer_error(doc) ==
+        "peer.json: \"precision\" must be \"fp32\", \"pytorch-default\", "
+        "\"tf32\" or \"bf16\", not \"fp16\"");
+  doc["precision"] = 32;
+  CHECK(peer_error(doc) == "peer.json: \"precision\" must be a string");
+}
+
+TEST_CASE("bench peers: a P3 row with its candidates is read like the others") {
+  // As tools/peers/pytorch_train_step.py writes it: the faster candidate named in the variant,
+  // every candidate's outcome under "p3" (not read).
+  const nlohmann::json doc = nlohmann::json::parse(R"({
+    "peer": "PyTorch", "version": "2.5.1", "device": "cuda", "device_name": "NVIDIA H200",
+    "threads": 16, "precision": "tf32", "overrides": [],
+    "rows": [{"config": "est.json", "variant": "P3 torch.cuda.graph", "images": 256,
+              "passes": 33, "steps": 10, "warmup": 3,
+              "ms": {"median": 31.5, "min": 31.0, "max": 33.0},
+              "p3": {"chosen": "torch.cuda.graph",
+                     "candidates": {"torch.cuda.graph": {"ms": {"median": 31.5}},
+                                    "compile reduce-overhead": {"error": "failed"}}}}]})");
+  const std::vector<PeerRow> rows = parse_peer_rows(doc, "peer.json");
+  REQUIRE(rows.size() == 1);
+  CHECK(rows[0].variant == "P3 torch.cuda.graph");
+  CHECK(rows[0].precision == "tf32");
+  CHECK(rows[0].ms.median == 31.5);
+  CHECK(rows[0].passes == 33);
+}
+
+TEST_CASE("bench peers: a row compares in our precision, or PyTorch's default in any of ours") {
+  PeerRow row = parse_peer_rows(peer_document(), "peer.json")[0];
+  OurRun ours;
+  ours.config_path = "configs/fashion/est.json";
+  ours.device = "cuda";
+  ours.images = 256;
+  ours.passes = 33;
+  ours.overrides = {"seed=1", "defense.pgd.steps=32"};
+  CHECK(peer_matches(row, ours));  // fp32 both
+  ours.precision = "tf32";
+  CHECK_FALSE(peer_matches(row, ours));  // a strict FP32 PyTorch against our TF32
+  row.precision = "tf32";
+  CHECK(peer_matches(row, ours));
+  row.precision = "bf16";
+  CHECK_FALSE(peer_matches(row, ours));
+  row.precision = "pytorch-default";  // what PyTorch's users run, against each of ours
+  for (const char* mine : {"fp32", "tf32", "bf16"}) {
+    ours.precision = mine;
+    CHECK(peer_matches(row, ours));
+  }
+}
+
 // ---- dml bench --train's instruments (tools/dml/bench_instruments.h) ----------------------------
 
 namespace {

@@ -41,6 +41,44 @@ grep -q '"images":16,' "$dir/flat.json" || fail "JSON images"
 grep -Eq '"step_ms":\[[0-9.e+-]+,[0-9.e+-]+\]' "$dir/flat.json" || fail "JSON step_ms"
 grep -Eq '"peers":\[\{[^]]*"variant":"slow"' "$dir/flat.json" || fail "JSON peers"
 
+grep -q '"precision":"fp32",' "$dir/flat.json" || fail "JSON precision"
+grep -q "^dml bench --train .*: cpu (1 threads), precision fp32, commit " "$dir/stdout" ||
+  fail "header without the precision"
+
+# Precision: --precision tf32 (dml's option, which wins over the config key) compares the rows of
+# a tf32 peer file, P3 among them, and those in PyTorch's default precision (labelled), not the
+# strict FP32 rows of peer.json. The P3 row is as tools/peers/pytorch_train_step.py writes it.
+cat > "$dir/peer-tf32.json" <<JSON
+{"peer": "Hand", "version": "0", "device": "cpu", "device_name": "test", "threads": 1,
+ "precision": "tf32",
+ "overrides": ["defense.pgd.alpha=0.15", "defense.pgd.eps=0.3", "defense.pgd.steps=2",
+               "defense.name=act", "sampler.pairs_per_batch=8", "model.embedding_dim=16"],
+ "rows": [{"config": "quick.json", "variant": "P1 best eager", "images": 16, "passes": 3,
+           "steps": 1, "warmup": 0, "ms": {"median": 900000, "min": 900000, "max": 900000}},
+          {"config": "quick.json", "variant": "P3 torch.cuda.graph", "images": 16, "passes": 3,
+           "steps": 1, "warmup": 0, "ms": {"median": 800000, "min": 800000, "max": 800000},
+           "p3": {"chosen": "torch.cuda.graph",
+                  "candidates": {"torch.cuda.graph": {"ms": {"median": 800000}},
+                                 "compile reduce-overhead": {"error": "failed"}}}}]}
+JSON
+sed -e 's/"tf32"/"pytorch-default"/' -e 's/P1 best eager/P1 default/' \
+  -e 's/P3 torch.cuda.graph/P3 default/g' "$dir/peer-tf32.json" > "$dir/peer-default.json"
+OMP_NUM_THREADS=1 "$dml" bench "$@" --precision tf32 --steps 1 --warmup 0 \
+  --peer "$dir/peer.json" --peer "$dir/peer-tf32.json" --peer "$dir/peer-default.json" \
+  --json "$dir/tf32.json" > "$dir/stdout-tf32" 2> "$dir/stderr-tf32" ||
+  { cat "$dir/stdout-tf32" "$dir/stderr-tf32"; fail "--precision tf32: exit $?"; }
+cat "$dir/stdout-tf32"
+grep -Eq "^Hand 0 P1 best eager .* [0-9.]+x$" "$dir/stdout-tf32" || fail "no tf32 P1 row"
+grep -Eq "^Hand 0 P3 torch.cuda.graph .* [0-9.]+x$" "$dir/stdout-tf32" || fail "no tf32 P3 row"
+grep -Eq "^Hand 0 P3 default \[pytorch-default\] .* [0-9.]+x$" "$dir/stdout-tf32" ||
+  fail "no labelled pytorch-default P3 row"
+grep -q "slow" "$dir/stdout-tf32" && fail "a strict FP32 peer row compared with our tf32 run"
+grep -q "(2 peer rows skipped" "$dir/stdout-tf32" || fail "fp32 rows not skipped"
+tr -d ' \n' < "$dir/tf32.json" > "$dir/flat-tf32.json"
+grep -q '"precision":"tf32",' "$dir/flat-tf32.json" || fail "JSON: our precision"
+grep -q '"precision":"pytorch-default","ratio_peer_over_ours"' "$dir/flat-tf32.json" ||
+  fail "JSON: the peer's precision"
+
 expect_usage_error() {  # expect_usage_error MESSAGE ARGS...
   message=$1
   shift

@@ -3,13 +3,18 @@
 // file name and device type. Header-only, like bench_table.h, so tests/tools/bench_test.cpp checks
 // the parsing and matching without linking the `dml` program.
 //
-// The file a peer writes (every key required; one row per variant it timed):
+// The file a peer writes (every key required but "precision"; one row per variant it timed):
 //   {"peer": "PyTorch", "version": "2.5.1", "device": "cuda", "device_name": "NVIDIA H100 ...",
-//    "threads": 16, "overrides": ["defense.pgd.steps=1"],
+//    "threads": 16, "precision": "fp32", "overrides": ["defense.pgd.steps=1"],
 //    "rows": [{"config": "est.json", "variant": "P0 robrank as-is", "images": 256, "passes": 33,
 //              "steps": 10, "warmup": 2, "ms": {"median": 812.0, "min": 801.5, "max": 830.2}}]}
 // "device" is "cpu" or "cuda"; "ms" is the wall time of one whole training step (batch copy to
 // the device, the defense's PGD steps, the training forward/backward and the optimizer step).
+// "precision" is the peer's arithmetic: "fp32" (strict, TF32 off), "pytorch-default" (PyTorch's
+// defaults: TF32 convolutions, FP32 matmuls), "tf32" (both TF32) or "bf16" (forward passes under
+// BF16 autocast); files without it were written before the key existed, in strict FP32.
+// Rows may hold more keys, which are not read: the PyTorch peer's P3 row has "p3" (which
+// candidate was faster, each candidate's time and its check against P1).
 #pragma once
 
 #include <algorithm>
@@ -29,6 +34,7 @@ struct PeerRow {
   std::string variant;  // "P0 robrank as-is", "P1 best eager", ...
   std::string device;   // "cpu" or "cuda"
   std::string device_name;
+  std::string precision = "fp32";  // "fp32", "pytorch-default", "tf32" or "bf16"
   int64_t threads = 0;
   std::vector<std::string> overrides;  // the --set assignments it applied to the config
   std::string config;                  // file name of the config it mirrored, e.g. "est.json"
@@ -79,6 +85,12 @@ inline std::vector<PeerRow> parse_peer_rows(const nlohmann::json& doc, const std
   }
   const std::string device_name = text(doc, "device_name", file);
   const int64_t threads = count(doc, "threads", file);
+  const std::string precision = doc.contains("precision") ? text(doc, "precision", file) : "fp32";
+  if (precision != "fp32" && precision != "pytorch-default" && precision != "tf32" &&
+      precision != "bf16") {
+    throw UsageError(file + ": \"precision\" must be \"fp32\", \"pytorch-default\", \"tf32\" or " +
+                     "\"bf16\", not \"" + precision + "\"");
+  }
   const nlohmann::json& overrides = member(doc, "overrides", file);
   if (!overrides.is_array()) throw UsageError(file + ": \"overrides\" must be an array");
   for (const nlohmann::json& o : overrides) {
@@ -94,6 +106,7 @@ inline std::vector<PeerRow> parse_peer_rows(const nlohmann::json& doc, const std
     r.device = device;
     r.device_name = device_name;
     r.threads = threads;
+    r.precision = precision;
     r.overrides = overrides.get<std::vector<std::string>>();
     r.variant = text(rows[i], "variant", where);
     r.config = text(rows[i], "config", where);
@@ -123,20 +136,24 @@ struct OurRun {
   int64_t images = 0, passes = 0;
   int64_t threads = 0;                 // CPU threads (OpenMP's); not compared on CUDA
   std::vector<std::string> overrides;  // our --set assignments
+  std::string precision = "fp32";      // our precision policy: "fp32", "tf32" or "bf16"
 };
 
 // A peer row compares with our run when it mirrored the same config file with the same --set
 // overrides (in any order) on the same kind of device, timed batches of the same size with the
 // same number of passes (a peer that ignored an override such as defense.pgd.steps would otherwise
 // be compared with a different workload) and, on the CPU, used as many threads as we did (one
-// thread against sixteen is no comparison of implementations).
+// thread against sixteen is no comparison of implementations), in the same precision as ours, or
+// in PyTorch's default one, which is compared with each of ours: it is the PyTorch its users run
+// (issue 33 compares our tf32 step with it).
 inline bool peer_matches(const PeerRow& r, const OurRun& ours) {
   std::vector<std::string> theirs = r.overrides, mine = ours.overrides;
   std::sort(theirs.begin(), theirs.end());
   std::sort(mine.begin(), mine.end());
   return r.config == config_file_name(ours.config_path) && r.device == ours.device &&
          r.images == ours.images && r.passes == ours.passes && theirs == mine &&
-         (ours.device != "cpu" || r.threads == ours.threads);
+         (ours.device != "cpu" || r.threads == ours.threads) &&
+         (r.precision == ours.precision || r.precision == "pytorch-default");
 }
 
 }  // namespace dml::bench
