@@ -18,6 +18,7 @@ std::atomic<int> gemm_choice{kUnset};
 std::atomic<int> fused_choice{kUnset};
 std::atomic<int> tile_choice{kUnset};
 std::atomic<int> attack_loop_choice{kUnset};
+std::atomic<int> tensor_core_gemm_choice{kUnset};
 
 // The value of an environment variable, or "" when unset.
 std::string env_value(const char* name) {
@@ -152,6 +153,30 @@ kernels::ConvTile parse_conv_tile(const std::string& text, const std::string& wh
     if (text == conv_tile_name(tile)) return tile;
   }
   fail(what, ": unknown convolution tile '", text, "' (expected 'auto', '128', '64' or '32')");
+}
+
+void set_tensor_core_gemm(TensorCoreGemm gemm) {
+  tensor_core_gemm_choice.store(static_cast<int>(gemm), std::memory_order_release);
+}
+
+TensorCoreGemm tensor_core_gemm() {
+  if (tensor_core_gemm_choice.load(std::memory_order_acquire) == kUnset) {
+    const std::string text = env_value("ENGINE_TC_GEMM");
+    const TensorCoreGemm chosen =
+        text.empty() ? TensorCoreGemm::Wmma : parse_tensor_core_gemm(text, "ENGINE_TC_GEMM");
+    store_if_unset(tensor_core_gemm_choice, static_cast<int>(chosen));
+  }
+  return static_cast<TensorCoreGemm>(tensor_core_gemm_choice.load(std::memory_order_acquire));
+}
+
+const char* tensor_core_gemm_name(TensorCoreGemm gemm) {
+  return gemm == TensorCoreGemm::Mma ? "mma" : "wmma";
+}
+
+TensorCoreGemm parse_tensor_core_gemm(const std::string& text, const std::string& what) {
+  if (text == "wmma") return TensorCoreGemm::Wmma;
+  if (text == "mma") return TensorCoreGemm::Mma;
+  fail(what, ": unknown tensor-core GEMM '", text, "' (expected 'wmma' or 'mma')");
 }
 
 }  // namespace engine

@@ -29,6 +29,15 @@
 //   AttackLoop::Captured  on CUDA tensors, the steps after the first replay one CUDA graph of a
 //                         step (engine/cuda_graph.h); the same bits as Eager
 // Eager stays the default until a GPU has timed the captured loop (docs/performance.md).
+//
+// Our TF32 tensor-core GEMM (matmul under the tf32 precision policy, engine/precision.h), chosen
+// the same way by ENGINE_TC_GEMM=wmma|mma:
+//   TensorCoreGemm::Wmma  WMMA m16n16k8, 64 x 64 tiles, a register pipeline
+//                         (kernels/matmul/matmul_tensor_core_cuda.cu) [default]
+//   TensorCoreGemm::Mma   mma.sync m16n8k8, 128 x 64 tiles, a 3-stage cp.async pipeline
+//                         (kernels/matmul/matmul_mma_cuda.cu)
+// Both round the operands alike and accumulate in FP32; the sums' rounding may differ. Wmma stays
+// the default until a GPU has timed the two.
 #pragma once
 
 #include <string>
@@ -71,5 +80,11 @@ void set_attack_loop(AttackLoop loop);
 AttackLoop attack_loop();
 const char* attack_loop_name(AttackLoop loop);  // "eager" / "captured"
 AttackLoop parse_attack_loop(const std::string& text, const std::string& what = "attack loop");
+enum class TensorCoreGemm { Wmma, Mma };
+void set_tensor_core_gemm(TensorCoreGemm gemm);
+TensorCoreGemm tensor_core_gemm();
+const char* tensor_core_gemm_name(TensorCoreGemm gemm);  // "wmma" / "mma"
+TensorCoreGemm parse_tensor_core_gemm(const std::string& text,
+                                      const std::string& what = "tensor-core gemm");
 
 }  // namespace engine

@@ -8,11 +8,12 @@
 #   tools/gpu_check.sh [STEP...]     e.g. tools/gpu_check.sh bench racecheck
 #   tools/gpu_check.sh performance   the performance profile (issue 32), meant as a session's first
 #                                    call: configure, build only dml and the kernel and op tests
-#                                    (build-perf), version, their [cuda] cases (kernel-tests),
+#                                    (build-perf), version, the mma.sync layout test
+#                                    (mma-layout), their [cuda] cases (kernel-tests),
 #                                    bench, train-bench:* with the one-pass profiles; a later
 #                                    plain call runs the rest and skips what this one did
 #
-# Steps, in order: configure build version cuda-tests metrics-100k train-vanilla bench
+# Steps, in order: configure build version mma-layout cuda-tests metrics-100k train-vanilla bench
 # memcheck:<test program> train-bench:{vanilla,est,act} racecheck:<...> initcheck:<...> cpu-tests
 # (a name before ':' selects all). Nothing runs after a failed configure or build, or when the
 # program sees no GPU; GPU_CHECK_RETRY_FAILED=1 runs failed steps again after a fix.
@@ -56,7 +57,7 @@ WANTED=("$@")
 PERFORMANCE=0
 if [ "$*" = performance ]; then
   PERFORMANCE=1
-  WANTED=(configure build-perf version kernel-tests bench train-bench)
+  WANTED=(configure build-perf version mma-layout kernel-tests bench train-bench)
 fi
 steps_begin "$(
   echo "# GPU check: $GPU, commit $COMMIT$DIRTY, $DATE"
@@ -97,6 +98,10 @@ fi
 run_step version "dml --version" bash -c '"$0" --version && ! "$0" --version | grep -q "GPUs visible: 0"' \
   "$BUILD/dml"
 steps_require version "the program sees no GPU"
+# The one-instruction mma.sync layout test (tests/kernels/mma_sync_test.cpp) before any kernel that
+# relies on that layout (kernels/common/mma_sync.cuh) is tested or timed.
+run_step mma-layout "mma.sync layout test (ctest -L cuda -R '^kernels\.mma\.sync')" \
+  ctest --test-dir "$BUILD" -L cuda -R '^kernels\.mma\.sync' --no-tests=error --output-on-failure
 run_step cuda-tests "CUDA tests (ctest -L cuda)" ctest --test-dir "$BUILD" -L cuda --no-tests=error \
   --output-on-failure -j 4
 # The performance profile's correctness gate: the [cuda] cases of the kernels and ops (every

@@ -19,6 +19,7 @@
 #include "engine/precision.h"
 #include "engine/tensor.h"
 #include "kernels/matmul/matmul.h"
+#include "kernels/matmul/matmul_mma.h"
 
 namespace engine {
 namespace {
@@ -35,6 +36,9 @@ Tensor gemm(const Tensor& a, bool trans_a, const Tensor& b, bool trans_b, const 
     if (gemm_backend() == GemmBackend::Cublas) {
       kernels::matmul_cublas_precision(m, n, k, a.data<float>(), b.data<float>(), trans_a, trans_b,
                                        c.data<float>(), /*accumulate=*/false, policy);
+    } else if (policy == Precision::Tf32 && tensor_core_gemm() == TensorCoreGemm::Mma) {
+      kernels::matmul_mma_cuda(m, n, k, a.data<float>(), b.data<float>(), trans_a, trans_b,
+                               c.data<float>(), /*accumulate=*/false);
     } else if (policy != Precision::Fp32) {
       kernels::matmul_tensor_core_cuda(m, n, k, a.data<float>(), b.data<float>(), trans_a, trans_b,
                                        c.data<float>(), /*accumulate=*/false, policy);

@@ -124,6 +124,9 @@ struct Fiber {
   unsigned warp_mask = 0;  // the mask it waits with at a warp barrier
   uint64_t slot = 0;       // what it posts in a warp exchange
   void* fake_stack = nullptr;
+  // cp.async: the copies issued and not yet completed, each with its group (the commits before it).
+  std::vector<std::pair<int, emu::AsyncCopy>> async_copies;
+  int async_commits = 0;
 };
 
 struct Grid {
@@ -428,6 +431,23 @@ void warp_collective_begin(uint64_t value, uint64_t (&lanes)[warpSize]) {
 }
 
 void warp_collective_end() { wait_at_warp_barrier(~0u, true); }
+
+void async_copy_issue(const AsyncCopy& copy) {
+  Fiber& f = self();
+  f.async_copies.emplace_back(f.async_commits, copy);
+}
+
+void async_copy_commit() { ++self().async_commits; }
+
+bool async_copy_take_completed(int pending, AsyncCopy* copy) {
+  Fiber& f = self();
+  // Groups 0 .. async_commits - 1 are committed; all but the newest `pending` must be complete.
+  const int complete_below = f.async_commits - std::max(pending, 0);
+  if (f.async_copies.empty() || f.async_copies.front().first >= complete_below) return false;
+  *copy = f.async_copies.front().second;
+  f.async_copies.erase(f.async_copies.begin());
+  return true;
+}
 
 void fault(const char* why) {
   fail_block(cudaErrorLaunchFailure, std::string(why) + " (thread " + describe(self().index) + ")");

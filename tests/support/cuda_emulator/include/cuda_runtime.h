@@ -247,6 +247,23 @@ constexpr uint64_t kAbsentLane = ~uint64_t(0);
 void warp_collective_begin(uint64_t value, uint64_t (&lanes)[warpSize]);
 void warp_collective_end();
 
+// cp.async, the asynchronous copy from global into shared memory (the emulator's <mma_ptx.h>, for
+// kernels/common/mma_sync.cuh): each thread keeps a queue of its copies, numbered by group (the
+// number of commits it made before issuing them). async_copy_issue queues one; async_copy_commit
+// closes the open group; async_copy_take_completed hands back, oldest first and one per call, each
+// queued copy of a committed group that is not among the newest `pending` committed groups (what
+// cp.async.wait_group `pending` must have completed), and false when none is left. Copies still
+// queued when the thread exits are dropped: nothing could have waited for them.
+struct AsyncCopy {
+  void* shared_destination;
+  const void* global_source;
+  std::size_t bytes;         // copied: 4, 8 or 16
+  std::size_t source_bytes;  // read from the source; the rest of `bytes` is zero-filled
+};
+void async_copy_issue(const AsyncCopy& copy);
+void async_copy_commit();
+bool async_copy_take_completed(int pending, AsyncCopy* copy);
+
 // A launch failure raised by a device built-in that a GPU would fault on (a misaligned WMMA
 // pointer, say): prints `why` with the kernel, block and thread, and is sticky, like __trap().
 [[noreturn]] void fault(const char* why);

@@ -1,0 +1,92 @@
+// The emulator's mma.sync and cp.async (tests/support/cuda_emulator/include/mma_ptx.h): a copy is
+// not in shared memory until the thread waits for its group (before that the destination reads as
+// NaN, the 0xFF poison), wait_group N leaves exactly the newest N groups in flight, src-size
+// zero-fills, a misaligned copy fails the launch; an mma.sync operand that is not TF32, or a warp
+// with lanes missing, fails the launch. The instruction's layout and arithmetic are checked by the
+// layout test, tests/kernels/mma_sync_test.cpp (kernels.emulated.mma.sync*), which also runs on a
+// GPU. Runs with emulator_test (label cpu).
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <vector>
+
+#include <cuda_runtime.h>
+
+#include "tests/emulator/mma_ptx_kernels.h"
+
+namespace {
+
+// Device memory of `count` floats (0xFF-filled, as the emulator's fresh memory), freed at scope
+// exit, and read back as a vector.
+struct DeviceFloats {
+  float* ptr = nullptr;
+  size_t count;
+  explicit DeviceFloats(size_t count_) : count(count_) {
+    void* memory = nullptr;
+    REQUIRE(cudaMalloc(&memory, sizeof(float) * count) == cudaSuccess);
+    ptr = static_cast<float*>(memory);
+  }
+  DeviceFloats(const std::vector<float>& values) : DeviceFloats(values.size()) {
+    REQUIRE(cudaMemcpy(ptr, values.data(), sizeof(float) * count, cudaMemcpyHostToDevice) ==
+            cudaSuccess);
+  }
+  ~DeviceFloats() { cudaFree(ptr); }
+  std::vector<float> read() const {
+    std::vector<float> host(count);
+    REQUIRE(cudaMemcpy(host.data(), ptr, sizeof(float) * count, cudaMemcpyDeviceToHost) ==
+            cudaSuccess);
+    return host;
+  }
+};
+
+std::vector<float> counting(size_t count) {
+  std::vector<float> values(count);
+  for (size_t i = 0; i < count; ++i) values[i] = float(i + 1);
+  return values;
+}
+
+}  // namespace
+
+TEST_CASE("emulator: cp.async lands at the wait, read before it shared memory is NaN",
+          "[emulator]") {
+  const DeviceFloats src(counting(32));
+  DeviceFloats before(32), after(32);
+  REQUIRE(sample::cp_async_read_before_wait(src.ptr, before.ptr, after.ptr) == cudaSuccess);
+  for (float value : before.read()) CHECK(std::isnan(value));
+  CHECK(after.read() == counting(32));
+}
+
+TEST_CASE(
+    "emulator: cp.async.wait_group N completes all but the newest N groups, src-size zero-fills",
+    "[emulator]") {
+  const DeviceFloats src(counting(12));
+  DeviceFloats after_wait1(8), after_wait0(8), zero_filled(4);
+  REQUIRE(sample::cp_async_groups(src.ptr, after_wait1.ptr, after_wait0.ptr, zero_filled.ptr) ==
+          cudaSuccess);
+  const std::vector<float> partial = after_wait1.read();
+  for (int i = 0; i < 4; ++i) CHECK(partial[i] == float(i + 1));  // group 0: src[0..4)
+  for (int i = 4; i < 8; ++i) CHECK(std::isnan(partial[i]));      // group 1: still in flight
+  CHECK(after_wait0.read() == counting(8));
+  CHECK(zero_filled.read() == std::vector<float>{9.0f, 10.0f, 0.0f, 0.0f});
+}
+
+TEST_CASE("emulator: a 16-byte cp.async needs 16-byte aligned addresses", "[emulator]") {
+  const DeviceFloats src(counting(8));
+  CHECK(sample::cp_async_aligned(src.ptr, 0) == cudaSuccess);
+  CHECK(sample::cp_async_aligned(src.ptr, 1) == cudaErrorLaunchFailure);  // 4 bytes in
+  emu::reset_errors();
+  CHECK(sample::cp_async_aligned(src.ptr + 2, 0) == cudaErrorLaunchFailure);  // 8 bytes in
+  emu::reset_errors();
+}
+
+TEST_CASE("emulator: mma.sync needs TF32 operands and the whole warp", "[emulator]") {
+  DeviceFloats d(128);
+  // 1.0f is TF32 (its low 13 bits are 0): every D element is 8 products of 1, so 8.
+  REQUIRE(sample::mma_tf32_bits(0x3f800000u, 32, d.ptr) == cudaSuccess);
+  CHECK(d.read() == std::vector<float>(128, 8.0f));
+  // 1 + 2^-23 has its lowest bit set: not converted by cvt.rna.
+  CHECK(sample::mma_tf32_bits(0x3f800001u, 32, d.ptr) == cudaErrorLaunchFailure);
+  emu::reset_errors();
+  CHECK(sample::mma_tf32_bits(0x3f800000u, 16, d.ptr) == cudaErrorLaunchFailure);  // half a warp
+  emu::reset_errors();
+}
