@@ -5,17 +5,19 @@
 //         policy existed. The default, because it is what reproduces those runs and their
 //         checkpoints bit for bit, and the error analysis of every test and paper comparison so far
 //         assumes it; the faster modes are asked for by name.
-//   tf32  GEMMs (matmul, linear) on CUDA run on TF32 tensor cores: operands rounded to 10
-//         mantissa bits (round to nearest, ties away from zero), FP32 accumulation
-//         (kernels/matmul/matmul_tensor_core_cuda.cu). Convolutions stay strict FP32 for now:
-//         their tensor-core kernels are the next step (issue 33). With GemmBackend::Cublas,
-//         cuBLAS runs in CUBLAS_TF32_TENSOR_OP_MATH (kernels/common/library_math.h).
+//   tf32  GEMMs (matmul, linear) and convolutions (conv2d fprop, dgrad, wgrad) on CUDA run on
+//         TF32 tensor cores: operands rounded to 10 mantissa bits (round to nearest, ties away
+//         from zero), FP32 accumulation (kernels/matmul/matmul_tensor_core_cuda.cu,
+//         kernels/conv2d/conv2d_tensor_core_cuda.cu). A convolution's bias, db and dgrad with
+//         C <= 4 (the direct kernel) stay FP32, and conv2d_pool_relu runs unfused so that its
+//         convolution is the TF32 one. With GemmBackend::Cublas or ConvBackend::Cudnn the
+//         libraries run in their TF32 math modes (kernels/common/library_math.h).
 //   bf16  GEMMs (matmul, linear) on CUDA run on BF16 tensor cores: operands rounded to 7 mantissa
 //         bits (round to nearest, ties to even, as __float2bfloat16), FP32 accumulation, C in
 //         FP32 (the same kernel file and tile). Tensors stay FP32 and only a GEMM's operands are
 //         rounded, inside the kernel, so batch-norm statistics, losses, optimizer state, the PGD
 //         update and the images are FP32 as in every mode. Convolutions run strict FP32 under
-//         bf16 for now, as under tf32, until their tensor-core kernels land (issue 33): chosen
+//         bf16 for now, until their tensor-core kernels land (issue 33): chosen
 //         over refusing so that bf16 trains every model (C2F2 and ResNet are then BF16 only in
 //         their fully connected layers and embedding heads). Any refusal belongs in
 //         check_precision_implemented. With GemmBackend::Cublas it is an error (cuBLAS's BF16

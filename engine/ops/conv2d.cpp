@@ -2,7 +2,9 @@
 //
 // CPU tensors run the im2col + GEMM path (conv2d_*_fast_cpu); the naive loops are the oracle
 // the tests hold it to. CUDA tensors (f32) run our implicit-GEMM kernels (conv2d_*_cuda) or
-// cuDNN's, whichever engine::conv_backend() names when the kernel runs (engine/backend.h).
+// cuDNN's, whichever engine::conv_backend() names when the kernel runs (engine/backend.h); under
+// the precision policy tf32 (engine/precision.h) ours run on TF32 tensor cores
+// (conv2d_*_tensor_core_cuda) and cuDNN in its TF32 math mode (kernels/common/library_math.h).
 // Backward computes exactly the gradients asked for: dgrad only when the input's gradient is
 // needed, wgrad only for the weight, db only for the bias — an attack's grad(loss, {x}) never
 // pays for a weight gradient.
@@ -13,13 +15,28 @@
 #include "engine/ops.h"
 #include "engine/ops/conv2d_internal.h"
 #include "engine/ops/op_utils.h"
+#include "engine/precision.h"
 #include "kernels/conv2d/conv2d.h"
 
 namespace engine {
 
 namespace {
 
-bool use_cudnn() { return conv_backend() == ConvBackend::Cudnn; }
+// Which CUDA convolution runs, read when the op runs: cuDNN, ours in strict FP32 (fp32, and bf16,
+// which has no convolution kernel yet: engine/precision.h), or ours on TF32 tensor cores.
+enum class CudaConv { Cudnn, Ours, OursTf32 };
+
+CudaConv cuda_conv() {
+  const bool tf32 = precision() == Precision::Tf32;
+  if (conv_backend() == ConvBackend::Cudnn) return CudaConv::Cudnn;
+  return tf32 ? CudaConv::OursTf32 : CudaConv::Ours;
+}
+
+// The math mode cuDNN runs in: TF32 under tf32, else strict FP32 (bf16's convolutions are strict
+// FP32 for ours and cuDNN's alike until a BF16 convolution exists: engine/precision.h).
+Precision cudnn_precision() {
+  return precision() == Precision::Tf32 ? Precision::Tf32 : Precision::Fp32;
+}
 
 // dw and/or db (either may be undefined) of a CUDA conv. Our wgrad may split its reduction and
 // then needs a scratch buffer, taken from the caching allocator for the duration of the call.
@@ -27,15 +44,28 @@ void wgrad_cuda(const kernels::Conv2dShape& shape, const Tensor& dy, const Tenso
                 Tensor& db) {
   float* dw_data = dw.defined() ? dw.data<float>() : nullptr;
   float* db_data = db.defined() ? db.data<float>() : nullptr;
-  if (use_cudnn()) {
-    kernels::conv2d_wgrad_cudnn(shape, dy.data<float>(), x.data<float>(), dw_data, db_data);
+  const CudaConv conv = cuda_conv();
+  if (conv == CudaConv::Cudnn) {
+    kernels::conv2d_wgrad_cudnn(shape, dy.data<float>(), x.data<float>(), dw_data, db_data,
+                                cudnn_precision());
     return;
   }
+  const bool tf32 = conv == CudaConv::OursTf32;
   const kernels::ConvTile tile = conv_tile();
-  const int64_t scratch = dw.defined() ? kernels::conv2d_wgrad_cuda_workspace_size(shape, tile) : 0;
+  int64_t scratch = 0;
+  if (dw.defined()) {
+    scratch = tf32 ? kernels::conv2d_wgrad_tensor_core_cuda_workspace_size(shape, Precision::Tf32)
+                   : kernels::conv2d_wgrad_cuda_workspace_size(shape, tile);
+  }
   Tensor workspace = scratch > 0 ? Tensor::empty({scratch}, DType::F32, dy.device()) : Tensor();
-  kernels::conv2d_wgrad_cuda(shape, dy.data<float>(), x.data<float>(), dw_data, db_data,
-                             workspace.defined() ? workspace.data<float>() : nullptr, tile);
+  float* workspace_data = workspace.defined() ? workspace.data<float>() : nullptr;
+  if (tf32) {
+    kernels::conv2d_wgrad_tensor_core_cuda(shape, dy.data<float>(), x.data<float>(), dw_data,
+                                           db_data, workspace_data, Precision::Tf32);
+  } else {
+    kernels::conv2d_wgrad_cuda(shape, dy.data<float>(), x.data<float>(), dw_data, db_data,
+                               workspace_data, tile);
+  }
 }
 
 }  // namespace
@@ -110,9 +140,13 @@ std::vector<Tensor> conv2d_backward(const kernels::Conv2dShape& shape, const Ten
   if (want_dw) grads[1] = Tensor::empty(w_saved.shape(), dtype, device);
   if (want_db) grads[2] = Tensor::empty({shape.K}, dtype, device);
   if (device.is_cuda()) {
-    if (want_dx && use_cudnn()) {
+    const CudaConv conv = want_dx ? cuda_conv() : CudaConv::Ours;
+    if (want_dx && conv == CudaConv::Cudnn) {
       kernels::conv2d_dgrad_cudnn(shape, dy.data<float>(), w_saved.data<float>(),
-                                  grads[0].data<float>());
+                                  grads[0].data<float>(), cudnn_precision());
+    } else if (want_dx && conv == CudaConv::OursTf32) {
+      kernels::conv2d_dgrad_tensor_core_cuda(shape, dy.data<float>(), w_saved.data<float>(),
+                                             grads[0].data<float>(), Precision::Tf32);
     } else if (want_dx) {
       kernels::conv2d_dgrad_cuda(shape, dy.data<float>(), w_saved.data<float>(),
                                  grads[0].data<float>(), conv_tile());
@@ -145,8 +179,13 @@ Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias,
   Tensor y = Tensor::empty({shape.N, shape.K, shape.out_h(), shape.out_w()}, x.dtype(), x.device());
   if (x.device().is_cuda()) {  // CUDA tensors are always f32
     const float* b = bc.defined() ? bc.data<float>() : nullptr;
-    if (use_cudnn()) {
-      kernels::conv2d_fprop_cudnn(shape, xc.data<float>(), wc.data<float>(), b, y.data<float>());
+    const CudaConv conv = cuda_conv();
+    if (conv == CudaConv::Cudnn) {
+      kernels::conv2d_fprop_cudnn(shape, xc.data<float>(), wc.data<float>(), b, y.data<float>(),
+                                  cudnn_precision());
+    } else if (conv == CudaConv::OursTf32) {
+      kernels::conv2d_fprop_tensor_core_cuda(shape, xc.data<float>(), wc.data<float>(), b,
+                                             y.data<float>(), Precision::Tf32);
     } else {
       kernels::conv2d_fprop_cuda(shape, xc.data<float>(), wc.data<float>(), b, y.data<float>(),
                                  conv_tile());

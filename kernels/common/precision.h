@@ -1,4 +1,4 @@
-// The arithmetic a CUDA GEMM (and later a convolution) may use: the precision policy's kernel-side
+// The arithmetic a CUDA GEMM or convolution may use: the precision policy's kernel-side
 // half. The engine holds the run's setting and parses its spelling (engine/precision.h).
 //
 //   Fp32  strict IEEE single precision: FFMA, every operand bit used.

@@ -17,6 +17,8 @@
 //    engine::conv2d runs; tests hold it to the reference.
 // On CUDA (f32, device pointers, launched on the current stream, no host synchronization):
 //  - conv2d_*_cuda: our implicit-GEMM kernels (conv2d_cuda.cu; mapping, tiles and costs there);
+//  - conv2d_*_tensor_core_cuda: the same implicit GEMMs on TF32 tensor cores under the precision
+//    policy (conv2d_tensor_core_cuda.cu);
 //  - conv2d_*_cudnn: cuDNN's convolutions (conv2d_cudnn.cu), the run-time alternative
 //    (engine/backend.h); without cuDNN, conv2d_cudnn_stub.cpp makes them throw.
 // All outputs are overwritten, never accumulated into. Pointers are to contiguous arrays.
@@ -106,6 +108,20 @@ int64_t conv2d_wgrad_cuda_workspace_size(const Conv2dShape& shape, ConvTile tile
 // conv2d_wgrad_cuda_workspace_size(shape, tile) floats (may be nullptr when that is 0).
 void conv2d_wgrad_cuda(const Conv2dShape& shape, const float* dy, const float* x, float* dw,
                        float* db, float* workspace, ConvTile tile = ConvTile::Auto);
+
+// ---- CUDA, ours on tensor cores (conv2d_tensor_core_cuda.cu) ----
+// The contracts above in the given precision: Fp32 is conv2d_*_cuda itself (its tile rule);
+// Tf32 rounds both operands of every product to TF32 (cvt.rna) and multiplies on tensor cores
+// with FP32 accumulation; fprop's bias, wgrad's db and dgrad with C <= 4 (the direct kernel) stay
+// FP32. Bf16 throws "not implemented yet" (no BF16 convolution kernel so far).
+void conv2d_fprop_tensor_core_cuda(const Conv2dShape& shape, const float* x, const float* w,
+                                   const float* bias, float* y, Precision precision);
+void conv2d_dgrad_tensor_core_cuda(const Conv2dShape& shape, const float* dy, const float* w,
+                                   float* dx, Precision precision);
+// wgrad's split-K scratch for this precision (its own tile count under Tf32), in floats.
+int64_t conv2d_wgrad_tensor_core_cuda_workspace_size(const Conv2dShape& shape, Precision precision);
+void conv2d_wgrad_tensor_core_cuda(const Conv2dShape& shape, const float* dy, const float* x,
+                                   float* dw, float* db, float* workspace, Precision precision);
 
 // ---- CUDA, cuDNN (conv2d_cudnn.cu): same contracts, in the cuDNN math type of `precision`
 // (kernels/common/library_math.h): fp32 strict FP32 (no TF32 tensor cores), tf32 TF32 tensor

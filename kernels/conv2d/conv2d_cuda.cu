@@ -1,4 +1,6 @@
 // conv2d on CUDA: our own implicit-GEMM kernels for fprop, dgrad and wgrad, strict FP32 (FFMA).
+// Their TF32 tensor-core versions (conv2d_tensor_core_cuda.cu) share the operands' index math
+// (conv2d_geometry.cuh: fprop_a, dgrad_a/b, wgrad_a/b) and differ in the tile.
 //
 // Math: conv2d.h. Layout: x NCHW, w KCRS, y/dy NKPQ, contiguous f32, device pointers; every
 // launch is on current_stream() and nothing here synchronizes with the host.
@@ -47,8 +49,9 @@
 // partial edge tiles add idle lanes); dgrad runs sum over phases of 2 N Hp Wp C K Rp Sp
 // ~ 2 N (H W / (sh sw)) C K R S ~ the same, thanks to the phase split.
 // Registers (ptxas, nvcc 13.0, sm_90, fprop / dgrad / wgrad): 128 columns 127 / 128 (+ 8 bytes
-// spilled, as before the widths) / 128; 64 columns 95 / 95 / 107; 32 columns 79 / 87 / 89; no
-// spills but the one. Shared memory 16896, 12800 and 10752 bytes per block.
+// spilled, as before the widths) / 128 (+ 4 bytes spilled since the index math moved to
+// conv2d_geometry.cuh); 64 columns 95 / 95 / 107; 32 columns 79 / 87 / 91; no other spills.
+// Shared memory 16896, 12800 and 10752 bytes per block.
 // Minimal bytes (the memory floor, each tensor touched once, 4 bytes per element):
 //   fprop 4 (N C H W + K C R S + N K P Q)      (read x, w; write y; + K for the bias)
 //   dgrad 4 (N K P Q + K C R S + N C H W)      (read dy, w; write dx)
@@ -92,18 +95,11 @@ namespace {
 
 // A row-fast: thread's row m = (n, p, q) is fixed; its 4 k = (c, r, s) change every step.
 __device__ __forceinline__ void load_fprop_a(const Geometry& g, const float* __restrict__ x,
-                                             bool row_valid, int x_image, int h_base, int w_base,
-                                             int k0, int k_end, float (&v)[kStaged]) {
-  const int RS = g.R * g.S;
+                                             const FpropRow& row, int k0, int k_end,
+                                             float (&v)[kStaged]) {
 #pragma unroll
-  for (int i = 0; i < kStaged; ++i) {
-    const int k = k0 + threadIdx.x / kTileM + 2 * i;
-    const int c = k / RS, rs = k - c * RS;
-    const int r = rs / g.S, s = rs - r * g.S;
-    const int h = h_base + r * g.dh, w = w_base + s * g.dw;
-    const bool inside = row_valid && k < k_end && h >= 0 && h < g.H && w >= 0 && w < g.W;
-    v[i] = inside ? x[x_image + (c * g.H + h) * g.W + w] : 0.0f;
-  }
+  for (int i = 0; i < kStaged; ++i)
+    v[i] = fprop_a(g, x, row, k0 + threadIdx.x / kTileM + 2 * i, k_end);
 }
 
 template <int kCols>
@@ -116,13 +112,7 @@ __global__ void __launch_bounds__(kThreads, 2)
   const int m0 = blockIdx.x * kTileM, n0 = blockIdx.y * kCols;
   const int mg = threadIdx.x % 16, ng = threadIdx.x / 16;  // lanes run along m = output pixels
 
-  const int m = m0 + threadIdx.x % kTileM;  // this thread's A row (row-fast)
-  const bool row_valid = m < M;
-  const int n_img = row_valid ? m / (g.P * g.Q) : 0;
-  const int pq = row_valid ? m - n_img * g.P * g.Q : 0;
-  const int p = pq / g.Q, q = pq % g.Q;
-  const int x_image = n_img * g.C * g.H * g.W;
-  const int h_base = p * g.sh - g.ph, w_base = q * g.sw - g.pw;
+  const FpropRow a_row = fprop_row(g, m0 + threadIdx.x % kTileM);  // this thread's A row (row-fast)
 
   float acc[8][kCn] = {};
   float va[kStaged], vb[staged_values(kCols)];
@@ -133,7 +123,7 @@ __global__ void __launch_bounds__(kThreads, 2)
     const bool more = t + 1 < tiles;
     if (more) {
       const int k0 = (t + 1) * kTileK;
-      load_fprop_a(g, x, row_valid, x_image, h_base, w_base, k0, kdim, va);
+      load_fprop_a(g, x, a_row, k0, kdim, va);
       load_k_contiguous(w, g.K, kdim, n0, k0, kdim, vb);  // B[k, n] = w[n Kdim + k]
     }
     if (t >= 0) multiply_stage(stages[t & 1], mg, ng, acc);
@@ -167,22 +157,15 @@ __global__ void __launch_bounds__(kThreads, 2)
                         float* __restrict__ dx) {
   __shared__ TileStage<kCols> stages[2];
   constexpr int kCn = kCols / 16;
-  const int phase_h = blockIdx.z / g.sw, phase_w = blockIdx.z % g.sw;
-  const int Hp = phase_extent(phase_h, g.sh, g.H), Wp = phase_extent(phase_w, g.sw, g.W);
-  const int M = g.N * Hp * Wp;
+  const DgradPhase phase = dgrad_phase(g, blockIdx.z);
+  const int M = g.N * phase.Hp * phase.Wp;
   const int m0 = blockIdx.x * kTileM, n0 = blockIdx.y * kCols;
   if (m0 >= M) return;  // this phase has fewer pixels than the grid was sized for (whole block)
-  const Taps tr = phase_taps(phase_h, g.ph, g.dh, g.sh, g.R);
-  const Taps ts = phase_taps(phase_w, g.pw, g.dw, g.sw, g.S);
-  const int taps = tr.count * ts.count, kdim = g.K * taps;
+  const int kdim = g.K * phase.taps;
   const int mg = threadIdx.x % 16, ng = threadIdx.x / 16;
 
-  // This thread's A row m = (n, i, j): pixel h = phase_h + i sh, w = phase_w + j sw.
-  const int m = m0 + threadIdx.x % kTileM;
-  const bool row_valid = m < M;
-  const int n_img = row_valid ? m / (Hp * Wp) : 0;
-  const int ij = row_valid ? m - n_img * Hp * Wp : 0;
-  const int h = phase_h + (ij / Wp) * g.sh, wx = phase_w + (ij % Wp) * g.sw;
+  // This thread's A row m = (n, i, j): pixel h = phase.h + i sh, w = phase.w + j sw.
+  const DgradRow a_row = dgrad_row(g, phase, m0 + threadIdx.x % kTileM);
 
   float acc[8][kCn] = {};
   float va[kStaged], vb[staged_values(kCols)];
@@ -196,25 +179,15 @@ __global__ void __launch_bounds__(kThreads, 2)
 #pragma unroll
       for (int i = 0; i < kStaged; ++i) {
         const int k = k0 + threadIdx.x / kTileM + 2 * i;
-        const int kout = k / taps, tap = k - kout * taps;
-        const int r = tr.first + (tap / ts.count) * tr.step;
-        const int s = ts.first + (tap % ts.count) * ts.step;
-        // Exact divisions (the phase guarantees it), so p < 0 iff the numerator is negative.
-        const int p = (h + g.ph - r * g.dh) / g.sh, q = (wx + g.pw - s * g.dw) / g.sw;
-        const bool inside = row_valid && k < kdim && p >= 0 && p < g.P && q >= 0 && q < g.Q;
-        va[i] = inside ? dy[((n_img * g.K + kout) * g.P + p) * g.Q + q] : 0.0f;
+        va[i] = dgrad_a(g, dy, a_row, dgrad_tap(phase, k), k < kdim);
       }
       // B (k-fast): B[k, c] = w[kout, c, r, s].
-      {
-        const int k = k0 + threadIdx.x % kTileK;
-        const int kout = k / taps, tap = k - kout * taps;
-        const int r = tr.first + (tap / ts.count) * tr.step;
-        const int s = ts.first + (tap % ts.count) * ts.step;
+      const int k = k0 + threadIdx.x % kTileK;
+      const DgradTap tap = dgrad_tap(phase, k);
 #pragma unroll
-        for (int i = 0; i < staged_values(kCols); ++i) {
-          const int c = n0 + threadIdx.x / kTileK + 32 * i;
-          vb[i] = (k < kdim && c < g.C) ? w[((kout * g.C + c) * g.R + r) * g.S + s] : 0.0f;
-        }
+      for (int i = 0; i < staged_values(kCols); ++i) {
+        const int c = n0 + threadIdx.x / kTileK + 32 * i;
+        vb[i] = dgrad_b(g, w, tap, c, k < kdim && c < g.C);
       }
     }
     if (t >= 0) multiply_stage(stages[t & 1], mg, ng, acc);
@@ -230,13 +203,12 @@ __global__ void __launch_bounds__(kThreads, 2)
   for (int i = 0; i < 8; ++i) {
     const int row = m0 + micro_offset(mg, i);
     if (row >= M) continue;
-    const int img = row / (Hp * Wp), pix = row - img * Hp * Wp;
-    const int hh = phase_h + (pix / Wp) * g.sh, ww = phase_w + (pix % Wp) * g.sw;
+    const DgradRow pixel = dgrad_row(g, phase, row);
 #pragma unroll
     for (int j = 0; j < kCn; ++j) {
       const int c = n0 + column_offset<kCols>(ng, j);
       if (c >= g.C) continue;
-      dx[((img * g.C + c) * g.H + hh) * g.W + ww] = acc[i][j];
+      dx[((pixel.n_img * g.C + c) * g.H + pixel.h) * g.W + pixel.w] = acc[i][j];
     }
   }
 }
@@ -252,7 +224,7 @@ __global__ void __launch_bounds__(kThreads, 2)
                         int chunk, float* __restrict__ out) {
   __shared__ TileStage<kCols> stages[2];
   constexpr int kCn = kCols / 16, kStagedB = staged_values(kCols);
-  const int PQ = g.P * g.Q, RS = g.R * g.S, crs_total = g.C * RS;
+  const int PQ = g.P * g.Q, crs_total = g.C * g.R * g.S;
   const int k_begin = blockIdx.z * chunk;
   const int k_end = min(k_begin + chunk, g.N * PQ);
   const int m0 = blockIdx.x * kTileM, n0 = blockIdx.y * kCols;
@@ -260,17 +232,9 @@ __global__ void __launch_bounds__(kThreads, 2)
   const int mg = threadIdx.x % 16, ng = threadIdx.x / 16;
 
   // The 4 A rows (c, r, s) this thread loads never change: decompose them once.
-  int x_channel[kStaged], r_off[kStaged], s_off[kStaged];
-  bool row_valid[kStaged];
+  WgradRow rows[kStaged];
 #pragma unroll
-  for (int i = 0; i < kStaged; ++i) {
-    const int row = m0 + threadIdx.x / kTileK + 32 * i;
-    row_valid[i] = row < crs_total;
-    const int c = row / RS, rs = row - c * RS;
-    x_channel[i] = c * g.H * g.W;
-    r_off[i] = (rs / g.S) * g.dh;
-    s_off[i] = (rs % g.S) * g.dw;
-  }
+  for (int i = 0; i < kStaged; ++i) rows[i] = wgrad_row(g, m0 + threadIdx.x / kTileK + 32 * i);
 
   float acc[8][kCn] = {};
   float va[kStaged], vb[kStagedB];
@@ -279,22 +243,13 @@ __global__ void __launch_bounds__(kThreads, 2)
     const bool more = t + 1 < tiles;
     if (more) {
       // Both operands are k-fast and share this thread's reduction index k = (n, p, q).
-      const int k = k_begin + (t + 1) * kTileK + threadIdx.x % kTileK;
-      const bool k_valid = k < k_end;
-      const int n_img = k_valid ? k / PQ : 0, pq = k_valid ? k - n_img * PQ : 0;
-      const int h0 = (pq / g.Q) * g.sh - g.ph, w0 = (pq % g.Q) * g.sw - g.pw;
-      const int x_image = n_img * g.C * g.H * g.W;
+      const WgradStep step =
+          wgrad_step(g, k_begin + (t + 1) * kTileK + threadIdx.x % kTileK, k_end);
 #pragma unroll
-      for (int i = 0; i < kStaged; ++i) {
-        const int hh = h0 + r_off[i], ww = w0 + s_off[i];
-        const bool inside = k_valid && row_valid[i] && hh >= 0 && hh < g.H && ww >= 0 && ww < g.W;
-        va[i] = inside ? x[x_image + x_channel[i] + hh * g.W + ww] : 0.0f;
-      }
+      for (int i = 0; i < kStaged; ++i) va[i] = wgrad_a(g, x, step, rows[i]);
 #pragma unroll
-      for (int i = 0; i < kStagedB; ++i) {
-        const int kout = n0 + threadIdx.x / kTileK + 32 * i;
-        vb[i] = (k_valid && kout < g.K) ? dy[(n_img * g.K + kout) * PQ + pq] : 0.0f;
-      }
+      for (int i = 0; i < kStagedB; ++i)
+        vb[i] = wgrad_b(g, dy, step, n0 + threadIdx.x / kTileK + 32 * i);
     }
     if (t >= 0) multiply_stage(stages[t & 1], mg, ng, acc);
     if (more) {
@@ -357,6 +312,11 @@ int tile_columns(ConvTile tile, ConvPass pass, const Conv2dShape& shape) {
 }
 
 }  // namespace
+
+void conv2d_detail::launch_sum_splits(const float* partial, int splits, int total, float* dw) {
+  sum_splits_kernel<<<grid_for(total, 256), 256, 0, current_stream()>>>(partial, splits, total, dw);
+  CUDA_CHECK_LAUNCH("conv2d wgrad split-K sum, K C R S=", total, " splits=", splits);
+}
 
 void conv2d_fprop_cuda(const Conv2dShape& shape, const float* x, const float* w, const float* bias,
                        float* y, ConvTile tile) {
@@ -438,12 +398,7 @@ void conv2d_wgrad_cuda(const Conv2dShape& shape, const float* dy, const float* x
     }
     CUDA_CHECK_LAUNCH("conv2d_wgrad_cuda N=", g.N, " C=", g.C, " H=", g.H, " W=", g.W, " K=", g.K,
                       " R=", g.R, " S=", g.S, " splits=", split.splits, " tile columns=", cols);
-    if (split.splits > 1) {
-      sum_splits_kernel<<<grid_for(dw_size, 256), 256, 0, current_stream()>>>(
-          workspace, split.splits, static_cast<int>(dw_size), dw);
-      CUDA_CHECK_LAUNCH("conv2d_wgrad_cuda split-K sum, K=", g.K, " CRS=", dw_size / g.K,
-                        " splits=", split.splits);
-    }
+    if (split.splits > 1) launch_sum_splits(workspace, split.splits, int(dw_size), dw);
   }
   if (db != nullptr) {
     const unsigned blocks = static_cast<unsigned>(std::min(g.K, 65535));

@@ -1,5 +1,5 @@
-// conv2d_cuda.cu, conv2d_dgrad_direct_cuda.cu in a build without CUDA: every function throws
-// (kernels/common/cuda_stub.h).
+// conv2d_cuda.cu, conv2d_dgrad_direct_cuda.cu, conv2d_tensor_core_cuda.cu in a build without CUDA:
+// every function throws (kernels/common/cuda_stub.h).
 #include "kernels/common/cuda_stub.h"
 #include "kernels/conv2d/conv2d.h"
 
@@ -25,6 +25,25 @@ int64_t conv2d_wgrad_cuda_workspace_size(const Conv2dShape&, ConvTile) {
 void conv2d_wgrad_cuda(const Conv2dShape&, const float*, const float*, float*, float*, float*,
                        ConvTile) {
   no_cuda("conv2d_wgrad_cuda");
+}
+
+void conv2d_fprop_tensor_core_cuda(const Conv2dShape&, const float*, const float*, const float*,
+                                   float*, Precision) {
+  no_cuda("conv2d_fprop_tensor_core_cuda");
+}
+
+void conv2d_dgrad_tensor_core_cuda(const Conv2dShape&, const float*, const float*, float*,
+                                   Precision) {
+  no_cuda("conv2d_dgrad_tensor_core_cuda");
+}
+
+int64_t conv2d_wgrad_tensor_core_cuda_workspace_size(const Conv2dShape&, Precision) {
+  no_cuda("conv2d_wgrad_tensor_core_cuda_workspace_size");
+}
+
+void conv2d_wgrad_tensor_core_cuda(const Conv2dShape&, const float*, const float*, float*, float*,
+                                   float*, Precision) {
+  no_cuda("conv2d_wgrad_tensor_core_cuda");
 }
 
 }  // namespace engine::kernels

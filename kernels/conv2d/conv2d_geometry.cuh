@@ -1,7 +1,9 @@
-// What conv2d's CUDA kernels share (conv2d_cuda.cu: the implicit GEMMs;
-// conv2d_dgrad_direct_cuda.cu: dgrad one pixel per thread): the shape in 32-bit integers, checked
-// once on the host, and the stride "phases" of dgrad. Internal to kernels/conv2d; the contracts are
-// in conv2d.h.
+// What conv2d's CUDA kernels share (conv2d_cuda.cu: the FP32 implicit GEMMs;
+// conv2d_tensor_core_cuda.cu: the TF32 ones; conv2d_dgrad_direct_cuda.cu: dgrad one pixel per
+// thread): the shape in 32-bit integers, checked once on the host, the stride "phases" of dgrad,
+// and the implicit GEMMs' index math (where element (m, k) of each pass's A and B comes from:
+// the table in conv2d_cuda.cu's header). Internal to kernels/conv2d; the contracts are in
+// conv2d.h.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -88,6 +90,151 @@ __device__ __forceinline__ int phase_extent(int phase, int stride, int size) {
   return phase < size ? (size - phase + stride - 1) / stride : 0;
 }
 
+// ---- the implicit GEMMs' operands (conv2d_cuda.cu's table), one definition for every tile ----
+
+// fprop's A row m = (n, p, q): the image's offset in x and the top-left input pixel of its
+// window (before dilation and padding are applied per tap).
+struct FpropRow {
+  bool valid;  // m < N P Q
+  int x_image, h_base, w_base;
+};
+
+__device__ __forceinline__ FpropRow fprop_row(const Geometry& g, int m) {
+  FpropRow row;
+  row.valid = m < g.N * g.P * g.Q;
+  const int n_img = row.valid ? m / (g.P * g.Q) : 0;
+  const int pq = row.valid ? m - n_img * g.P * g.Q : 0;
+  row.x_image = n_img * g.C * g.H * g.W;
+  row.h_base = (pq / g.Q) * g.sh - g.ph;
+  row.w_base = (pq % g.Q) * g.sw - g.pw;
+  return row;
+}
+
+// fprop's A[m, k], k = (c, r, s): x[n, c, p sh - ph + r dh, q sw - pw + s dw]; zero for padding,
+// for k >= k_end and for a row past the end.
+__device__ __forceinline__ float fprop_a(const Geometry& g, const float* __restrict__ x,
+                                         const FpropRow& row, int k, int k_end) {
+  const int RS = g.R * g.S;
+  const int c = k / RS, rs = k - c * RS;
+  const int r = rs / g.S, s = rs - r * g.S;
+  const int h = row.h_base + r * g.dh, w = row.w_base + s * g.dw;
+  const bool inside = row.valid && k < k_end && h >= 0 && h < g.H && w >= 0 && w < g.W;
+  return inside ? x[row.x_image + (c * g.H + h) * g.W + w] : 0.0f;
+}
+
+// dgrad's phase (blockIdx.z = phase_h sw + phase_w): its pixels' extent and its valid taps.
+struct DgradPhase {
+  int h, w;    // the phase: pixels h = phase.h + i sh, w = phase.w + j sw
+  int Hp, Wp;  // pixels of the phase along each axis
+  Taps tr, ts;
+  int taps;  // tr.count ts.count: the reduction is (kout, tap), K taps long
+};
+
+__device__ __forceinline__ DgradPhase dgrad_phase(const Geometry& g, int z) {
+  DgradPhase phase;
+  phase.h = z / g.sw;
+  phase.w = z % g.sw;
+  phase.Hp = phase_extent(phase.h, g.sh, g.H);
+  phase.Wp = phase_extent(phase.w, g.sw, g.W);
+  phase.tr = phase_taps(phase.h, g.ph, g.dh, g.sh, g.R);
+  phase.ts = phase_taps(phase.w, g.pw, g.dw, g.sw, g.S);
+  phase.taps = phase.tr.count * phase.ts.count;
+  return phase;
+}
+
+// dgrad's A row m = (n, i, j) of a phase: the input pixel (n, h, w) it computes.
+struct DgradRow {
+  bool valid;  // m < N Hp Wp
+  int n_img, h, w;
+};
+
+__device__ __forceinline__ DgradRow dgrad_row(const Geometry& g, const DgradPhase& phase, int m) {
+  DgradRow row;
+  row.valid = m < g.N * phase.Hp * phase.Wp;
+  row.n_img = row.valid ? m / (phase.Hp * phase.Wp) : 0;
+  const int ij = row.valid ? m - row.n_img * phase.Hp * phase.Wp : 0;
+  row.h = phase.h + (ij / phase.Wp) * g.sh;
+  row.w = phase.w + (ij % phase.Wp) * g.sw;
+  return row;
+}
+
+// dgrad's reduction index k = (kout, tap) as the output channel and the filter tap (r, s).
+struct DgradTap {
+  int kout, r, s;
+};
+
+__device__ __forceinline__ DgradTap dgrad_tap(const DgradPhase& phase, int k) {
+  DgradTap tap;
+  tap.kout = k / phase.taps;
+  const int t = k - tap.kout * phase.taps;
+  tap.r = phase.tr.first + (t / phase.ts.count) * phase.tr.step;
+  tap.s = phase.ts.first + (t % phase.ts.count) * phase.ts.step;
+  return tap;
+}
+
+// dgrad's A[m, k]: dy[n, kout, p, q] with p = (h + ph - r dh) / sh and q likewise, divisions
+// exact (the phase guarantees it, so p < 0 iff the numerator is); zero outside dy, for !k_valid
+// and for a row past the end.
+__device__ __forceinline__ float dgrad_a(const Geometry& g, const float* __restrict__ dy,
+                                         const DgradRow& row, const DgradTap& tap, bool k_valid) {
+  const int p = (row.h + g.ph - tap.r * g.dh) / g.sh, q = (row.w + g.pw - tap.s * g.dw) / g.sw;
+  const bool inside = row.valid && k_valid && p >= 0 && p < g.P && q >= 0 && q < g.Q;
+  return inside ? dy[((row.n_img * g.K + tap.kout) * g.P + p) * g.Q + q] : 0.0f;
+}
+
+// dgrad's B[k, c] = w[kout, c, r, s]; zero unless `valid` (k < K taps and c < C).
+__device__ __forceinline__ float dgrad_b(const Geometry& g, const float* __restrict__ w,
+                                         const DgradTap& tap, int c, bool valid) {
+  return valid ? w[((tap.kout * g.C + c) * g.R + tap.r) * g.S + tap.s] : 0.0f;
+}
+
+// wgrad's A row (c, r, s) (dW transposed): the channel's offset in an image of x and the tap's
+// offsets from the window's corner.
+struct WgradRow {
+  bool valid;  // row < C R S
+  int x_channel, r_off, s_off;
+};
+
+__device__ __forceinline__ WgradRow wgrad_row(const Geometry& g, int crs) {
+  const int RS = g.R * g.S;
+  const int c = crs / RS, rs = crs - c * RS;
+  return WgradRow{crs < g.C * RS, c * g.H * g.W, (rs / g.S) * g.dh, (rs % g.S) * g.dw};
+}
+
+// wgrad's reduction index k = (n, p, q), below k_end: the output pixel and its window's corner.
+struct WgradStep {
+  bool valid;  // k < k_end
+  int n_img, pq, h0, w0, x_image;
+};
+
+__device__ __forceinline__ WgradStep wgrad_step(const Geometry& g, int k, int k_end) {
+  WgradStep step;
+  const int PQ = g.P * g.Q;
+  step.valid = k < k_end;
+  step.n_img = step.valid ? k / PQ : 0;
+  step.pq = step.valid ? k - step.n_img * PQ : 0;
+  step.h0 = (step.pq / g.Q) * g.sh - g.ph;
+  step.w0 = (step.pq % g.Q) * g.sw - g.pw;
+  step.x_image = step.n_img * g.C * g.H * g.W;
+  return step;
+}
+
+// wgrad's A[(c, r, s), (n, p, q)] = x[n, c, p sh - ph + r dh, q sw - pw + s dw], zero for padding
+// and outside the rows or the chunk.
+__device__ __forceinline__ float wgrad_a(const Geometry& g, const float* __restrict__ x,
+                                         const WgradStep& step, const WgradRow& row) {
+  const int hh = step.h0 + row.r_off, ww = step.w0 + row.s_off;
+  const bool inside = step.valid && row.valid && hh >= 0 && hh < g.H && ww >= 0 && ww < g.W;
+  return inside ? x[step.x_image + row.x_channel + hh * g.W + ww] : 0.0f;
+}
+
+// wgrad's B[(n, p, q), kout] = dy[n, kout, p, q], zero outside K or the chunk.
+__device__ __forceinline__ float wgrad_b(const Geometry& g, const float* __restrict__ dy,
+                                         const WgradStep& step, int kout) {
+  const int PQ = g.P * g.Q;
+  return step.valid && kout < g.K ? dy[(step.n_img * g.K + kout) * PQ + step.pq] : 0.0f;
+}
+
 // conv2d_dgrad_cuda hands dgrad to the direct kernel when C <= kDirectDgradDefaultMaxC (a first
 // layer; the GEMM's 128-column tile would be mostly zeros), conv2d_dgrad_direct_cuda takes any
 // C <= kDirectDgradMaxC; both need ceil(C / 4) R S <= kDirectDgradFilterTaps (one filter chunk
@@ -106,5 +253,9 @@ inline void check_dgrad_phases(const Geometry& g, const char* op) {
 // phases); `op` names the caller in a launch error.
 void launch_dgrad_direct(const Geometry& g, const float* dy, const float* w, float* dx,
                          const char* op);
+
+// wgrad's split-K second pass (conv2d_cuda.cu): dw[i] = sum over s = 0, 1, ... of
+// partial[s total + i], in that order, for i < total.
+void launch_sum_splits(const float* partial, int splits, int total, float* dw);
 
 }  // namespace engine::kernels::conv2d_detail
