@@ -61,6 +61,7 @@ std::vector<float> all_gather(const float* data, size_t count);
 std::vector<int64_t> all_gather(const int64_t* data, size_t count);
 // As above, with a count that may differ per rank.
 std::vector<float> all_gather_varying(const std::vector<float>& data);
+std::vector<double> all_gather_varying(const std::vector<double>& data);
 std::vector<int64_t> all_gather_varying(const std::vector<int64_t>& data);
 std::vector<char> all_gather_varying(const std::vector<char>& data);
 

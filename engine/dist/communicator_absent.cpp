@@ -38,6 +38,7 @@ std::vector<int64_t> all_gather(const int64_t* data, size_t count) {
   return std::vector<int64_t>(data, data + count);
 }
 std::vector<float> all_gather_varying(const std::vector<float>& data) { return data; }
+std::vector<double> all_gather_varying(const std::vector<double>& data) { return data; }
 std::vector<int64_t> all_gather_varying(const std::vector<int64_t>& data) { return data; }
 std::vector<char> all_gather_varying(const std::vector<char>& data) { return data; }
 

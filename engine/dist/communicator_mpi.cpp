@@ -228,6 +228,9 @@ std::vector<int64_t> all_gather(const int64_t* data, size_t count) {
 std::vector<float> all_gather_varying(const std::vector<float>& data) {
   return gather_varying(data, MPI_FLOAT);
 }
+std::vector<double> all_gather_varying(const std::vector<double>& data) {
+  return gather_varying(data, MPI_DOUBLE);
+}
 std::vector<int64_t> all_gather_varying(const std::vector<int64_t>& data) {
   return gather_varying(data, MPI_INT64_T);
 }

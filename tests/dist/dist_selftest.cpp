@@ -42,6 +42,17 @@ void check_collectives() {
     for (int k = 0; k <= r; ++k) ENGINE_CHECK(all.at(at++) == r, "all_gather_varying");
   }
   ENGINE_CHECK(at == all.size(), "all_gather_varying: ", all.size(), " values");
+  // all_gather_varying of doubles (the bytes, exactly): rank r sends r / 3 and 1e300 + r
+  // (not floats), rank 0 nothing when there are more than one.
+  std::vector<double> thirds;
+  if (w.rank > 0 || w.size == 1) thirds = {w.rank / 3.0, 1e300 + w.rank};
+  const std::vector<double> all_thirds = dist::all_gather_varying(thirds);
+  at = 0;
+  for (int r = w.size == 1 ? 0 : 1; r < w.size; ++r) {
+    ENGINE_CHECK(all_thirds.at(at++) == r / 3.0, "all_gather_varying(double)");
+    ENGINE_CHECK(all_thirds.at(at++) == 1e300 + r, "all_gather_varying(double)");
+  }
+  ENGINE_CHECK(at == all_thirds.size(), "all_gather_varying(double): ", all_thirds.size());
   char word[8] = "none";
   if (w.rank == 0) std::strcpy(word, "root");
   dist::broadcast(word, sizeof word, 0);

@@ -102,7 +102,7 @@ TEST_CASE("micro-batches: configs that cannot be cut are refused naming the key"
   CHECK_THAT(refusal(cut), Contains("train.micro_batches 3 x 1 rank = 3 micro-batches"));
 
   cut["train"] = {{"micro_batches", 2}, {"mining_scope", "global"}};
-  CHECK_THAT(refusal(cut), Contains("config key 'train.mining_scope': 'global'"));
+  CHECK(refusal(cut) == "");  // triplet loss, no defense (global_mining_test.cpp: the refusals)
   cut["train"] = {{"micro_batches", 2}, {"batch_norm", "synchronized"}};
   CHECK_THAT(refusal(cut), Contains("config key 'train.batch_norm': 'synchronized'"));
   CHECK_THAT(refusal(cut), Contains("use train.micro_batches 1"));
@@ -155,4 +155,19 @@ TEST_CASE("gradient buckets: reverse parameter order, started during the last ba
   CHECK(b.grad().to_vector() == std::vector<double>{52.5});
   CHECK(a.grad().to_vector() == std::vector<double>{17.5, 52.5});
   CHECK(d.grad().to_vector() == std::vector<double>{0.5});
+}
+
+TEST_CASE("global mining: refused where the loss mines nothing or a defense attacks", "[tools]") {
+  json cut = {{"sampler", {{"pairs_per_batch", 8}}},
+              {"train", {{"micro_batches", 2}, {"mining_scope", "global"}}}};
+  CHECK(refusal(cut) == "");
+  cut["loss"] = {{"name", "contrastive"}};
+  CHECK(refusal(cut) == "");
+  cut["loss"] = {{"name", "multi_similarity"}};
+  CHECK_THAT(refusal(cut), Contains("config key 'train.mining_scope': 'global'"));
+  CHECK_THAT(refusal(cut), Contains("loss 'multi_similarity'"));
+  cut["loss"] = {{"name", "triplet"}};
+  cut["defense"] = {{"name", "est"}};
+  CHECK_THAT(refusal(cut), Contains("is not built for a defense"));
+  CHECK_THAT(refusal(cut), Contains("train.micro_batches 2 x 1 rank = 2 micro-batches"));
 }

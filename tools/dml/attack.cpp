@@ -11,11 +11,14 @@
 #include <string>
 
 #include "attacks/attack.h"
+#include "engine/dist/communicator.h"
 #include "kernels/common/check.h"
+#include "tools/dml/args.h"
 #include "tools/dml/attack_blackbox.h"
 #include "tools/dml/attack_runner.h"
 #include "tools/dml/attack_setup.h"
 #include "tools/dml/commands.h"
+#include "tools/dml/distributed.h"
 #include "tools/dml/output_files.h"
 
 namespace dml {
@@ -47,6 +50,21 @@ const char kUsage[] =
     "                      the white-box attack on --checkpoint, with the gradient-masking flag\n"
     "                      (also for a black-box spec, nes=N: docs/attacks.md)\n";
 
+// `mpirun -n N dml attack` splits the white-box attack's batches over the ranks
+// (docs/distributed.md); what it does not split is refused instead of run N times.
+void refuse_unsplit_attack(const attacks::AttackSpec& spec, const std::string& source_checkpoint,
+                           const std::string& save_adversarial) {
+  const std::string ranks = std::to_string(engine::dist::world().size) + " MPI ranks";
+  if (!source_checkpoint.empty() || spec.nes.population > 0) {
+    throw UsageError("--source-checkpoint and NES (nes=) attacks run in one process; started as " +
+                     ranks + " (docs/distributed.md)");
+  }
+  if (!save_adversarial.empty()) {
+    throw UsageError("--save-adversarial writes from one process; started as " + ranks +
+                     " (docs/distributed.md)");
+  }
+}
+
 }  // namespace
 
 int run_attack_command(Args& args) {
@@ -75,7 +93,11 @@ int run_attack_command(Args& args) {
   }
   options.run.dump_dir = dump_dir;
   options.run.save_adversarial = save_adversarial;
+  const bool several_ranks = engine::dist::world().size > 1;
+  if (several_ranks) refuse_unsplit_attack(spec, source_checkpoint, save_adversarial);
+  options.run.split_over_ranks = several_ranks;
   AttackSetup setup = setup_attack(options);
+  if (!writes_results()) setup.run.progress = false;  // several MPI ranks: rank 0 shows progress
   complete_spec(spec, setup.dataset);
   if (!source_checkpoint.empty() || spec.nes.population > 0) {
     std::unique_ptr<TransferSource> source;
@@ -87,6 +109,7 @@ int run_attack_command(Args& args) {
   }
   const AttackSummary s =
       run_attack(*setup.trained.model, setup.images, setup.gallery, spec, setup.run);
+  if (!writes_results()) return 0;  // several MPI ranks: rank 0 prints
   if (setup.json) {
     std::printf("%s\n", attack_summary_json(s).dump().c_str());
     return 0;

@@ -10,9 +10,11 @@
 #include <memory>
 
 #include "data/png_writer.h"
+#include "engine/dist/communicator.h"
 #include "engine/io/npy.h"
 #include "engine/random.h"
 #include "kernels/common/check.h"
+#include "tools/dml/distributed.h"
 #include "tools/dml/split_stream.h"
 
 namespace dml {
@@ -43,6 +45,56 @@ void dump_pairs(const std::string& dir, const std::string& label, const engine::
   }
 }
 
+// The random blocks that attacking one full batch draws from the attack's stream, counted on
+// batch 0 with a copy of the stream: a batch's draws (the plan's selection, the random start's
+// seed) depend on the number of rows, the gallery and the spec, not on the pixels, nor on the
+// PGD steps (pgd_attack draws from its own seed), so one step is attacked. Every later full
+// batch of the run is checked to draw as many (run_attack).
+uint64_t full_batch_blocks(models::Model& model, const SplitImages& split,
+                           const attacks::Gallery& gallery, const attacks::AttackSpec& spec,
+                           int64_t batch_size, const attacks::AttackOptions& options,
+                           const engine::Generator& gen) {
+  attacks::AttackSpec one_step = spec;
+  one_step.pgd.steps = 1;
+  engine::Generator copy = gen;
+  const int64_t rows = std::min<int64_t>(batch_size, static_cast<int64_t>(split.labels.size()));
+  for_each_split_batch_in(
+      *split.dataset, rows, batch_size, 0, 1, [&](int64_t, const engine::Tensor& images) {
+        std::vector<int64_t> labels(split.labels.begin(), split.labels.begin() + rows);
+        std::vector<int64_t> self_index(static_cast<size_t>(rows));
+        for (int64_t i = 0; i < rows; ++i) self_index[static_cast<size_t>(i)] = i;
+        attacks::attack_batch(model, images, labels, self_index, gallery, one_step, copy, options);
+      });
+  return copy.offset - gen.offset;
+}
+
+// The batches this process attacks: all of them, or with split_over_ranks its share over the MPI
+// ranks, `gen` then moved to where a single process's stream is at the share's first batch.
+struct ProcessBatches {
+  engine::dist::Share share;
+  uint64_t blocks_per_batch = 0;  // what one full batch draws, where counted (else 0)
+};
+ProcessBatches batches_of_this_process(models::Model& model, const SplitImages& split,
+                                       const attacks::Gallery& gallery,
+                                       const attacks::AttackSpec& spec,
+                                       const AttackRunSettings& settings,
+                                       const attacks::AttackOptions& options, int64_t batches,
+                                       engine::Generator& gen) {
+  ProcessBatches process{engine::dist::Share{0, batches}, 0};
+  if (!settings.split_over_ranks) return process;
+  ENGINE_CHECK(spec.nes.population == 0 && settings.source_model == nullptr &&
+                   settings.save_adversarial.empty(),
+               "run_attack: only a white-box attack without save_adversarial is split over ranks");
+  const engine::dist::World& world = engine::dist::world();
+  process.share = engine::dist::share_of(batches, world.rank, world.size);
+  if (process.share.begin > 0) {
+    process.blocks_per_batch =
+        full_batch_blocks(model, split, gallery, spec, settings.batch_size, options, gen);
+    gen.offset += static_cast<uint64_t>(process.share.begin) * process.blocks_per_batch;
+  }
+  return process;
+}
+
 }  // namespace
 
 AttackSummary run_attack(models::Model& model, const SplitImages& split,
@@ -64,6 +116,15 @@ AttackSummary run_attack(models::Model& model, const SplitImages& split,
   options.restart = settings.restart;
   engine::Generator gen(attacks::attack_stream_seed(settings.seed, spec));
   const int64_t batches = (n + settings.batch_size - 1) / settings.batch_size;
+  // This process's batches: all of them, or its share over MPI ranks.
+  const ProcessBatches process =
+      batches_of_this_process(model, split, gallery, spec, settings, options, batches, gen);
+  const engine::dist::Share mine = process.share;
+  const uint64_t blocks_per_batch = process.blocks_per_batch;
+  const int64_t first_image = mine.begin * settings.batch_size;
+  const int64_t last_image = std::min(n, mine.end * settings.batch_size);
+  // Several ranks: this rank's per-image values of each measure, gathered after the last batch.
+  std::vector<std::vector<double>> clean_values, adversarial_values;
   const bool tty = isatty(fileno(stderr)) != 0;
   // Opened before the first batch, so a path that cannot be written fails before any work.
   std::unique_ptr<engine::NpyRowWriter> adversarial_file;
@@ -80,18 +141,28 @@ AttackSummary run_attack(models::Model& model, const SplitImages& split,
     std::vector<int64_t> labels(split.labels.begin() + begin, split.labels.begin() + end);
     std::vector<int64_t> self_index(static_cast<size_t>(end - begin));
     for (int64_t i = begin; i < end; ++i) self_index[static_cast<size_t>(i - begin)] = i;
+    const uint64_t offset_before = gen.offset;
     const attacks::BatchResult r =
         settings.source_model != nullptr
             ? attacks::transfer_attack_batch(*settings.source_model, *settings.source_gallery,
                                              model, gallery, images, labels, self_index, spec, gen,
                                              options)
             : attacks::attack_batch(model, images, labels, self_index, gallery, spec, gen, options);
+    ENGINE_CHECK(blocks_per_batch == 0 || images.size(0) < settings.batch_size ||
+                     gen.offset - offset_before == blocks_per_batch,
+                 "run_attack: batch ", batch + 1, " drew ", gen.offset - offset_before,
+                 " random blocks, batch 1 ", blocks_per_batch,
+                 ": the draws depend on more than a batch's size, so ranks cannot skip them");
     summary.queries_per_image = r.queries_per_image;
-    if (batch == 0) {
-      summary.objective_first_batch = r.objective;
+    if (summary.names.empty()) {  // this process's first batch
       for (const auto& [name, values] : r.clean) summary.names.push_back(name);
       sum_clean.assign(summary.names.size(), 0.0);
       sum_adversarial.assign(summary.names.size(), 0.0);
+      clean_values.resize(summary.names.size());
+      adversarial_values.resize(summary.names.size());
+    }
+    if (batch == 0) {
+      summary.objective_first_batch = r.objective;
       if (!settings.dump_dir.empty()) {
         dump_pairs(settings.dump_dir, summary.label, images, r.adversarial_images, begin,
                    settings.dump_count);
@@ -102,6 +173,12 @@ AttackSummary run_attack(models::Model& model, const SplitImages& split,
     for (size_t m = 0; m < summary.names.size(); ++m) {
       for (double v : r.clean[m].second) sum_clean[m] += v;
       for (double v : r.adversarial[m].second) sum_adversarial[m] += v;
+      if (settings.split_over_ranks) {
+        const std::vector<double>& c = r.clean[m].second;
+        const std::vector<double>& a = r.adversarial[m].second;
+        clean_values[m].insert(clean_values[m].end(), c.begin(), c.end());
+        adversarial_values[m].insert(adversarial_values[m].end(), a.begin(), a.end());
+      }
     }
     attacks::PerturbationReport& worst = summary.perturbation;
     worst.max_delta = std::max(worst.max_delta, r.perturbation.max_delta);
@@ -112,19 +189,25 @@ AttackSummary run_attack(models::Model& model, const SplitImages& split,
     if (settings.progress) {
       const double seconds =
           std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-      const double eta = seconds / static_cast<double>(end) * static_cast<double>(n - end);
+      const double eta =
+          seconds / static_cast<double>(end - first_image) * static_cast<double>(last_image - end);
       std::fprintf(
           stderr, "%s%-6s batch %lld/%lld  %lld/%lld images  %s %.2f -> %.2f  %.0fs (eta %.0fs)%s",
           tty ? "\r" : "", summary.label.c_str(), static_cast<long long>(batch + 1),
           static_cast<long long>(batches), static_cast<long long>(end), static_cast<long long>(n),
           summary.names[0].c_str(), sum_clean[0] / static_cast<double>(end),
           sum_adversarial[0] / static_cast<double>(end), seconds, eta,
-          tty && batch + 1 < batches ? "\x1b[K" : "\n");
+          tty && batch + 1 < mine.end ? "\x1b[K" : "\n");
       std::fflush(stderr);
     }
   };
-  for_each_split_batch(*split.dataset, n, settings.batch_size, attack_one_batch);
+  for_each_split_batch_in(*split.dataset, n, settings.batch_size, mine.begin, mine.end,
+                          attack_one_batch);
   if (adversarial_file) adversarial_file->finish();
+  if (settings.split_over_ranks) {
+    gather_split_attack(summary, clean_values, adversarial_values, sum_clean, sum_adversarial);
+    summary.images = n;
+  }
   for (size_t m = 0; m < summary.names.size(); ++m) {
     summary.clean.push_back(sum_clean[m] / static_cast<double>(n));
     summary.adversarial.push_back(sum_adversarial[m] / static_cast<double>(n));

@@ -10,6 +10,7 @@
 #include "engine/ops.h"
 #include "kernels/common/check.h"
 #include "tools/dml/args.h"
+#include "tools/dml/global_mining.h"
 
 namespace dml {
 
@@ -50,13 +51,7 @@ void check_micro_batches(const TrainConfig& config) {
                      std::to_string(config.pairs_per_batch) +
                      " pairs, the global batch) does not divide by the " + step_cut(config));
   }
-  if (config.mining_scope == "global") {
-    throw UsageError(
-        "config key 'train.mining_scope': 'global' (an all-gather of every micro-batch's "
-        "embeddings and labels, PML's DistributedLossWrapper) is not built; use 'local' (each "
-        "micro-batch mines within its rows, robrank's choice) with " +
-        step_cut(config));
-  }
+  if (config.mining_scope == "global") check_global_mining(config, step_cut(config));
   if (config.batch_norm == "synchronized" && config.micro_batches > 1) {
     throw UsageError(
         "config key 'train.batch_norm': 'synchronized' sums the statistics over the ranks, but a "

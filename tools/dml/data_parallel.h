@@ -33,11 +33,11 @@ int64_t micro_batches_per_step(const TrainConfig& config);
 
 // UsageError, naming the config key and the world size, when the run cannot be cut into
 // micro-batches as configured: a global batch (sampler.pairs_per_batch) that G does not divide,
-// the m_per_class sampler, train.mining_scope "global" (not built), train.batch_norm
-// "synchronized" with train.micro_batches > 1 (a rank's micro-batches run one after another, so
-// their statistics cannot be summed before each normalizes), an HM defense whose destination reads
-// the previous step's adversarial loss (that state would be one micro-batch's, not the batch's).
-// Passes when G is 1.
+// the m_per_class sampler, train.mining_scope "global" where global_mining.h refuses it,
+// train.batch_norm "synchronized" with train.micro_batches > 1 (a rank's micro-batches run one
+// after another, so their statistics cannot be summed before each normalizes), an HM defense whose
+// destination reads the previous step's adversarial loss (that state would be one micro-batch's,
+// not the batch's). Passes when G is 1.
 void check_micro_batches(const TrainConfig& config);
 
 // The rows of micro-batch g (of G) of an SPC-2 batch [a0, p0, a1, p1, ...]: its share of the

@@ -1,6 +1,7 @@
 // Header: tools/dml/distributed.h.
 #include "tools/dml/distributed.h"
 
+#include <algorithm>
 #include <cstring>
 #include <string>
 
@@ -16,10 +17,9 @@ namespace {
 
 // The subcommands whose work is divided over ranks, with results equal to a single process's
 // (train: equal to one process with train.micro_batches = ranks x micro_batches; data_parallel.h).
-// Within one attack, `dml attack` and `dml ers` draw every batch's targets from one generator
-// stream that runs on from batch to batch, so a rank cannot start at its first batch without the
-// draws of the ones before it (docs/distributed.md, "What is not distributed yet").
-const char* const kDistributedSubcommands[] = {"eval", "ers", "train"};
+// `dml attack` splits its batches, a rank's attack stream skipping the earlier batches' draws
+// (attack_runner.h, split_over_ranks); `dml ers` divides whole attacks (runs_attack_here).
+const char* const kDistributedSubcommands[] = {"eval", "ers", "train", "attack"};
 
 }  // namespace
 
@@ -65,6 +65,58 @@ void gather_attack_summaries(std::vector<AttackSummary>& summaries) {
   }
   for (const AttackSummary& s : summaries) {
     ENGINE_CHECK(!s.spec.empty(), "gather_attack_summaries: an attack no rank ran");
+  }
+}
+
+namespace {
+
+// The sum of `values` (this rank's part of one measure) over all ranks' parts in rank order, which
+// is image order: each added in turn to 0.0, as run_attack's single-process running sum.
+double sum_in_image_order(const std::vector<double>& values) {
+  double sum = 0.0;
+  for (double v : engine::dist::all_gather_varying(values)) sum += v;
+  return sum;
+}
+
+}  // namespace
+
+void gather_split_attack(AttackSummary& summary,
+                         const std::vector<std::vector<double>>& clean_values,
+                         const std::vector<std::vector<double>>& adversarial_values,
+                         std::vector<double>& sum_clean, std::vector<double>& sum_adversarial) {
+  // The names, from the first rank that attacked a batch (rank 0 always does): "name\n"...
+  std::string names;
+  for (const std::string& name : summary.names) names += name + "\n";
+  std::vector<char> text(names.begin(), names.end());
+  text.push_back('\0');
+  const std::vector<char> all_names = engine::dist::all_gather_varying(text);
+  const std::string first(all_names.data());  // rank 0's, up to its '\0'
+  ENGINE_CHECK(!first.empty(), "gather_split_attack: rank 0 attacked no batch");
+  summary.names.clear();
+  for (size_t at = 0; at < first.size();) {
+    const size_t newline = first.find('\n', at);
+    summary.names.push_back(first.substr(at, newline - at));
+    at = newline + 1;
+  }
+  const size_t measures = summary.names.size();
+  sum_clean.assign(measures, 0.0);
+  sum_adversarial.assign(measures, 0.0);
+  const std::vector<double> none;
+  for (size_t m = 0; m < measures; ++m) {
+    sum_clean[m] = sum_in_image_order(m < clean_values.size() ? clean_values[m] : none);
+    sum_adversarial[m] =
+        sum_in_image_order(m < adversarial_values.size() ? adversarial_values[m] : none);
+  }
+  // The perturbation report: the largest max|delta|, the NaN count's sum, the pixel range.
+  attacks::PerturbationReport& p = summary.perturbation;
+  const std::vector<double> reports = engine::dist::all_gather_varying(
+      std::vector<double>{p.max_delta, static_cast<double>(p.nan_count), p.min_pixel, p.max_pixel});
+  p.nan_count = 0;
+  for (size_t at = 0; at + 4 <= reports.size(); at += 4) {
+    p.max_delta = std::max(p.max_delta, reports[at]);
+    p.nan_count += static_cast<int64_t>(reports[at + 1]);
+    p.min_pixel = std::min(p.min_pixel, reports[at + 2]);
+    p.max_pixel = std::max(p.max_pixel, reports[at + 3]);
   }
 }
 

@@ -28,4 +28,15 @@ bool runs_attack_here(size_t attack_index);
 // text (doubles round-trip exactly). Every rank takes part.
 void gather_attack_summaries(std::vector<AttackSummary>& summaries);
 
+// `dml attack` over several ranks (AttackRunSettings::split_over_ranks): after each rank attacked
+// its share of the batches, with `clean_values` and `adversarial_values` its images' values of
+// each measure (in image order; empty on a rank that had no batch), every rank gets the whole
+// run's: the measures' names, the sums over all images added in image order (so equal bit for
+// bit to a single process's running sums) and the perturbation report's worst case. Every rank
+// takes part.
+void gather_split_attack(AttackSummary& summary,
+                         const std::vector<std::vector<double>>& clean_values,
+                         const std::vector<std::vector<double>>& adversarial_values,
+                         std::vector<double>& sum_clean, std::vector<double>& sum_adversarial);
+
 }  // namespace dml

@@ -94,6 +94,16 @@ std::unique_ptr<engine::optim::Optimizer> make_loss_optimizer(const TrainConfig&
 // One batch's loss. The triplet branch is the computation `dml train` has always done (mining
 // with the loss margin as semihard's band, then the triplet loss); the other miners' users do the
 // same with their own loss. Losses without a miner draw nothing from `mining`.
+engine::Tensor loss_on_triplets(const TrainConfig& config, const engine::Tensor& embeddings,
+                                const losses::Triplets& triplets) {
+  ENGINE_CHECK(config.loss == Loss::Triplet || config.loss == Loss::Contrastive,
+               "loss_on_triplets: loss ", loss_name(config.loss), " takes no mined triplets");
+  if (config.loss == Loss::Triplet) {
+    return losses::triplet_loss(embeddings, triplets, config.metric, config.margin);
+  }
+  return losses::contrastive_loss(embeddings, triplets, config.metric, config.margin);
+}
+
 engine::Tensor compute_loss(const TrainConfig& config, const TrainingLoss& loss,
                             const engine::Tensor& embeddings, const engine::Tensor& labels,
                             engine::Generator& mining) {
@@ -103,10 +113,7 @@ engine::Tensor compute_loss(const TrainConfig& config, const TrainingLoss& loss,
     case Loss::Contrastive: {
       const losses::Triplets triplets =
           losses::mine_triplets(embeddings, labels, config.miner, metric, mining, config.margin);
-      if (config.loss == Loss::Triplet) {
-        return losses::triplet_loss(embeddings, triplets, metric, config.margin);
-      }
-      return losses::contrastive_loss(embeddings, triplets, metric, config.margin);
+      return loss_on_triplets(config, embeddings, triplets);
     }
     case Loss::Margin:
       return loss.margin->spc2_loss(embeddings, labels, config.miner, mining);

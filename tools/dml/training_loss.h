@@ -48,4 +48,10 @@ engine::Tensor compute_loss(const TrainConfig& config, const TrainingLoss& loss,
                             const engine::Tensor& embeddings, const engine::Tensor& labels,
                             engine::Generator& mining);
 
+// The triplet or contrastive loss (config.loss) on mined `triplets` into `embeddings`: what
+// compute_loss does after mining, and what global mining (global_mining.h) evaluates on the
+// step's rows.
+engine::Tensor loss_on_triplets(const TrainConfig& config, const engine::Tensor& embeddings,
+                                const losses::Triplets& triplets);
+
 }  // namespace dml

@@ -15,6 +15,7 @@
 #include "engine/io/file_io.h"
 #include "engine/nn/batch_norm.h"
 #include "engine/nn/batch_norm_sync.h"
+#include "engine/ops.h"
 #include "kernels/common/check.h"
 #include "kernels/common/cuda_runtime.h"
 #include "losses/losses.h"
@@ -22,6 +23,7 @@
 #include "tools/dml/args.h"
 #include "tools/dml/data_parallel.h"
 #include "tools/dml/distributed.h"
+#include "tools/dml/global_mining.h"
 #include "tools/dml/run_log.h"
 
 namespace dml {
@@ -249,7 +251,10 @@ data::LoaderOptions TrainingRun::loader_options(int64_t epoch, int64_t first) co
 // The batch's loss (the defense's step when there is one: it crafts its adversarial examples and
 // counts its passes), its check, backward and the optimizer step(s).
 StepOutcome TrainingRun::step(const data::Batch& batch, int64_t epoch) {
-  if (micro_batches_per_step(config_) > 1) return step_in_micro_batches(batch, epoch);
+  if (micro_batches_per_step(config_) > 1) {
+    return config_.mining_scope == "global" ? step_with_global_mining(batch, epoch)
+                                            : step_in_micro_batches(batch, epoch);
+  }
   const Clock::time_point step_start = Clock::now();
   const engine::kernels::DeviceCounters counters_at_start = start_step_instruments();
   const int64_t passes_before = run_.window_passes;
@@ -348,7 +353,72 @@ StepOutcome TrainingRun::step_in_micro_batches(const data::Batch& batch, int64_t
     }
     passes += result.passes;
   }
-  if (local > 1) restore_buffers(*model_, buffers_after_first);
+  return finish_micro_batch_step(batch, gradients, buffers_after_first, log_names, sums, passes,
+                                 step_start, counters_at_start, passes_before);
+}
+
+// step_in_micro_batches with the step's triplets mined over the whole batch (global_mining.h):
+// this rank's micro-batches are embedded first, the step's embeddings gathered and mined once
+// (micro-batch 0's stream, on every rank), then each micro-batch back-propagates G x the step's
+// loss through its own rows.
+StepOutcome TrainingRun::step_with_global_mining(const data::Batch& batch, int64_t epoch) {
+  const Clock::time_point step_start = Clock::now();
+  const engine::kernels::DeviceCounters counters_at_start = start_step_instruments();
+  const int64_t passes_before = run_.window_passes;
+  const int64_t total = micro_batches_per_step(config_);
+  const int64_t local = config_.micro_batches;
+  const int64_t first = engine::dist::world().rank * local;
+  model_->train();
+  std::vector<engine::Tensor> averaged = optimizer_->params();
+  if (loss_optimizer_) {
+    for (const engine::Tensor& p : loss_optimizer_->params()) averaged.push_back(p);
+  }
+  GradientAverager gradients(averaged);
+  std::optional<engine::nn::BatchNormSync> synchronized_batch_norm;  // as step_in_micro_batches
+  if (config_.batch_norm == "synchronized") synchronized_batch_norm.emplace(sum_over_ranks);
+  const std::vector<engine::Tensor> buffers_before =
+      local > 1 ? copy_buffers(*model_) : std::vector<engine::Tensor>();
+  std::vector<engine::Tensor> buffers_after_first;
+  std::vector<engine::Tensor> live;  // this rank's micro-batches' embeddings, with their graphs
+  std::vector<int64_t> first_rows;
+  for (int64_t m = 0; m < local; ++m) {
+    if (m > 0) restore_buffers(*model_, buffers_before);
+    const RowRange rows = micro_batch_rows(batch.images.size(0), first + m, total);
+    live.push_back((*model_)(batch.images.slice(0, rows.begin, rows.end).to(device_)));
+    first_rows.push_back(rows.begin);
+    if (m == 0 && local > 1) buffers_after_first = copy_buffers(*model_);
+  }
+  const engine::Tensor step_embeddings = gather_step_embeddings(live);
+  engine::Generator gen = micro_batch_generator(mining_, 0);
+  const losses::Triplets triplets =
+      losses::mine_triplets(step_embeddings, batch.labels.to(device_), config_.miner,
+                            config_.metric, gen, config_.margin);
+  check_micro_batch_draws(gen, mining_, 0);
+  std::vector<double> sums = {0.0};  // the step's loss, once per micro-batch
+  for (int64_t m = 0; m < local; ++m) {
+    const engine::Tensor loss = loss_on_triplets(
+        config_, with_live_rows(step_embeddings, live[m], first_rows[m]), triplets);
+    const double value = loss.item();
+    check_finite_loss(value, epoch, batch);
+    optimizer_->zero_grad();
+    if (loss_optimizer_) loss_optimizer_->zero_grad();
+    // the last one's backward overlaps the all-reduce
+    gradients.backward(engine::mul_scalar(loss, static_cast<double>(total)), m + 1 == local);
+    live[m] = engine::Tensor();  // its graph is spent
+    sums[0] += value;
+  }
+  return finish_micro_batch_step(batch, gradients, buffers_after_first, {}, sums, local, step_start,
+                                 counters_at_start, passes_before);
+}
+
+StepOutcome TrainingRun::finish_micro_batch_step(
+    const data::Batch& batch, GradientAverager& gradients,
+    const std::vector<engine::Tensor>& buffers_after_first,
+    const std::vector<std::string>& log_names, const std::vector<double>& sums, int64_t passes,
+    Clock::time_point step_start, const engine::kernels::DeviceCounters& counters_at_start,
+    int64_t passes_before) {
+  const int64_t total = micro_batches_per_step(config_);
+  if (!buffers_after_first.empty()) restore_buffers(*model_, buffers_after_first);
   broadcast_buffers_from_rank_0(*model_);
   mining_.offset += static_cast<uint64_t>(total) * kMicroBatchBlocks;
   gradients.finish(total);

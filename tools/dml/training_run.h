@@ -22,6 +22,7 @@
 #include "metrics/evaluate.h"
 #include "models/model.h"
 #include "tools/dml/config.h"
+#include "tools/dml/data_parallel.h"
 #include "tools/dml/train_checkpoint.h"
 #include "tools/dml/trainer.h"
 #include "tools/dml/training_loss.h"
@@ -101,6 +102,18 @@ class TrainingRun {
   void check_finite_loss(double value, int64_t epoch, const data::Batch& batch) const;
   // step() when a step has several micro-batches (train.micro_batches, MPI ranks).
   StepOutcome step_in_micro_batches(const data::Batch& batch, int64_t epoch);
+  // The same with train.mining_scope "global" (global_mining.h).
+  StepOutcome step_with_global_mining(const data::Batch& batch, int64_t epoch);
+  // The end of a step over micro-batches: batch-norm buffers, the averaged gradients, loss, log
+  // values and passes, the optimizer step and the counters. `sums` holds the loss, then the
+  // log values (named `log_names`), each summed over this rank's micro-batches.
+  StepOutcome finish_micro_batch_step(const data::Batch& batch, GradientAverager& gradients,
+                                      const std::vector<engine::Tensor>& buffers_after_first,
+                                      const std::vector<std::string>& log_names,
+                                      const std::vector<double>& sums, int64_t passes,
+                                      std::chrono::steady_clock::time_point step_start,
+                                      const engine::kernels::DeviceCounters& counters_at_start,
+                                      int64_t passes_before);
   void write_progress(const nlohmann::json& record, int64_t epoch, const data::Batch& batch,
                       double passes_per_batch);
   void build(engine::Generator& init_gen);
