@@ -168,7 +168,11 @@ run_step train-vanilla "dml train configs/fashion/vanilla.json --device cuda" ba
 
 # ---- benchmark ----
 BENCH_JSON="$STATE/${LOG_NAME%.md}.json"
-run_step bench "dml bench" "$BUILD/dml" bench --json "$BENCH_JSON" --commit "$COMMIT"
+# Precision modes of dml bench: every one in a full check; the performance profile leaves out
+# pytorch-default (its GEMM rows are fp32's and its conv rows tf32's) to save device time.
+BENCH_MODES="${GPU_CHECK_BENCH_MODES:-$([ "$PERFORMANCE" = 1 ] && echo fp32,tf32,bf16 || echo fp32,pytorch-default,tf32,bf16)}"
+run_step bench "dml bench" "$BUILD/dml" bench --json "$BENCH_JSON" --commit "$COMMIT" \
+  --precision-modes "$BENCH_MODES"
 if [ -n "${OUT:-}" ] && [ -f "$BENCH_JSON" ]; then cp "$BENCH_JSON" "$OUT/"; fi
 # Whole training steps against PyTorch on the same GPU (docs/performance.md):
 # tools/peers/pytorch_train_step.py times the config in PyTorch (P0 robrank as-is, P1 best eager,

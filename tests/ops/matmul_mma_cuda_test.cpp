@@ -1,6 +1,6 @@
 // The TF32 GEMM on mma.sync with a cp.async pipeline (kernels/matmul/matmul_mma_cuda.cu) against
 // the CPU reference that rounds both operands to TF32 first, within the FP32 accumulation bound
-// (tests/support/tf32_gemm_check.h): odd shapes (not multiples of the 128 x 64 x 16 tile, k from
+// (tests/ops/tensor_core_test_util.h): odd shapes (not multiples of the 128 x 64 x 16 tile, k from
 // 1 to 300 so the three-stage pipeline runs empty, full and past its end), all four transposes,
 // overwriting and accumulating; 16-byte and 4-byte copies (the operands' alignment) giving the same
 // bits; a hand-worked 1 x 1 x 1 product whose operands round; k = 0; and the run-time choice
@@ -17,9 +17,9 @@
 #include "engine/tensor.h"
 #include "kernels/common/device_counters.h"
 #include "kernels/matmul/matmul_mma.h"
+#include "tests/ops/tensor_core_test_util.h"
 #include "tests/support/cuda_guard.h"
 #include "tests/support/tensors.h"
-#include "tests/support/tf32_gemm_check.h"
 
 using engine::Device;
 using engine::DType;
@@ -73,8 +73,9 @@ TEST_CASE("matmul mma tf32 cuda: matches the tf32-rounded reference for odd shap
     for (bool trans_a : {false, true}) {
       for (bool trans_b : {false, true}) {
         for (bool accumulate : {false, true}) {
-          test::require_tf32_gemm_matches(engine::kernels::matmul_mma_cuda, s.m, s.n, s.k, trans_a,
-                                          trans_b, accumulate, seed);
+          tensor_core_test::require_gemm_matches_rounded(
+              "tf32 mma", engine::kernels::matmul_mma_cuda, tensor_core_test::kTf32Rounding, s.m,
+              s.n, s.k, trans_a, trans_b, accumulate, seed);
           seed += 3;
         }
       }

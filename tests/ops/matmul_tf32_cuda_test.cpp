@@ -31,13 +31,8 @@ using test::random_f32;
 
 namespace {
 
-// x rounded to 11 significant bits (TF32's 10 stored mantissa bits), half-way cases away from
-// zero (std::round's rule).
-double round_to_tf32(double x) {
-  return tensor_core_test::round_to_significant_bits(x, 11, [](double v) { return std::round(v); });
-}
-
-const tensor_core_test::OperandRounding kTf32{round_to_tf32, std::ldexp(1.0, -11)};
+using tensor_core_test::round_to_tf32;
+const tensor_core_test::OperandRounding& kTf32 = tensor_core_test::kTf32Rounding;
 
 // The 1 x 1 product of the hand-worked case: a = 1 + 2^-11, b = 1 + 2^-10 + 2^-11.
 Tensor hand_product(const Device& device) {

@@ -1,6 +1,7 @@
 // Helpers shared by the tensor-core GEMM tests (matmul_tf32_cuda_test.cpp,
-// matmul_bf16_cuda_test.cpp): the precision policy set for one test, and the comparison of
-// kernels::matmul_tensor_core_cuda with a double reference whose operands were rounded first.
+// matmul_bf16_cuda_test.cpp, matmul_mma_cuda_test.cpp): the precision policy set for one test,
+// and the comparison of a tensor-core GEMM (kernels::matmul_tensor_core_cuda, or any kernel with
+// matmul's contract) with a double reference whose operands were rounded first.
 //
 // Tolerances (both checked element by element):
 //   against the rounded reference: the products of two TF32 or two BF16 values are exact in
@@ -18,7 +19,9 @@
 #pragma once
 
 #include <cmath>
+#include <functional>
 #include <sstream>
+#include <string>
 #include <vector>
 
 #include <catch2/catch.hpp>
@@ -55,6 +58,13 @@ struct OperandRounding {
   double unit_roundoff;
 };
 
+// TF32's rounding: 11 significant bits (10 stored mantissa bits), half-way cases away from zero
+// (std::round's rule, as cvt.rna.tf32.f32); unit roundoff 2^-11.
+inline double round_to_tf32(double x) {
+  return round_to_significant_bits(x, 11, [](double v) { return std::round(v); });
+}
+inline const OperandRounding kTf32Rounding{round_to_tf32, 0.00048828125};  // 2^-11
+
 inline std::vector<double> rounded(std::vector<double> values, const OperandRounding& rounding) {
   for (double& v : values) v = rounding.round(v);
   return values;
@@ -65,18 +75,22 @@ inline std::vector<double> magnitudes(std::vector<double> values) {
   return values;
 }
 
-// C (+)= op(A) op(B) on the device in `precision` vs the references of the header, A, B and C of
-// uniform noise in [-1, 1) from `seed`.
-inline void require_tensor_core_gemm_matches(engine::Precision precision,
-                                             const OperandRounding& rounding, int64_t m, int64_t n,
-                                             int64_t k, bool trans_a, bool trans_b, bool accumulate,
-                                             uint64_t seed) {
+// A CUDA GEMM with matmul_cuda's arguments (m, n, k, a, b, trans_a, trans_b, c, accumulate).
+using DeviceGemm = std::function<void(int64_t, int64_t, int64_t, const float*, const float*, bool,
+                                      bool, float*, bool)>;
+
+// C (+)= op(A) op(B) on the device by `gemm` vs the references of the header, A, B and C of
+// uniform noise in [-1, 1) from `seed`; `label` names the kernel in the failure message.
+inline void require_gemm_matches_rounded(const std::string& label, const DeviceGemm& gemm,
+                                         const OperandRounding& rounding, int64_t m, int64_t n,
+                                         int64_t k, bool trans_a, bool trans_b, bool accumulate,
+                                         uint64_t seed) {
   using engine::Device;
   using engine::Tensor;
   using engine::kernels::matmul_cpu;
   std::ostringstream what;
-  what << engine::precision_name(precision) << " m=" << m << " n=" << n << " k=" << k
-       << " trans_a=" << trans_a << " trans_b=" << trans_b << " accumulate=" << accumulate;
+  what << label << " m=" << m << " n=" << n << " k=" << k << " trans_a=" << trans_a
+       << " trans_b=" << trans_b << " accumulate=" << accumulate;
   INFO(what.str());
   const Tensor a = test::random_f32({trans_a ? k : m, trans_a ? m : k}, seed);
   const Tensor b = test::random_f32({trans_b ? n : k, trans_b ? k : n}, seed + 1);
@@ -95,9 +109,8 @@ inline void require_tensor_core_gemm_matches(engine::Precision precision,
 
   const Tensor a_cuda = a.to(Device::cuda()), b_cuda = b.to(Device::cuda());
   Tensor c = c0.to(Device::cuda());
-  engine::kernels::matmul_tensor_core_cuda(m, n, k, a_cuda.data<float>(), b_cuda.data<float>(),
-                                           trans_a, trans_b, c.data<float>(), accumulate,
-                                           precision);
+  gemm(m, n, k, a_cuda.data<float>(), b_cuda.data<float>(), trans_a, trans_b, c.data<float>(),
+       accumulate);
   const std::vector<double> got = c.to_vector();
   const double per_addition = std::ldexp(1.0, -23), u = rounding.unit_roundoff;
   for (int64_t e = 0; e < m * n; ++e) {
@@ -113,6 +126,19 @@ inline void require_tensor_core_gemm_matches(engine::Precision precision,
                       << to_exact);
     }
   }
+}
+
+// The same for kernels::matmul_tensor_core_cuda in `precision`.
+inline void require_tensor_core_gemm_matches(engine::Precision precision,
+                                             const OperandRounding& rounding, int64_t m, int64_t n,
+                                             int64_t k, bool trans_a, bool trans_b, bool accumulate,
+                                             uint64_t seed) {
+  const DeviceGemm gemm = [precision](int64_t gm, int64_t gn, int64_t gk, const float* a,
+                                      const float* b, bool ta, bool tb, float* c, bool acc) {
+    engine::kernels::matmul_tensor_core_cuda(gm, gn, gk, a, b, ta, tb, c, acc, precision);
+  };
+  require_gemm_matches_rounded(engine::precision_name(precision), gemm, rounding, m, n, k, trans_a,
+                               trans_b, accumulate, seed);
 }
 
 // require_tensor_core_gemm_matches over shapes that are not multiples of the 64 x 64 x 16 tile

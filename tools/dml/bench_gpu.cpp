@@ -182,23 +182,39 @@ k::ConvPass kernel_pass(Pass p) {
   return p == Pass::Wgrad ? k::ConvPass::Wgrad : k::ConvPass::Dgrad;
 }
 
-// The precision our convolution kernels run in when a mode asks for `precision`: strict FP32
-// whatever is asked, until our tensor-core convolutions exist (issue 33); the engine does the
-// same (engine/precision.h). This and run_our_conv are where they plug in.
-k::Precision our_conv_precision(k::Precision) { return k::Precision::Fp32; }
+// The precision our convolution kernels run in when a mode asks for `precision`: TF32 on our
+// tensor-core convolutions (conv2d_tensor_core_cuda.cu); strict FP32 under bf16, which has no
+// convolution kernel yet, as in the engine (engine/precision.h).
+k::Precision our_conv_precision(k::Precision precision) {
+  return precision == k::Precision::Tf32 ? k::Precision::Tf32 : k::Precision::Fp32;
+}
 
-// One call of our kernel for `pass` on buffers a, b -> out (see bench_conv_pass).
+// One call of our kernel for `pass` on buffers a, b -> out (see bench_conv_pass), in `precision`
+// (our_conv_precision's): the tile-width rule for strict FP32, the tensor-core kernels for TF32.
 void run_our_conv(const k::Conv2dShape& s, Pass pass, const float* a, const float* b, float* out,
-                  float* workspace, k::ConvTile tile) {
+                  float* workspace, k::ConvTile tile, k::Precision precision) {
+  const bool tensor_cores = precision != k::Precision::Fp32;
   switch (pass) {
     case Pass::Fprop:
-      k::conv2d_fprop_cuda(s, a, b, nullptr, out, tile);
+      if (tensor_cores) {
+        k::conv2d_fprop_tensor_core_cuda(s, a, b, nullptr, out, precision);
+      } else {
+        k::conv2d_fprop_cuda(s, a, b, nullptr, out, tile);
+      }
       break;
     case Pass::Dgrad:
-      k::conv2d_dgrad_cuda(s, a, b, out, tile);
+      if (tensor_cores) {
+        k::conv2d_dgrad_tensor_core_cuda(s, a, b, out, precision);
+      } else {
+        k::conv2d_dgrad_cuda(s, a, b, out, tile);
+      }
       break;
     case Pass::Wgrad:
-      k::conv2d_wgrad_cuda(s, a, b, out, nullptr, workspace, tile);
+      if (tensor_cores) {
+        k::conv2d_wgrad_tensor_core_cuda(s, a, b, out, nullptr, workspace, precision);
+      } else {
+        k::conv2d_wgrad_cuda(s, a, b, out, nullptr, workspace, tile);
+      }
       break;
     case Pass::DgradDirect:
       k::conv2d_dgrad_direct_cuda(s, a, b, out);
@@ -261,9 +277,12 @@ Row bench_conv_pass(Context& ctx, const k::Conv2dShape& s, Pass pass, const std:
                     device_empty(out_n)});
   }
   // Our wgrad's split-reduction scratch: shared by the sets (it is overwritten by every call).
+  const k::Precision ours_precision = our_conv_precision(mode.conv);
   Tensor workspace;
   if (pass == Pass::Wgrad) {
-    const int64_t ws = k::conv2d_wgrad_cuda_workspace_size(s, tile);
+    const int64_t ws = ours_precision == k::Precision::Fp32
+                           ? k::conv2d_wgrad_cuda_workspace_size(s, tile)
+                           : k::conv2d_wgrad_tensor_core_cuda_workspace_size(s, ours_precision);
     if (ws > 0) workspace = device_empty(ws);
   }
 
@@ -274,10 +293,9 @@ Row bench_conv_pass(Context& ctx, const k::Conv2dShape& s, Pass pass, const std:
   row.work = conv_flops(s);
   row.bytes = conv_bytes(s);
   set_ceiling(row, ctx, mode.conv);
-  const k::Precision ours_precision = our_conv_precision(mode.conv);
   const Set& first = sets[0];
   auto ours_once = [&](const Set& t) {
-    run_our_conv(s, pass, ptr(t.a), ptr(t.b), ptr(t.out), ptr(workspace), tile);
+    run_our_conv(s, pass, ptr(t.a), ptr(t.b), ptr(t.out), ptr(workspace), tile, ours_precision);
   };
   row.ours = time_launches(ctx.options, [&](int64_t i) { ours_once(sets[size_t(i % count)]); });
   std::vector<float> ours_out, peer_out;

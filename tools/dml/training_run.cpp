@@ -120,6 +120,16 @@ double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
+// The parameters a data-parallel step averages over the ranks: the model's, then the loss's.
+std::vector<engine::Tensor> averaged_parameters(const engine::optim::Optimizer& optimizer,
+                                                const engine::optim::Optimizer* loss_optimizer) {
+  std::vector<engine::Tensor> averaged = optimizer.params();
+  if (loss_optimizer) {
+    for (const engine::Tensor& p : loss_optimizer->params()) averaged.push_back(p);
+  }
+  return averaged;
+}
+
 }  // namespace
 
 TrainingRun::TrainingRun(const TrainConfig& config, const TrainOptions& options)
@@ -313,11 +323,7 @@ StepOutcome TrainingRun::step_in_micro_batches(const data::Batch& batch, int64_t
   const int64_t local = config_.micro_batches;
   const int64_t first = engine::dist::world().rank * local;
   model_->train();
-  std::vector<engine::Tensor> averaged = optimizer_->params();
-  if (loss_optimizer_) {
-    for (const engine::Tensor& p : loss_optimizer_->params()) averaged.push_back(p);
-  }
-  GradientAverager gradients(averaged);
+  GradientAverager gradients(averaged_parameters(*optimizer_, loss_optimizer_.get()));
   // train.batch_norm synchronized (one micro-batch per rank): statistics over all ranks' rows.
   std::optional<engine::nn::BatchNormSync> synchronized_batch_norm;
   if (config_.batch_norm == "synchronized") synchronized_batch_norm.emplace(sum_over_ranks);
@@ -369,11 +375,7 @@ StepOutcome TrainingRun::step_with_global_mining(const data::Batch& batch, int64
   const int64_t local = config_.micro_batches;
   const int64_t first = engine::dist::world().rank * local;
   model_->train();
-  std::vector<engine::Tensor> averaged = optimizer_->params();
-  if (loss_optimizer_) {
-    for (const engine::Tensor& p : loss_optimizer_->params()) averaged.push_back(p);
-  }
-  GradientAverager gradients(averaged);
+  GradientAverager gradients(averaged_parameters(*optimizer_, loss_optimizer_.get()));
   std::optional<engine::nn::BatchNormSync> synchronized_batch_norm;  // as step_in_micro_batches
   if (config_.batch_norm == "synchronized") synchronized_batch_norm.emplace(sum_over_ranks);
   const std::vector<engine::Tensor> buffers_before =
