@@ -10,11 +10,12 @@
 //                                   for one warp, A 16 x 8, B 8 x 8, C and D 16 x 8 in FP32
 //   pack_bf16x2(low, high)          cvt.rn.bf16x2.f32: two floats rounded to BF16 (to nearest, ties
 //                                   to even) in one .b32 register, `low` in bits 0-15
-//   mma_m16n8k16_bf16(d, a, b, c)   mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32: D = A B +
-//   C
-//                                   for one warp, A 16 x 16, B 16 x 8 in BF16, C and D as above
-//   cp_async_16(dst, src, n)        cp.async.cg.shared.global, 16 bytes (n of them read, the rest
-//   0) cp_async_4(dst, src, n)         cp.async.ca.shared.global, 4 bytes (n = 4 or 0)
+//   mma_m16n8k16_bf16(d, a, b, c)   mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32:
+//                                   D = A B + C for one warp, A 16 x 16, B 16 x 8 in BF16, C and
+//                                   D as above
+//   cp_async_16(dst, src, n)        cp.async.cg.shared.global, 16 bytes (n of them read, the
+//                                   rest 0)
+//   cp_async_4(dst, src, n)         cp.async.ca.shared.global, 4 bytes (n = 4 or 0)
 //   cp_async_commit()               cp.async.commit_group: closes the group of copies issued so far
 //   cp_async_wait<N>()              cp.async.wait_group N: every group but the newest N is complete
 //                                   (for this thread; a __syncthreads after it shows the data to
@@ -24,8 +25,8 @@
 // with g = l >> 2 (groupID) and t = l % 4 (threadID_in_group):
 //   a[0] = A(g, t)     a[1] = A(g + 8, t)     a[2] = A(g, t + 4)     a[3] = A(g + 8, t + 4)
 //   b[0] = B(t, g)     b[1] = B(t + 4, g)
-//   c[0], d[0] = (g, 2t)   c[1], d[1] = (g, 2t + 1)   c[2], d[2] = (g + 8, 2t)   c[3], d[3] = (g +
-//   8, 2t + 1)
+//   c[0], d[0] = (g, 2t)       c[1], d[1] = (g, 2t + 1)
+//   c[2], d[2] = (g + 8, 2t)   c[3], d[3] = (g + 8, 2t + 1)
 // and for m16n8k16 BF16 ("Matrix Fragments for mma.m16n8k16 with floating point type"), each .b32
 // register two elements adjacent along k, the lower k in the low half:
 //   a[0] = A(g, 2t | 2t + 1)      a[1] = A(g + 8, 2t | 2t + 1)

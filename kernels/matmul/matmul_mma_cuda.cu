@@ -25,14 +25,13 @@
 //          operand's contiguous length is a multiple of 4 floats and its pointer 16-byte aligned,
 //          else 4 bytes (cp.async.ca); copies outside the operand read nothing and write zeros
 //          (src-size 0), so odd M, N and K need no other edge code.
-// Cost:    2 m n k FLOPs; 4 (m k + k n + m n) bytes at least. Per block and 16 p it reads 12 KiB
-// for
-//          262 kFLOP (21.3 FLOP/byte, against 16 for the WMMA kernel's 64 x 64 tile), so it is
-//          still bound by L2 bandwidth rather than the tensor cores: at 5.5 TB/s of L2 an H100
-//          would feed it about 117 TFLOP/s, so expect at most about 25% of the dense TF32 peak (495
-//          TFLOP/s, H100 SXM) -- more than the WMMA kernel's register pipeline allows, still below
-//          cuBLAS's TF32 GEMM (128 x 256 tiles, 4+ stages in dynamic shared memory). Expected, not
-//          measured: no GPU was available when it was written.
+// Cost:    2 m n k FLOPs; 4 (m k + k n + m n) bytes at least. Per block and 16 p it reads
+//          12 KiB for 262 kFLOP (21.3 FLOP/byte, against 16 for the WMMA kernel's 64 x 64 tile), so
+//          it is still bound by L2 bandwidth rather than the tensor cores: at 5.5 TB/s of L2 an
+//          H100 would feed it about 117 TFLOP/s, so expect at most about 25% of the dense TF32 peak
+//          (495 TFLOP/s, H100 SXM) -- more than the WMMA kernel's register pipeline allows, still
+//          below cuBLAS's TF32 GEMM (128 x 256 tiles, 4+ stages in dynamic shared memory).
+//          Expected, not measured: no GPU was available when it was written.
 // Indexing: 32-bit within each matrix (each < 2^31 elements, checked).
 #include <climits>
 #include <cstdint>
