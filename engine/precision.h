@@ -24,7 +24,8 @@
 //         path is not wired).
 //
 // Under both tf32 and bf16 the fused linear ops of ENGINE_FUSED=1 (linear_relu,
-// linear_l2_normalize; default off) still compute their forward GEMM in strict FP32.
+// linear_l2_normalize; default off) run as their unfused ops on our GEMM, so that their linear
+// is the tensor-core one (their fused epilogue lives in the strict SGEMM's tile).
 //
 // CPU tensors ignore tf32 and bf16: the CPU kernels always compute in the tensor's dtype (Eigen,
 // strict FP32/FP64), so a CPU run's bits do not depend on the setting.

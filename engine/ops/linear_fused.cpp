@@ -5,9 +5,12 @@
 //
 // CUDA tensors run the fused kernels, which use our SGEMM tile (the epilogue lives in it); with
 // ENGINE_GEMM=cublas they run cuBLAS and the unfused bias and ReLU kernels instead, so the GEMM
-// backend keeps its meaning. CPU tensors (f32, f64) run the kernels' references, the
-// compositions of the plain-loop reference ops (slow: for checking, e.g. the f64 gradient checks).
-// Backward: ReLU's mask read from the output, or l2_normalize's backward, then linear's.
+// backend keeps its meaning. Under the precision policy tf32 or bf16 (engine/precision.h) they
+// run as the unfused ops, whose linear is the tensor-core GEMM in that precision (the fused
+// epilogue lives in the strict SGEMM's tile only), as conv2d_pool_relu does under tf32. CPU tensors
+// (f32, f64) run the kernels' references, the compositions of the plain-loop reference ops (slow:
+// for checking, e.g. the f64 gradient checks). Backward: ReLU's mask read from the output, or
+// l2_normalize's backward, then linear's.
 #include <utility>
 #include <vector>
 
@@ -30,6 +33,11 @@ namespace {
 const float* optional_data(const Tensor& t) { return t.defined() ? t.data<float>() : nullptr; }
 
 bool use_cublas() { return gemm_backend() == GemmBackend::Cublas; }
+
+// Whether a CUDA op runs as its unfused ops: on our GEMM under a tensor-core precision.
+bool unfused_for_precision(const Tensor& x) {
+  return x.device().is_cuda() && !use_cublas() && precision() != Precision::Fp32;
+}
 
 // z = x W^T (+ b), then relu when asked, through cuBLAS (in the precision policy's math mode)
 // and the unfused kernels (f32, CUDA).
@@ -69,6 +77,7 @@ void check_features(const Tensor& x, const char* op) {
 Tensor linear_relu(const Tensor& x, const Tensor& weight, const Tensor& bias) {
   detail::check_linear(x, weight, bias);
   check_features(x, "linear_relu");
+  if (unfused_for_precision(x)) return relu(linear(x, weight, bias));
   const Tensor x_dense = detail::dense(x), w_dense = detail::dense(weight);
   const Tensor b_dense = bias.defined() ? detail::dense(bias) : Tensor();
   const int64_t m = x.size(0), k = x.size(1), n = weight.size(0);
@@ -99,6 +108,7 @@ Tensor linear_l2_normalize(const Tensor& x, const Tensor& weight, const Tensor& 
   detail::check_linear(x, weight, bias);
   check_features(x, "linear_l2_normalize");
   ENGINE_CHECK(eps > 0.0, "linear_l2_normalize: eps must be positive, got ", eps);
+  if (unfused_for_precision(x)) return l2_normalize(linear(x, weight, bias), eps);
   const Tensor x_dense = detail::dense(x), w_dense = detail::dense(weight);
   const Tensor b_dense = bias.defined() ? detail::dense(bias) : Tensor();
   const int64_t m = x.size(0), k = x.size(1), n = weight.size(0);

@@ -21,6 +21,7 @@
 #include "engine/tensor.h"
 #include "kernels/matmul/matmul.h"
 #include "tests/ops/fused_test_util.h"
+#include "tests/ops/tensor_core_test_util.h"
 #include "tests/support/allclose.h"
 #include "tests/support/backend_scope.h"
 #include "tests/support/cuda_guard.h"
@@ -104,5 +105,38 @@ TEST_CASE("linear_l2_normalize cuda: fused equals the unfused ops", "[linear_l2_
            {1, 1, 1, true}, {5, 7, 3, false}, {129, 17, 131, true}, {3, 1024, 512, true}}) {
     require_fused_matches(linear_l2_normalize, unfused_linear_l2_normalize, m, k, n, bias, seed);
     seed += 4;
+  }
+}
+
+TEST_CASE("linear_relu and linear_l2_normalize cuda: under tf32 and bf16 they are the unfused ops",
+          "[linear_relu][linear_l2_normalize][cuda][tf32][bf16]") {
+  REQUIRE_CUDA_OR_SKIP();
+  // The fused epilogue lives in the strict SGEMM's tile: under a tensor-core precision the ops
+  // run unfused, so their linear is the TF32 / BF16 GEMM. Same bits as the unfused ops, forward
+  // and backward, and not the strict ones (the rounded operands change the sums).
+  const test::BackendScope ours(engine::GemmBackend::Ours);
+  uint64_t seed = 500;
+  for (engine::Precision precision : {engine::Precision::Tf32, engine::Precision::Bf16}) {
+    for (const auto& [m, k, n] : std::vector<std::tuple<int64_t, int64_t, int64_t>>{
+             {5, 7, 3}, {129, 17, 131}, {3, 1024, 512}}) {
+      INFO(engine::precision_name(precision) << " m " << m << " k " << k << " n " << n);
+      const Tensor x = random_f32({m, k}, seed).to(Device::cuda()).set_requires_grad();
+      const Tensor w = random_f32({n, k}, seed + 1, -0.1, 0.1).to(Device::cuda());
+      const Tensor b = random_f32({n}, seed + 2, -0.1, 0.1).to(Device::cuda());
+      const Tensor strict_relu = engine::linear_relu(x, w, b).detach();
+      const Tensor strict_l2 = engine::linear_l2_normalize(x, w, b).detach();
+      const tensor_core_test::PrecisionScope scope(precision);
+      for (const auto& [fused_op, plain_op, strict] : std::vector<std::tuple<Fused, Fused, Tensor>>{
+               {linear_relu, unfused_linear_relu, strict_relu},
+               {linear_l2_normalize, unfused_linear_l2_normalize, strict_l2}}) {
+        const Tensor fused = fused_op(x, w, b), plain = plain_op(x, w, b);
+        require_same_bits(fused, plain, "forward vs the unfused ops");
+        CHECK(fused.to_vector() != strict.to_vector());
+        const Tensor dy = random_f32({m, n}, seed + 3).to(Device::cuda());
+        require_same_bits(engine::grad({fused}, {x}, {dy})[0], engine::grad({plain}, {x}, {dy})[0],
+                          "dx vs the unfused ops");
+      }
+      seed += 4;
+    }
   }
 }
