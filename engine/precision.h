@@ -20,8 +20,10 @@
 //         bf16 for now, until their tensor-core kernels land (issue 33): chosen
 //         over refusing so that bf16 trains every model (C2F2 and ResNet are then BF16 only in
 //         their fully connected layers and embedding heads). Any refusal belongs in
-//         check_precision_implemented. With GemmBackend::Cublas it is an error (cuBLAS's BF16
-//         path is not wired).
+//         check_precision_implemented. With GemmBackend::Cublas cuBLAS multiplies the same
+//         BF16-rounded operands with FP32 accumulation (cublasGemmEx; library_math.h); cuDNN's
+//         BF16 convolution exists (conv2d_cudnn.cu), and ConvBackend::Cudnn runs in it once
+//         engine/ops/conv2d.cpp's cudnn_precision() passes bf16 through.
 //
 // Under both tf32 and bf16 the fused linear ops of ENGINE_FUSED=1 (linear_relu,
 // linear_l2_normalize; default off) run as their unfused ops on our GEMM, so that their linear

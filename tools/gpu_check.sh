@@ -105,7 +105,11 @@ run_step mma-layout "mma.sync layout test (ctest -L cuda -R '^kernels\.mma\.sync
 run_step cuda-tests "CUDA tests (ctest -L cuda)" ctest --test-dir "$BUILD" -L cuda --no-tests=error \
   --output-on-failure -j 4
 # The performance profile's correctness gate: the [cuda] cases of the kernels and ops (every
-# kernel an attack pass launches, against the CPU reference) before any of them is timed.
+# kernel an attack pass launches, against the CPU reference) before any of them is timed. It
+# includes the BF16 references of the bench's bf16 rows, compiled but not yet run on a GPU:
+# kernels.bf16_round cuda (the FP32 -> BF16 rounding), ops.matmul_cublas_precision bf16 (cuBLAS's
+# cublasGemmEx on BF16 operands), ops.conv2d cudnn bf16 (cuDNN's PSEUDO_BFLOAT16 configuration;
+# the emulator has no cuDNN) and ops.matmul cuda bf16 policy with the cuBLAS backend.
 if [ "$PERFORMANCE" = 1 ]; then
   run_step kernel-tests "CUDA tests of kernels and ops (ctest -L cuda -R '^(kernels|ops)\.')" \
     ctest --test-dir "$BUILD" -L cuda -R '^(kernels|ops)\.' --no-tests=error --output-on-failure \

@@ -125,7 +125,8 @@ void conv2d_wgrad_tensor_core_cuda(const Conv2dShape& shape, const float* dy, co
 
 // ---- CUDA, cuDNN (conv2d_cudnn.cu): same contracts, in the cuDNN math type of `precision`
 // (kernels/common/library_math.h): fp32 strict FP32 (no TF32 tensor cores), tf32 TF32 tensor
-// cores allowed (PyTorch's default), bf16 throws "not implemented yet" ----
+// cores allowed (PyTorch's default), bf16 BF16 operands and output with FP32 accumulation, the
+// output widened back to FP32 (conv2d_cudnn.cu) ----
 bool cudnn_available();  // false when built without cuDNN
 // The cuDNN library loaded at run time, e.g. "9.19.0" (cudnnGetVersion); "" without cuDNN. For
 // logs: cuDNN's algorithm choices and rounding differ between versions.

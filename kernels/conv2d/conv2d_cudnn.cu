@@ -12,9 +12,22 @@
 //   tensor cores on Ampere and later). tf32: CUDNN_DEFAULT_MATH, as PyTorch sets it when
 //   cudnn.allow_tf32 is on (its default), and any algorithm except those reported with
 //   CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION (which may convert FP32 operands to FP16) is taken; as
-//   PyTorch does, each pass then runs with the math type its algorithm was reported with. bf16 is
-//   refused (not implemented yet). Among the usable algorithms, deterministic ones are preferred
-//   (cuDNN's own heuristic order otherwise). A plan is kept per shape and precision.
+//   PyTorch does, each pass then runs with the math type its algorithm was reported with. bf16:
+//   the legacy API's PSEUDO_BFLOAT16_CONFIG (cuDNN's supported configurations of
+//   cudnnConvolutionForward, BackwardData and BackwardFilter: x, w and y CUDNN_DATA_BFLOAT16, the
+//   convolution's compute type CUDNN_DATA_FLOAT, compute capability 8.0 and later), with
+//   CUDNN_TENSOR_OP_MATH as PyTorch sets for BF16 data, algorithms chosen as under tf32. That
+//   configuration has no FP32 output, so each pass rounds its two inputs to BF16 (ties to even,
+//   kernels/bf16_round, the rounding of our BF16 kernels) into a stream-ordered workspace, runs
+//   on them with FP32 accumulation, and widens its BF16 output back to FP32: one more rounding
+//   than our BF16 kernels (which write their FP32 sums), of at most 2^-8 (half a BF16 unit in the
+//   last place) of |y|, so cuDNN's BF16 error against the f64 reference (`dml bench`, relative
+//   to sum |x w| >= |y|) includes up to 2^-8 on top of the operands' rounding (less where the
+//   sum cancels, as for the bench's zero-mean inputs). The bias and db stay FP32 (added and reduced
+//   on FP32 descriptors), as in our kernels. The time includes the three conversion passes (6 bytes
+//   per element each), as autocast's casts would be. Among the usable algorithms, deterministic
+//   ones are preferred (cuDNN's own heuristic order otherwise). A plan is kept per shape and
+//   precision.
 // Algorithms: chosen once per shape and thread, then cached with the descriptors
 //   (CudnnAlgorithmChoice in conv2d.h). Heuristic (default): cuDNN's ranking
 //   (cudnnGetConvolution*Algorithm_v7, which runs and times nothing, so no host
@@ -48,7 +61,9 @@
 #include <sstream>
 #include <string>
 
+#include "kernels/bf16_round/bf16_round.h"
 #include "kernels/common/cuda_check.cuh"
+#include "kernels/common/cuda_workspace.cuh"
 #include "kernels/common/launch.cuh"
 #include "kernels/common/library_math.h"
 #include "kernels/conv2d/conv2d.h"
@@ -65,7 +80,8 @@
 
 namespace engine::kernels {
 
-static_assert(CUDNN_DEFAULT_MATH == kCudnnDefaultMath && CUDNN_FMA_MATH == kCudnnFmaMath);
+static_assert(CUDNN_DEFAULT_MATH == kCudnnDefaultMath && CUDNN_FMA_MATH == kCudnnFmaMath &&
+              CUDNN_TENSOR_OP_MATH == kCudnnTensorOpMath);
 
 namespace {
 
@@ -78,9 +94,10 @@ bool choose_fastest() {
          static_cast<int>(CudnnAlgorithmChoice::Fastest);
 }
 
-// Descriptors and chosen algorithms for one convolution geometry.
+// Descriptors and chosen algorithms for one convolution geometry. x, y and w have the
+// precision's data type (BF16 under bf16, else FP32); y_float is y in FP32, for the bias.
 struct Plan {
-  cudnnTensorDescriptor_t x = nullptr, y = nullptr, bias = nullptr;
+  cudnnTensorDescriptor_t x = nullptr, y = nullptr, y_float = nullptr, bias = nullptr;
   cudnnFilterDescriptor_t w = nullptr;
   cudnnConvolutionDescriptor_t conv = nullptr;
   bool have_fwd = false, have_bwd_data = false, have_bwd_filter = false;
@@ -127,12 +144,14 @@ int to_int(int64_t v) { return static_cast<int>(v); }
 Plan& plan_for(ThreadState& state, const Conv2dShape& s, Precision precision, const char* op) {
   // The algorithm choice and the precision are part of the key: a plan chosen by heuristic is
   // not reused once Fastest is asked for (nor the reverse), nor a strict-FP32 one under tf32.
-  const auto math = static_cast<cudnnMathType_t>(cudnn_math_type(precision));  // bf16 throws
+  const auto math = static_cast<cudnnMathType_t>(cudnn_math_type(precision));
+  const cudnnDataType_t data =
+      precision == Precision::Bf16 ? CUDNN_DATA_BFLOAT16 : CUDNN_DATA_FLOAT;
   const int64_t choice = choose_fastest() ? 1 : 0;
   const ShapeKey key = {
       s.N,     s.C,          s.H,          s.W,        s.K,
       s.R,     s.S,          s.stride_h,   s.stride_w, s.pad_h,
-      s.pad_w, s.dilation_h, s.dilation_w, choice,     static_cast<int64_t>(math)};
+      s.pad_w, s.dilation_h, s.dilation_w, choice,     static_cast<int64_t>(precision)};
   std::unique_ptr<Plan>& slot = state.plans[key];
   if (slot) return *slot;
 
@@ -144,20 +163,24 @@ Plan& plan_for(ThreadState& state, const Conv2dShape& s, Precision precision, co
   auto plan = std::make_unique<Plan>();
   CUDNN_CHECK(cudnnCreateTensorDescriptor(&plan->x), op, ": x descriptor");
   CUDNN_CHECK(cudnnCreateTensorDescriptor(&plan->y), op, ": y descriptor");
+  CUDNN_CHECK(cudnnCreateTensorDescriptor(&plan->y_float), op, ": y descriptor");
   CUDNN_CHECK(cudnnCreateTensorDescriptor(&plan->bias), op, ": bias descriptor");
   CUDNN_CHECK(cudnnCreateFilterDescriptor(&plan->w), op, ": w descriptor");
   CUDNN_CHECK(cudnnCreateConvolutionDescriptor(&plan->conv), op, ": conv descriptor");
-  CUDNN_CHECK(cudnnSetTensor4dDescriptor(plan->x, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, to_int(s.N),
-                                         to_int(s.C), to_int(s.H), to_int(s.W)),
+  CUDNN_CHECK(cudnnSetTensor4dDescriptor(plan->x, CUDNN_TENSOR_NCHW, data, to_int(s.N), to_int(s.C),
+                                         to_int(s.H), to_int(s.W)),
               op, ": x [", s.N, ", ", s.C, ", ", s.H, ", ", s.W, "]");
-  CUDNN_CHECK(cudnnSetTensor4dDescriptor(plan->y, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, to_int(s.N),
-                                         to_int(s.K), to_int(P), to_int(Q)),
-              op, ": y [", s.N, ", ", s.K, ", ", P, ", ", Q, "]");
+  for (cudnnTensorDescriptor_t y : {plan->y, plan->y_float}) {
+    CUDNN_CHECK(
+        cudnnSetTensor4dDescriptor(y, CUDNN_TENSOR_NCHW, y == plan->y ? data : CUDNN_DATA_FLOAT,
+                                   to_int(s.N), to_int(s.K), to_int(P), to_int(Q)),
+        op, ": y [", s.N, ", ", s.K, ", ", P, ", ", Q, "]");
+  }
   CUDNN_CHECK(cudnnSetTensor4dDescriptor(plan->bias, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, 1,
                                          to_int(s.K), 1, 1),
               op, ": bias [", s.K, "]");
-  CUDNN_CHECK(cudnnSetFilter4dDescriptor(plan->w, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, to_int(s.K),
-                                         to_int(s.C), to_int(s.R), to_int(s.S)),
+  CUDNN_CHECK(cudnnSetFilter4dDescriptor(plan->w, data, CUDNN_TENSOR_NCHW, to_int(s.K), to_int(s.C),
+                                         to_int(s.R), to_int(s.S)),
               op, ": w [", s.K, ", ", s.C, ", ", s.R, ", ", s.S, "]");
   CUDNN_CHECK(cudnnSetConvolution2dDescriptor(plan->conv, to_int(s.pad_h), to_int(s.pad_w),
                                               to_int(s.stride_h), to_int(s.stride_w),
@@ -277,6 +300,56 @@ void set_math(Plan& plan, cudnnMathType_t math, const Where& where) {
   CUDNN_CHECK(cudnnSetConvolutionMathType(plan.conv, math), where, ": math type");
 }
 
+// The buffers a pass hands cuDNN: its FP32 buffers themselves, or under bf16 (the header's
+// Numerics) BF16 copies in a stream-ordered workspace: the two inputs rounded on construction,
+// the output widened into the FP32 buffer by finish().
+class PassOperands {
+ public:
+  PassOperands(Precision precision, const float* a, int64_t a_n, const float* b, int64_t b_n,
+               float* out, int64_t out_n, const Where& where)
+      : bf16_(precision == Precision::Bf16),
+        a_(a),
+        b_(b),
+        out_(out),
+        out_n_(out_n),
+        a_bytes_(bf16_ ? workspace_aligned(size_t(a_n) * sizeof(uint16_t)) : 0),
+        b_bytes_(bf16_ ? workspace_aligned(size_t(b_n) * sizeof(uint16_t)) : 0),
+        memory_(bf16_ ? a_bytes_ + b_bytes_ + size_t(out_n) * sizeof(uint16_t) : 0,
+                current_stream(), where, ": BF16 operands") {
+    if (!bf16_) return;
+    round_to_bf16_cuda(a_n, a, a16());
+    round_to_bf16_cuda(b_n, b, b16());
+  }
+  const void* a() const { return bf16_ ? static_cast<const void*>(a16()) : a_; }
+  const void* b() const { return bf16_ ? static_cast<const void*>(b16()) : b_; }
+  void* out() const { return bf16_ ? static_cast<void*>(out16()) : out_; }
+  // After the pass: the output in FP32 (exact widening), the workspace given back.
+  void finish(const Where& where) {
+    if (!bf16_) return;
+    bf16_to_float_cuda(out_n_, out16(), out_);
+    memory_.release(where, ": BF16 operands");
+  }
+
+ private:
+  uint16_t* a16() const { return reinterpret_cast<uint16_t*>(memory_.bytes()); }
+  uint16_t* b16() const { return reinterpret_cast<uint16_t*>(memory_.bytes() + a_bytes_); }
+  uint16_t* out16() const {
+    return reinterpret_cast<uint16_t*>(memory_.bytes() + a_bytes_ + b_bytes_);
+  }
+
+  bool bf16_;
+  const float* a_;
+  const float* b_;
+  float* out_;
+  int64_t out_n_;
+  size_t a_bytes_, b_bytes_;
+  StreamWorkspace memory_;
+};
+
+int64_t x_elements(const Conv2dShape& s) { return s.N * s.C * s.H * s.W; }
+int64_t w_elements(const Conv2dShape& s) { return s.K * s.C * s.R * s.S; }
+int64_t y_elements(const Conv2dShape& s) { return s.N * s.K * s.out_h() * s.out_w(); }
+
 }  // namespace
 
 bool cudnn_available() { return true; }
@@ -294,6 +367,8 @@ void conv2d_fprop_cudnn(const Conv2dShape& shape, const float* x, const float* w
   ThreadState& state = thread_state();
   Plan& plan = plan_for(state, shape, precision, "conv2d_fprop_cudnn");
   const Where where{"conv2d_fprop_cudnn", shape};
+  PassOperands io(precision, x, x_elements(shape), w, w_elements(shape), y, y_elements(shape),
+                  where);
   if (!plan.have_fwd) {
     // Ranked under the precision's math type, not the one another pass left on the descriptor.
     set_math(plan, plan.math, where);
@@ -301,11 +376,11 @@ void conv2d_fprop_cudnn(const Conv2dShape& shape, const float* x, const float* w
     int count = 0;
     if (choose_fastest()) {
       void* search = workspace(state, kMaxWorkspaceBytes);
-      CUDNN_CHECK(
-          cudnnFindConvolutionForwardAlgorithmEx(state.handle, plan.x, x, plan.w, w, plan.conv,
-                                                 plan.y, y, CUDNN_CONVOLUTION_FWD_ALGO_COUNT,
-                                                 &count, results, search, kMaxWorkspaceBytes),
-          where, ": timing the algorithms");
+      CUDNN_CHECK(cudnnFindConvolutionForwardAlgorithmEx(state.handle, plan.x, io.a(), plan.w,
+                                                         io.b(), plan.conv, plan.y, io.out(),
+                                                         CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &count,
+                                                         results, search, kMaxWorkspaceBytes),
+                  where, ": timing the algorithms");
     } else {
       CUDNN_CHECK(
           cudnnGetConvolutionForwardAlgorithm_v7(state.handle, plan.x, plan.w, plan.conv, plan.y,
@@ -325,12 +400,13 @@ void conv2d_fprop_cudnn(const Conv2dShape& shape, const float* x, const float* w
   set_math(plan, plan.fwd_math, where);
   const float one = 1.0f, zero = 0.0f;
   describe_next_launch({"cudnn_fprop", conv2d_flops(shape), conv2d_bytes(shape)});
-  CUDNN_CHECK(cudnnConvolutionForward(state.handle, &one, plan.x, x, plan.w, w, plan.conv, plan.fwd,
-                                      ws, plan.fwd_bytes, &zero, plan.y, y),
+  CUDNN_CHECK(cudnnConvolutionForward(state.handle, &one, plan.x, io.a(), plan.w, io.b(), plan.conv,
+                                      plan.fwd, ws, plan.fwd_bytes, &zero, plan.y, io.out()),
               where, " (algorithm ", algorithm_name(plan.fwd), ")");
   count_library_call("cudnnConvolutionForward");
+  io.finish(where);
   if (bias != nullptr) {
-    CUDNN_CHECK(cudnnAddTensor(state.handle, &one, plan.bias, bias, &one, plan.y, y), where,
+    CUDNN_CHECK(cudnnAddTensor(state.handle, &one, plan.bias, bias, &one, plan.y_float, y), where,
                 ": bias add");
   }
 }
@@ -341,6 +417,8 @@ void conv2d_dgrad_cudnn(const Conv2dShape& shape, const float* dy, const float* 
   ThreadState& state = thread_state();
   Plan& plan = plan_for(state, shape, precision, "conv2d_dgrad_cudnn");
   const Where where{"conv2d_dgrad_cudnn", shape};
+  PassOperands io(precision, dy, y_elements(shape), w, w_elements(shape), dx, x_elements(shape),
+                  where);
   if (!plan.have_bwd_data) {
     set_math(plan, plan.math, where);
     cudnnConvolutionBwdDataAlgoPerf_t results[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
@@ -349,7 +427,7 @@ void conv2d_dgrad_cudnn(const Conv2dShape& shape, const float* dy, const float* 
       void* search = workspace(state, kMaxWorkspaceBytes);
       CUDNN_CHECK(
           cudnnFindConvolutionBackwardDataAlgorithmEx(
-              state.handle, plan.w, w, plan.y, dy, plan.conv, plan.x, dx,
+              state.handle, plan.w, io.b(), plan.y, io.a(), plan.conv, plan.x, io.out(),
               CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &count, results, search, kMaxWorkspaceBytes),
           where, ": timing the algorithms");
     } else {
@@ -373,10 +451,11 @@ void conv2d_dgrad_cudnn(const Conv2dShape& shape, const float* dy, const float* 
   const float one = 1.0f, zero = 0.0f;
   describe_next_launch({"cudnn_dgrad", conv2d_flops(shape), conv2d_bytes(shape)});
   CUDNN_CHECK(
-      cudnnConvolutionBackwardData(state.handle, &one, plan.w, w, plan.y, dy, plan.conv,
-                                   plan.bwd_data, ws, plan.bwd_data_bytes, &zero, plan.x, dx),
+      cudnnConvolutionBackwardData(state.handle, &one, plan.w, io.b(), plan.y, io.a(), plan.conv,
+                                   plan.bwd_data, ws, plan.bwd_data_bytes, &zero, plan.x, io.out()),
       where, " (algorithm ", algorithm_name(plan.bwd_data), ")");
   count_library_call("cudnnConvolutionBackwardData");
+  io.finish(where);
 }
 
 void conv2d_wgrad_cudnn(const Conv2dShape& shape, const float* dy, const float* x, float* dw,
@@ -393,6 +472,8 @@ void conv2d_wgrad_cudnn(const Conv2dShape& shape, const float* dy, const float* 
   const Where where{"conv2d_wgrad_cudnn", shape};
   const float one = 1.0f, zero = 0.0f;
   if (dw != nullptr) {
+    PassOperands io(precision, dy, y_elements(shape), x, x_elements(shape), dw, w_elements(shape),
+                    where);
     if (!plan.have_bwd_filter) {
       set_math(plan, plan.math, where);
       cudnnConvolutionBwdFilterAlgoPerf_t results[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
@@ -400,7 +481,7 @@ void conv2d_wgrad_cudnn(const Conv2dShape& shape, const float* dy, const float* 
       if (choose_fastest()) {
         void* search = workspace(state, kMaxWorkspaceBytes);
         CUDNN_CHECK(cudnnFindConvolutionBackwardFilterAlgorithmEx(
-                        state.handle, plan.x, x, plan.y, dy, plan.conv, plan.w, dw,
+                        state.handle, plan.x, io.b(), plan.y, io.a(), plan.conv, plan.w, io.out(),
                         CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &count, results, search,
                         kMaxWorkspaceBytes),
                     where, ": timing the algorithms");
@@ -423,15 +504,17 @@ void conv2d_wgrad_cudnn(const Conv2dShape& shape, const float* dy, const float* 
     void* ws = workspace(state, plan.bwd_filter_bytes);
     set_math(plan, plan.bwd_filter_math, where);
     describe_next_launch({"cudnn_wgrad", conv2d_flops(shape), conv2d_bytes(shape)});
-    CUDNN_CHECK(cudnnConvolutionBackwardFilter(state.handle, &one, plan.x, x, plan.y, dy, plan.conv,
-                                               plan.bwd_filter, ws, plan.bwd_filter_bytes, &zero,
-                                               plan.w, dw),
+    CUDNN_CHECK(cudnnConvolutionBackwardFilter(state.handle, &one, plan.x, io.b(), plan.y, io.a(),
+                                               plan.conv, plan.bwd_filter, ws,
+                                               plan.bwd_filter_bytes, &zero, plan.w, io.out()),
                 where, " (algorithm ", algorithm_name(plan.bwd_filter), ")");
     count_library_call("cudnnConvolutionBackwardFilter");
+    io.finish(where);
   }
   if (db != nullptr) {
-    CUDNN_CHECK(cudnnConvolutionBackwardBias(state.handle, &one, plan.y, dy, &zero, plan.bias, db),
-                where, ": bias gradient");
+    CUDNN_CHECK(
+        cudnnConvolutionBackwardBias(state.handle, &one, plan.y_float, dy, &zero, plan.bias, db),
+        where, ": bias gradient");
   }
 }
 

@@ -69,7 +69,8 @@ SplitK matmul_cuda_splits(int64_t m, int64_t n, int64_t k);
 void matmul_cublas(int64_t m, int64_t n, int64_t k, const float* a, const float* b, bool trans_a,
                    bool trans_b, float* c, bool accumulate);
 // The same in the cuBLAS math mode of `precision` (kernels/common/library_math.h): fp32 strict
-// (matmul_cublas), tf32 TF32 tensor cores allowed, bf16 throws "not implemented yet".
+// (matmul_cublas), tf32 TF32 tensor cores allowed, bf16 cublasGemmEx on A and B rounded to BF16
+// with FP32 accumulation and output (what matmul_tensor_core_cuda computes in BF16).
 void matmul_cublas_precision(int64_t m, int64_t n, int64_t k, const float* a, const float* b,
                              bool trans_a, bool trans_b, float* c, bool accumulate,
                              Precision precision);

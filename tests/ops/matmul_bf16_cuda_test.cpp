@@ -5,7 +5,7 @@
 // and against the exact product of the unrounded operands: odd shapes (not multiples of the
 // 64 x 64 x 16 tile, odd M, N and K), all four transposes, overwriting and accumulating;
 // hand-worked 1 x 1 x 1 products whose operands round (a tie to even each way); the matmul op
-// under the bf16 policy on CUDA and on the CPU; bf16 with cuBLAS refused as tf32 is. The
+// under the bf16 policy on CUDA and on the CPU, and with cuBLAS (the same BF16 product). The
 // tolerances and their reasons are in tensor_core_test_util.h (BF16's products are exact in
 // FP32 too: 8 + 8 significant bits).
 #include <catch2/catch.hpp>
@@ -130,11 +130,10 @@ TEST_CASE("matmul cuda: the bf16 policy runs matmul and linear on the bf16 kerne
   const Tensor w = Tensor::full({1, 1}, kTieUp, DType::F32, Device::cuda());
   const Tensor bias = Tensor::full({1}, power_of_two(-20), DType::F32, Device::cuda());
   CHECK(engine::linear(x, w, bias).to_vector()[0] == kBf16Product + power_of_two(-20));
-  // cuBLAS has no BF16 path wired (kernels/common/library_math.h): asking it for BF16 is an
-  // error, not a silent FP32 run.
+  // cuBLAS under bf16 (refused before its BF16 path, cublasGemmEx on operands rounded to BF16,
+  // existed) computes the same BF16 product, not an FP32 one.
   test::BackendScope cublas(engine::GemmBackend::Cublas);
-  CHECK_THROWS_WITH(hand_product(Device::cuda()),
-                    Catch::Contains("cuBLAS") && Catch::Contains("bf16 is not implemented yet"));
+  CHECK(hand_product(Device::cuda()).to_vector()[0] == kBf16Product);
 }
 
 TEST_CASE("matmul bf16 cuda: k = 0 leaves C or zeros it", "[matmul][cuda][bf16]") {

@@ -620,6 +620,25 @@ TEST_CASE("bench accuracy: sampled positions and relative errors, by hand") {
   CHECK(gemm_reference(2, 2, a, b, 1).value == 22.0);
 }
 
+TEST_CASE("bench accuracy: sampled_errors takes the worst sample of each side, by hand") {
+  // C = A B with A = [1 -2; 3 4], B = [5 6; 7 -8]: C = [-9 22; 43 -14], the terms' magnitudes
+  // 19, 22, 43, 50. Ours is off by 0.1875 at C[0][0] (0.1875 / 19 < 0.01) and by 0.5 at C[1][1]
+  // (0.5 / 50 = 0.01, the worst); the peer by 2 at C[0][1] (2 / 22).
+  const float a[] = {1, -2, 3, 4}, b[] = {5, 6, 7, -8};
+  auto reference = [&](int64_t index) { return gemm_reference(2, 2, a, b, index); };
+  const std::vector<float> ours = {-9.0f + 0.1875f, 22.0f, 43.0f, -14.5f};
+  const std::vector<float> peer = {-9.0f, 20.0f, 43.0f, -14.0f};
+  const SampledErrors both = sampled_errors(ours, peer, reference);
+  CHECK(both.ours == 0.01);
+  REQUIRE(both.peer.has_value());
+  CHECK(*both.peer == Approx(2.0 / 22.0).epsilon(1e-15));
+  // No peer output (it was skipped): no peer figure; exact outputs: 0.
+  const SampledErrors alone = sampled_errors(peer, {}, reference);
+  CHECK(alone.ours == Approx(2.0 / 22.0).epsilon(1e-15));
+  CHECK_FALSE(alone.peer.has_value());
+  CHECK(sampled_errors({-9.0f, 22.0f, 43.0f, -14.0f}, {}, reference).ours == 0.0);
+}
+
 TEST_CASE("bench accuracy: conv references by hand and against the plain-loop CPU convolution") {
   engine::kernels::Conv2dShape hand;  // x 1x1x3x3 = 1..9, w 1x1x2x2 = [1 0; 0 -1], no padding
   hand.N = hand.C = hand.K = 1;

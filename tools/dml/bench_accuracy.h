@@ -19,7 +19,9 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <functional>
 #include <limits>
+#include <optional>
 #include <vector>
 
 #include "kernels/conv2d/conv2d.h"
@@ -50,6 +52,27 @@ inline double relative_error(double got, const Reference& r) {
   const double difference = std::fabs(got - r.value);
   if (r.magnitude == 0.0) return difference == 0.0 ? 0.0 : std::numeric_limits<double>::infinity();
   return difference / r.magnitude;
+}
+
+// The row's two error figures: ours, and the peer's (unset when it did not run).
+struct SampledErrors {
+  double ours = 0.0;
+  std::optional<double> peer;
+};
+
+// The largest relative error of `ours` and of `peer` (when not empty) over the kErrorSamples
+// positions sample_positions spreads over the output, the reference of output `index` being
+// reference(index): the one sampling loop of every GEMM and convolution row.
+inline SampledErrors sampled_errors(const std::vector<float>& ours, const std::vector<float>& peer,
+                                    const std::function<Reference(int64_t)>& reference) {
+  SampledErrors errors;
+  if (!peer.empty()) errors.peer = 0.0;
+  for (int64_t index : sample_positions(int64_t(ours.size()), kErrorSamples)) {
+    const Reference r = reference(index);
+    errors.ours = std::max(errors.ours, relative_error(ours[size_t(index)], r));
+    if (errors.peer) errors.peer = std::max(*errors.peer, relative_error(peer[size_t(index)], r));
+  }
+  return errors;
 }
 
 // C = A B for row-major A [m, k], B [k, n]: element `index` of C (= i n + j).

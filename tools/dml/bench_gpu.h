@@ -1,6 +1,7 @@
-// The GPU half of `dml bench` (bench_gpu.cpp): the timing loop, the two ceilings and the five
-// workload families of issue 3. The pure helpers (tables, counts, statistics, formatting) are in
-// bench_table.h; the command itself (options, output) in bench.cpp.
+// The GPU half of `dml bench` (bench_gpu.cpp; the convolution suite in bench_gpu_conv.cpp): the
+// timing loop, the two ceilings and the five workload families of issue 3. The pure helpers
+// (tables, counts, statistics, formatting) are in bench_table.h; the command itself (options,
+// output) in bench.cpp.
 #pragma once
 
 #include <cstdint>
