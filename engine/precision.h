@@ -12,18 +12,18 @@
 //         C <= 4 (the direct kernel) stay FP32, and conv2d_pool_relu runs unfused so that its
 //         convolution is the TF32 one. With GemmBackend::Cublas or ConvBackend::Cudnn the
 //         libraries run in their TF32 math modes (kernels/common/library_math.h).
-//   bf16  GEMMs (matmul, linear) on CUDA run on BF16 tensor cores: operands rounded to 7 mantissa
-//         bits (round to nearest, ties to even, as __float2bfloat16), FP32 accumulation, C in
-//         FP32 (the same kernel file and tile). Tensors stay FP32 and only a GEMM's operands are
+//   bf16  GEMMs (matmul, linear) and convolutions (conv2d fprop, dgrad, wgrad) on CUDA run on
+//         BF16 tensor cores: operands rounded to 7 mantissa bits (round to nearest, ties to even,
+//         as __float2bfloat16), FP32 accumulation, outputs in FP32 (the same kernel files, tiles
+//         and kernel bodies as tf32). Tensors stay FP32 and only a product's operands are
 //         rounded, inside the kernel, so batch-norm statistics, losses, optimizer state, the PGD
-//         update and the images are FP32 as in every mode. Convolutions run strict FP32 under
-//         bf16 for now, until their tensor-core kernels land (issue 33): chosen
-//         over refusing so that bf16 trains every model (C2F2 and ResNet are then BF16 only in
-//         their fully connected layers and embedding heads). Any refusal belongs in
+//         update and the images are FP32 as in every mode. As under tf32, a convolution's bias,
+//         db and dgrad with C <= 4 (the direct kernel) stay FP32, and conv2d_pool_relu runs
+//         unfused so that its convolution is the BF16 one. Any refusal belongs in
 //         check_precision_implemented. With GemmBackend::Cublas cuBLAS multiplies the same
-//         BF16-rounded operands with FP32 accumulation (cublasGemmEx; library_math.h); cuDNN's
-//         BF16 convolution exists (conv2d_cudnn.cu), and ConvBackend::Cudnn runs in it once
-//         engine/ops/conv2d.cpp's cudnn_precision() passes bf16 through.
+//         BF16-rounded operands with FP32 accumulation (cublasGemmEx; library_math.h); with
+//         ConvBackend::Cudnn cuDNN convolves BF16 tensors with FP32 accumulation, its outputs
+//         BF16 widened to FP32 (one more rounding than ours; conv2d_cudnn.cu).
 //
 // Under both tf32 and bf16 the fused linear ops of ENGINE_FUSED=1 (linear_relu,
 // linear_l2_normalize; default off) run as their unfused ops on our GEMM, so that their linear
@@ -55,7 +55,7 @@ const char* precision_name(Precision precision);
 Precision parse_precision(const std::string& text, const std::string& what = "precision");
 // The one place where a precision without kernels would be refused (engine::Error naming
 // `what`), called by the GEMM ops and by dml train before a run writes anything. Every precision
-// has kernels now (bf16 convolutions deliberately run strict FP32, above), so it accepts all three.
+// has our kernels now, so it accepts all three.
 void check_precision_implemented(Precision precision, const std::string& what);
 
 }  // namespace engine

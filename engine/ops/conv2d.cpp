@@ -4,7 +4,8 @@
 // the tests hold it to. CUDA tensors (f32) run our implicit-GEMM kernels (conv2d_*_cuda) or
 // cuDNN's, whichever engine::conv_backend() names when the kernel runs (engine/backend.h); under
 // the precision policy tf32 (engine/precision.h) ours run on TF32 tensor cores
-// (conv2d_*_tensor_core_cuda) and cuDNN in its TF32 math mode (kernels/common/library_math.h).
+// (conv2d_*_tensor_core_cuda) and cuDNN in its TF32 math mode (kernels/common/library_math.h);
+// under bf16 ours run on BF16 tensor cores (the same kernels) and cuDNN strict FP32.
 // Backward computes exactly the gradients asked for: dgrad only when the input's gradient is
 // needed, wgrad only for the weight, db only for the bias — an attack's grad(loss, {x}) never
 // pays for a weight gradient.
@@ -22,20 +23,13 @@ namespace engine {
 
 namespace {
 
-// Which CUDA convolution runs, read when the op runs: cuDNN, ours in strict FP32 (fp32, and bf16,
-// which has no convolution kernel yet: engine/precision.h), or ours on TF32 tensor cores.
-enum class CudaConv { Cudnn, Ours, OursTf32 };
+// Which CUDA convolution runs, read when the op runs: cuDNN, ours in strict FP32 (fp32), or ours
+// on tensor cores in the policy's precision (tf32, bf16: conv2d_*_tensor_core_cuda).
+enum class CudaConv { Cudnn, Ours, OursTensorCore };
 
 CudaConv cuda_conv() {
-  const bool tf32 = precision() == Precision::Tf32;
   if (conv_backend() == ConvBackend::Cudnn) return CudaConv::Cudnn;
-  return tf32 ? CudaConv::OursTf32 : CudaConv::Ours;
-}
-
-// The math mode cuDNN runs in: TF32 under tf32, else strict FP32 (bf16's convolutions are strict
-// FP32 for ours and cuDNN's alike until a BF16 convolution exists: engine/precision.h).
-Precision cudnn_precision() {
-  return precision() == Precision::Tf32 ? Precision::Tf32 : Precision::Fp32;
+  return precision() == Precision::Fp32 ? CudaConv::Ours : CudaConv::OursTensorCore;
 }
 
 // dw and/or db (either may be undefined) of a CUDA conv. Our wgrad may split its reduction and
@@ -47,21 +41,22 @@ void wgrad_cuda(const kernels::Conv2dShape& shape, const Tensor& dy, const Tenso
   const CudaConv conv = cuda_conv();
   if (conv == CudaConv::Cudnn) {
     kernels::conv2d_wgrad_cudnn(shape, dy.data<float>(), x.data<float>(), dw_data, db_data,
-                                cudnn_precision());
+                                precision());
     return;
   }
-  const bool tf32 = conv == CudaConv::OursTf32;
+  const bool tensor_core = conv == CudaConv::OursTensorCore;
   const kernels::ConvTile tile = conv_tile();
   int64_t scratch = 0;
   if (dw.defined()) {
-    scratch = tf32 ? kernels::conv2d_wgrad_tensor_core_cuda_workspace_size(shape, Precision::Tf32)
-                   : kernels::conv2d_wgrad_cuda_workspace_size(shape, tile);
+    scratch = tensor_core
+                  ? kernels::conv2d_wgrad_tensor_core_cuda_workspace_size(shape, precision())
+                  : kernels::conv2d_wgrad_cuda_workspace_size(shape, tile);
   }
   Tensor workspace = scratch > 0 ? Tensor::empty({scratch}, DType::F32, dy.device()) : Tensor();
   float* workspace_data = workspace.defined() ? workspace.data<float>() : nullptr;
-  if (tf32) {
+  if (tensor_core) {
     kernels::conv2d_wgrad_tensor_core_cuda(shape, dy.data<float>(), x.data<float>(), dw_data,
-                                           db_data, workspace_data, Precision::Tf32);
+                                           db_data, workspace_data, precision());
   } else {
     kernels::conv2d_wgrad_cuda(shape, dy.data<float>(), x.data<float>(), dw_data, db_data,
                                workspace_data, tile);
@@ -143,10 +138,10 @@ std::vector<Tensor> conv2d_backward(const kernels::Conv2dShape& shape, const Ten
     const CudaConv conv = want_dx ? cuda_conv() : CudaConv::Ours;
     if (want_dx && conv == CudaConv::Cudnn) {
       kernels::conv2d_dgrad_cudnn(shape, dy.data<float>(), w_saved.data<float>(),
-                                  grads[0].data<float>(), cudnn_precision());
-    } else if (want_dx && conv == CudaConv::OursTf32) {
+                                  grads[0].data<float>(), precision());
+    } else if (want_dx && conv == CudaConv::OursTensorCore) {
       kernels::conv2d_dgrad_tensor_core_cuda(shape, dy.data<float>(), w_saved.data<float>(),
-                                             grads[0].data<float>(), Precision::Tf32);
+                                             grads[0].data<float>(), precision());
     } else if (want_dx) {
       kernels::conv2d_dgrad_cuda(shape, dy.data<float>(), w_saved.data<float>(),
                                  grads[0].data<float>(), conv_tile());
@@ -182,10 +177,10 @@ Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias,
     const CudaConv conv = cuda_conv();
     if (conv == CudaConv::Cudnn) {
       kernels::conv2d_fprop_cudnn(shape, xc.data<float>(), wc.data<float>(), b, y.data<float>(),
-                                  cudnn_precision());
-    } else if (conv == CudaConv::OursTf32) {
+                                  precision());
+    } else if (conv == CudaConv::OursTensorCore) {
       kernels::conv2d_fprop_tensor_core_cuda(shape, xc.data<float>(), wc.data<float>(), b,
-                                             y.data<float>(), Precision::Tf32);
+                                             y.data<float>(), precision());
     } else {
       kernels::conv2d_fprop_cuda(shape, xc.data<float>(), wc.data<float>(), b, y.data<float>(),
                                  conv_tile());

@@ -111,14 +111,16 @@ void conv2d_wgrad_cuda(const Conv2dShape& shape, const float* dy, const float* x
 
 // ---- CUDA, ours on tensor cores (conv2d_tensor_core_cuda.cu) ----
 // The contracts above in the given precision: Fp32 is conv2d_*_cuda itself (its tile rule);
-// Tf32 rounds both operands of every product to TF32 (cvt.rna) and multiplies on tensor cores
-// with FP32 accumulation; fprop's bias, wgrad's db and dgrad with C <= 4 (the direct kernel) stay
-// FP32. Bf16 throws "not implemented yet" (no BF16 convolution kernel so far).
+// Tf32 rounds both operands of every product to TF32 (cvt.rna), Bf16 to BF16 (round to nearest,
+// ties to even), and multiplies on tensor cores with FP32 accumulation and FP32 outputs (one
+// kernel body per pass for both); fprop's bias, wgrad's db and dgrad with C <= 4 (the direct
+// kernel) stay FP32.
 void conv2d_fprop_tensor_core_cuda(const Conv2dShape& shape, const float* x, const float* w,
                                    const float* bias, float* y, Precision precision);
 void conv2d_dgrad_tensor_core_cuda(const Conv2dShape& shape, const float* dy, const float* w,
                                    float* dx, Precision precision);
-// wgrad's split-K scratch for this precision (its own tile count under Tf32), in floats.
+// wgrad's split-K scratch for this precision (the tensor-core tile's count under Tf32 and Bf16),
+// in floats.
 int64_t conv2d_wgrad_tensor_core_cuda_workspace_size(const Conv2dShape& shape, Precision precision);
 void conv2d_wgrad_tensor_core_cuda(const Conv2dShape& shape, const float* dy, const float* x,
                                    float* dw, float* db, float* workspace, Precision precision);

@@ -15,13 +15,15 @@
 // G broadcast 16-byte shared reads per tap. Summation order per output: k, then r, then s.
 // kMaxC (4 or 32, the two instantiations) sizes the accumulators: float4 acc[kMaxC / 4] in
 // registers.
-// Use: conv2d_dgrad_cuda takes this kernel for C <= 4; conv2d_dgrad_direct_cuda runs it for any
+// Use: conv2d_dgrad_cuda and conv2d_dgrad_tensor_core_cuda take this kernel for C <= 4
+// (launch_dgrad_direct_for_first_layer); conv2d_dgrad_direct_cuda runs it for any
 // C <= 32, so that `dml bench` can time it against the GEMM at C = 32 (C2F2's conv2) before it is
 // chosen for such shapes.
 // Cost: 2 N C K R S H W / (sh sw) FLOPs useful, of 8 G N K R S H W / (sh sw) issued. Per tap one
 // 4-byte global read of dy (neighbouring threads read neighbouring q, and the R S / (sh sw)
 // pixels that share a dy value find it in L1/L2), G shared reads and 4 G FFMA: for G = 1 bound
 // by load issue, not FLOPs. Memory floor as the GEMM's: 4 (N K P Q + K C R S + N C H W) bytes.
+#include "kernels/common/device_counters.h"
 #include "kernels/conv2d/conv2d_geometry.cuh"
 
 namespace engine::kernels {
@@ -129,6 +131,15 @@ void conv2d_detail::launch_dgrad_direct(const Geometry& g, const float* dy, cons
   }
   CUDA_CHECK_LAUNCH(op, " (direct kernel) N=", g.N, " C=", g.C, " H=", g.H, " W=", g.W, " K=", g.K,
                     " R=", g.R, " S=", g.S);
+}
+
+bool conv2d_detail::launch_dgrad_direct_for_first_layer(const Conv2dShape& shape, const Geometry& g,
+                                                        const float* dy, const float* w, float* dx,
+                                                        const char* op) {
+  if (g.C > kDirectDgradDefaultMaxC || g.R * g.S > kDirectDgradFilterTaps) return false;
+  describe_next_launch({"conv2d_dgrad_direct", conv2d_flops(shape), conv2d_bytes(shape)});
+  launch_dgrad_direct(g, dy, w, dx, op);
+  return true;
 }
 
 void conv2d_dgrad_direct_cuda(const Conv2dShape& shape, const float* dy, const float* w,

@@ -254,6 +254,15 @@ inline void check_dgrad_phases(const Geometry& g, const char* op) {
 void launch_dgrad_direct(const Geometry& g, const float* dy, const float* w, float* dx,
                          const char* op);
 
+// The first-layer rule both dgrad launchers (conv2d_dgrad_cuda, conv2d_dgrad_tensor_core_cuda)
+// follow: when C <= kDirectDgradDefaultMaxC and R S <= kDirectDgradFilterTaps (a first layer,
+// whose GEMM tile would be mostly zero columns) it describes and launches the direct FP32 kernel
+// and returns true; otherwise it launches nothing and returns false. Same preconditions on g as
+// launch_dgrad_direct, save the C bound it checks itself.
+bool launch_dgrad_direct_for_first_layer(const Conv2dShape& shape, const Geometry& g,
+                                         const float* dy, const float* w, float* dx,
+                                         const char* op);
+
 // wgrad's split-K second pass (conv2d_cuda.cu): dw[i] = sum over s = 0, 1, ... of
 // partial[s total + i], in that order, for i < total.
 void launch_sum_splits(const float* partial, int splits, int total, float* dw);

@@ -32,15 +32,8 @@ using tensor_core_test::PrecisionScope;
 
 namespace {
 
-// x rounded to 8 significant bits (BF16's 7 stored mantissa bits), half-way cases to the even
-// neighbour (std::nearbyint in the default rounding mode, round to nearest even). For normal
-// FP32 values, which are all that the tests feed it.
-double round_to_bf16(double x) {
-  return tensor_core_test::round_to_significant_bits(x, 8,
-                                                     [](double v) { return std::nearbyint(v); });
-}
-
-const tensor_core_test::OperandRounding kBf16{round_to_bf16, std::ldexp(1.0, -8)};
+using tensor_core_test::round_to_bf16;
+const tensor_core_test::OperandRounding& kBf16 = tensor_core_test::kBf16Rounding;
 
 double power_of_two(int exponent) { return std::ldexp(1.0, exponent); }
 

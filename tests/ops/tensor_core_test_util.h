@@ -1,5 +1,6 @@
 // Helpers shared by the tensor-core GEMM tests (matmul_tf32_cuda_test.cpp,
-// matmul_bf16_cuda_test.cpp, matmul_mma_cuda_test.cpp): the precision policy set for one test,
+// matmul_bf16_cuda_test.cpp, matmul_mma_cuda_test.cpp) and conv tests
+// (conv2d_tensor_core_test_util.h): the precision policy set for one test, the operand roundings,
 // and the comparison of a tensor-core GEMM (kernels::matmul_tensor_core_cuda, or any kernel with
 // matmul's contract) with a double reference whose operands were rounded first.
 //
@@ -64,6 +65,14 @@ inline double round_to_tf32(double x) {
   return round_to_significant_bits(x, 11, [](double v) { return std::round(v); });
 }
 inline const OperandRounding kTf32Rounding{round_to_tf32, 0.00048828125};  // 2^-11
+
+// BF16's rounding: 8 significant bits (7 stored mantissa bits), half-way cases to the even
+// neighbour (std::nearbyint in the default rounding mode, round to nearest even, as
+// __float2bfloat16); unit roundoff 2^-8. For normal FP32 values, which are all the tests feed it.
+inline double round_to_bf16(double x) {
+  return round_to_significant_bits(x, 8, [](double v) { return std::nearbyint(v); });
+}
+inline const OperandRounding kBf16Rounding{round_to_bf16, 0.00390625};  // 2^-8
 
 inline std::vector<double> rounded(std::vector<double> values, const OperandRounding& rounding) {
   for (double& v : values) v = rounding.round(v);

@@ -43,15 +43,8 @@ k::ConvPass kernel_pass(Pass p) {
   return p == Pass::Wgrad ? k::ConvPass::Wgrad : k::ConvPass::Dgrad;
 }
 
-// The precision our convolution kernels run in when a mode asks for `precision`: TF32 on our
-// tensor-core convolutions (conv2d_tensor_core_cuda.cu); strict FP32 under bf16, which has no
-// convolution kernel yet, as in the engine (engine/precision.h).
-k::Precision our_conv_precision(k::Precision precision) {
-  return precision == k::Precision::Tf32 ? k::Precision::Tf32 : k::Precision::Fp32;
-}
-
 // One call of our kernel for `pass` on buffers a, b -> out (see bench_conv_pass), in `precision`
-// (our_conv_precision's): the tile-width rule for strict FP32, the tensor-core kernels for TF32.
+// (the mode's): the tile-width rule for strict FP32, the tensor-core kernels for TF32 and BF16.
 void run_our_conv(const k::Conv2dShape& s, Pass pass, const float* a, const float* b, float* out,
                   float* workspace, k::ConvTile tile, k::Precision precision) {
   const bool tensor_cores = precision != k::Precision::Fp32;
@@ -136,7 +129,7 @@ Row bench_conv_pass(Context& ctx, const k::Conv2dShape& s, Pass pass, const std:
                     device_empty(out_n)});
   }
   // Our wgrad's split-reduction scratch: shared by the sets (it is overwritten by every call).
-  const k::Precision ours_precision = our_conv_precision(mode.conv);
+  const k::Precision ours_precision = mode.conv;
   Tensor workspace;
   if (pass == Pass::Wgrad) {
     const int64_t ws = ours_precision == k::Precision::Fp32
@@ -162,18 +155,13 @@ Row bench_conv_pass(Context& ctx, const k::Conv2dShape& s, Pass pass, const std:
     ours_once(first);
     ours_out = host_copy(first.out);
   }
-  std::string ours_note;
-  if (ours_precision != mode.conv) {
-    ours_note = std::string("ours: strict FP32 (no ") + engine::precision_name(mode.conv) +
-                " convolution kernel yet); ";
-  }
   if (!cudnn) {
-    row.note = ours_note + "built without cuDNN: peer skipped";
+    row.note = "built without cuDNN: peer skipped";
   } else {
     const std::string missing = not_implemented_message(
         [&] { run_cudnn_conv(s, pass, ptr(first.a), ptr(first.b), ptr(first.out), mode.conv); });
     if (!missing.empty()) {
-      row.note = ours_note + "peer skipped: " + missing;
+      row.note = "peer skipped: " + missing;
     } else {
       row.peer = "cuDNN";
       row.peer_ms = time_launches(ctx.options, [&](int64_t i) {
@@ -184,7 +172,7 @@ Row bench_conv_pass(Context& ctx, const k::Conv2dShape& s, Pass pass, const std:
         run_cudnn_conv(s, pass, ptr(first.a), ptr(first.b), ptr(first.out), mode.conv);
         peer_out = host_copy(first.out);
       }
-      row.note = ours_note + "cuDNN algorithms " + k::conv2d_cudnn_algorithms(s, mode.conv);
+      row.note = "cuDNN algorithms " + k::conv2d_cudnn_algorithms(s, mode.conv);
       // cuDNN's BF16 configuration writes y in BF16 (conv2d_cudnn.cu): its error includes that.
       if (mode.conv == k::Precision::Bf16) row.note += "; cuDNN output rounded to BF16";
     }
