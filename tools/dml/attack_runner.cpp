@@ -169,7 +169,7 @@ AttackSummary run_attack(models::Model& model, const SplitImages& split,
       }
     }
     if (adversarial_file) adversarial_file->append(r.adversarial_images);
-    if (settings.on_batch) settings.on_batch(begin, r);
+    if (settings.on_values && !settings.split_over_ranks) settings.on_values(begin, r.adversarial);
     for (size_t m = 0; m < summary.names.size(); ++m) {
       for (double v : r.clean[m].second) sum_clean[m] += v;
       for (double v : r.adversarial[m].second) sum_adversarial[m] += v;
@@ -205,8 +205,10 @@ AttackSummary run_attack(models::Model& model, const SplitImages& split,
                           attack_one_batch);
   if (adversarial_file) adversarial_file->finish();
   if (settings.split_over_ranks) {
-    gather_split_attack(summary, clean_values, adversarial_values, sum_clean, sum_adversarial);
+    const attacks::Measures all_adversarial =
+        gather_split_attack(summary, clean_values, adversarial_values, sum_clean, sum_adversarial);
     summary.images = n;
+    if (settings.on_values) settings.on_values(0, all_adversarial);
   }
   for (size_t m = 0; m < summary.names.size(); ++m) {
     summary.clean.push_back(sum_clean[m] / static_cast<double>(n));

@@ -37,14 +37,16 @@ struct AttackRunSettings {
   std::string save_adversarial;  // non-empty: write every adversarial image to this .npy
   int64_t dump_count = 16;       // how many pairs
   bool progress = true;          // a progress line on stderr
-  // Over several MPI ranks (`mpirun -n N dml attack`): rank r attacks its share of the batches
-  // (engine::dist::share_of) and the per-image values are gathered, so every rank's summary is
-  // the single process's (docs/distributed.md). White-box attacks only (not NES), no
-  // save_adversarial. False (dml ers, which divides whole attacks): every rank attacks all.
+  // Over several MPI ranks (`mpirun -n N dml attack`, `dml ers`): rank r attacks its share of
+  // the batches (engine::dist::share_of) and the per-image values are gathered, so every rank's
+  // summary is the single process's (docs/distributed.md). White-box attacks only (not NES, no
+  // source_model), no save_adversarial. False: this process attacks every batch.
   bool split_over_ranks = false;
   int64_t restart = 0;  // attacks::AttackOptions::restart (worst-case runs)
-  // Called with every batch's first image index and result (per-image values), if set.
-  std::function<void(int64_t first_image, const attacks::BatchResult&)> on_batch;
+  // If set, called with the adversarial per-image values of every measure for images
+  // [first_image, first_image + values): in one process after each batch; with split_over_ranks
+  // once, after the gather, with every attacked image's values (first_image 0), on every rank.
+  std::function<void(int64_t first_image, const attacks::Measures& adversarial)> on_values;
   // Transfer (tools/dml/attack_blackbox.h): the perturbation computed through this model and its
   // gallery, the selection and the measures through the attacked one. Null: a white-box attack.
   models::Model* source_model = nullptr;

@@ -3,9 +3,10 @@
 
 #include <algorithm>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <string>
-
-#include <nlohmann/json.hpp>
 
 #include "engine/dist/communicator.h"
 #include "kernels/common/check.h"
@@ -17,8 +18,8 @@ namespace {
 
 // The subcommands whose work is divided over ranks, with results equal to a single process's
 // (train: equal to one process with train.micro_batches = ranks x micro_batches; data_parallel.h).
-// `dml attack` splits its batches, a rank's attack stream skipping the earlier batches' draws
-// (attack_runner.h, split_over_ranks); `dml ers` divides whole attacks (runs_attack_here).
+// `dml attack` and `dml ers` split each attack's batches, a rank's attack stream skipping the
+// earlier batches' draws (attack_runner.h, split_over_ranks).
 const char* const kDistributedSubcommands[] = {"eval", "ers", "train", "attack"};
 
 }  // namespace
@@ -37,53 +38,42 @@ void check_ranks_for(const char* subcommand) {
 
 bool writes_results() { return engine::dist::world().rank == 0; }
 
-bool runs_attack_here(size_t attack_index) {
-  const engine::dist::World& world = engine::dist::world();
-  return attack_index % static_cast<size_t>(world.size) == static_cast<size_t>(world.rank);
-}
-
-void gather_attack_summaries(std::vector<AttackSummary>& summaries) {
-  // This rank's attacks as "index\njson\0" records, concatenated.
-  std::vector<char> mine;
-  for (size_t i = 0; i < summaries.size(); ++i) {
-    if (summaries[i].spec.empty() || !runs_attack_here(i)) continue;
-    const std::string record =
-        std::to_string(i) + "\n" + attack_summary_json(summaries[i]).dump() + '\0';
-    mine.insert(mine.end(), record.begin(), record.end());
+std::optional<std::string> file_text_of_rank_zero(const std::string& path) {
+  // {exists, size} on rank 0, then the bytes.
+  int64_t header[2] = {0, 0};
+  std::string text;
+  if (writes_results() && std::filesystem::exists(path)) {
+    std::ifstream in(path, std::ios::binary);
+    ENGINE_CHECK(in.good(), path, ": cannot be read");
+    text.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+    ENGINE_CHECK(!in.bad(), path, ": read error");
+    header[0] = 1;
+    header[1] = static_cast<int64_t>(text.size());
   }
-  const std::vector<char> all = engine::dist::all_gather_varying(mine);
-  for (size_t at = 0; at < all.size();) {
-    const std::string record(&all[at]);  // up to its '\0'
-    at += record.size() + 1;
-    const size_t newline = record.find('\n');
-    const size_t index = std::stoul(record.substr(0, newline));
-    ENGINE_CHECK(index < summaries.size(), "gather_attack_summaries: attack ", index, " of ",
-                 summaries.size());
-    if (!summaries[index].spec.empty()) continue;
-    summaries[index] = attack_summary_from_json(nlohmann::json::parse(record.substr(newline + 1)),
-                                                "rank of attack " + std::to_string(index));
-  }
-  for (const AttackSummary& s : summaries) {
-    ENGINE_CHECK(!s.spec.empty(), "gather_attack_summaries: an attack no rank ran");
-  }
+  engine::dist::broadcast(header, sizeof header, 0);
+  if (header[0] == 0) return std::nullopt;
+  text.resize(static_cast<size_t>(header[1]));
+  if (!text.empty()) engine::dist::broadcast(text.data(), text.size(), 0);
+  return text;
 }
 
 namespace {
 
-// The sum of `values` (this rank's part of one measure) over all ranks' parts in rank order, which
-// is image order: each added in turn to 0.0, as run_attack's single-process running sum.
-double sum_in_image_order(const std::vector<double>& values) {
+// The sum of `all` (every rank's part of one measure, in rank order, which is image order): each
+// added in turn to 0.0, as run_attack's single-process running sum.
+double sum_in_image_order(const std::vector<double>& all) {
   double sum = 0.0;
-  for (double v : engine::dist::all_gather_varying(values)) sum += v;
+  for (double v : all) sum += v;
   return sum;
 }
 
 }  // namespace
 
-void gather_split_attack(AttackSummary& summary,
-                         const std::vector<std::vector<double>>& clean_values,
-                         const std::vector<std::vector<double>>& adversarial_values,
-                         std::vector<double>& sum_clean, std::vector<double>& sum_adversarial) {
+attacks::Measures gather_split_attack(AttackSummary& summary,
+                                      const std::vector<std::vector<double>>& clean_values,
+                                      const std::vector<std::vector<double>>& adversarial_values,
+                                      std::vector<double>& sum_clean,
+                                      std::vector<double>& sum_adversarial) {
   // The names, from the first rank that attacked a batch (rank 0 always does): "name\n"...
   std::string names;
   for (const std::string& name : summary.names) names += name + "\n";
@@ -102,10 +92,14 @@ void gather_split_attack(AttackSummary& summary,
   sum_clean.assign(measures, 0.0);
   sum_adversarial.assign(measures, 0.0);
   const std::vector<double> none;
+  attacks::Measures all_adversarial;
   for (size_t m = 0; m < measures; ++m) {
-    sum_clean[m] = sum_in_image_order(m < clean_values.size() ? clean_values[m] : none);
-    sum_adversarial[m] =
-        sum_in_image_order(m < adversarial_values.size() ? adversarial_values[m] : none);
+    sum_clean[m] = sum_in_image_order(
+        engine::dist::all_gather_varying(m < clean_values.size() ? clean_values[m] : none));
+    all_adversarial.emplace_back(summary.names[m],
+                                 engine::dist::all_gather_varying(
+                                     m < adversarial_values.size() ? adversarial_values[m] : none));
+    sum_adversarial[m] = sum_in_image_order(all_adversarial.back().second);
   }
   // The perturbation report: the largest max|delta|, the NaN count's sum, the pixel range.
   attacks::PerturbationReport& p = summary.perturbation;
@@ -118,6 +112,7 @@ void gather_split_attack(AttackSummary& summary,
     p.min_pixel = std::min(p.min_pixel, reports[at + 2]);
     p.max_pixel = std::max(p.max_pixel, reports[at + 3]);
   }
+  return all_adversarial;
 }
 
 }  // namespace dml

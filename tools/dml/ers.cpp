@@ -8,9 +8,9 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
-#include <filesystem>
 #include <fstream>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -81,15 +81,14 @@ std::string file_fnv1a64(const std::string& path) {
   return hex;
 }
 
-// The attacks an interrupted `dml ers --out FILE` run finished, after checking that FILE was
-// written for the same weights (by their hash: the checkpoint may have been moved or named by
-// another path since), profile, metric and selection settings (its device may differ).
-std::vector<AttackSummary> finished_attacks(const std::string& path, const std::string& checkpoint,
+// The attacks an interrupted `dml ers --out FILE` run finished (`previous`: FILE's JSON), after
+// checking that FILE was written for the same weights (by their hash: the checkpoint may have been
+// moved or named by another path since), profile, metric and selection settings (its device may
+// differ).
+std::vector<AttackSummary> finished_attacks(const std::string& path, const nlohmann::json& previous,
+                                            const std::string& checkpoint,
                                             const std::string& weights_hash,
                                             const std::string& profile, const AttackSetup& setup) {
-  std::ifstream in(path);
-  ENGINE_CHECK(in.good(), path, ": cannot be read");
-  const nlohmann::json previous = nlohmann::json::parse(in, nullptr, false);
   ENGINE_CHECK(previous.is_object() && previous.contains("attacks"), path,
                ": not a dml ers result (no \"attacks\")");
   auto expect = [&](const char* key, const nlohmann::json& value) {
@@ -100,7 +99,7 @@ std::vector<AttackSummary> finished_attacks(const std::string& path, const std::
     }
   };
   expect("weights_fnv1a64", weights_hash);
-  if (previous.value("checkpoint", std::string()) != checkpoint) {
+  if (previous.value("checkpoint", std::string()) != checkpoint && writes_results()) {
     std::fprintf(stderr, "ers: %s was written for %s: the same weights as %s\n", path.c_str(),
                  previous.value("checkpoint", std::string("(no path)")).c_str(),
                  checkpoint.c_str());
@@ -159,11 +158,10 @@ int run_ers(Args& args) {
   if (!writes_results()) setup.run.progress = false;  // several MPI ranks: rank 0 shows progress
   const std::string weights_hash = file_fnv1a64(options.checkpoint);
   const int64_t total_images = static_cast<int64_t>(setup.images.labels.size());
+  // Several MPI ranks: every attack's batches split over them, as `dml attack` does.
+  setup.run.split_over_ranks = engine::dist::world().size > 1;
   std::unique_ptr<ErsWorstCase> worst;  // --worst-case (tools/dml/ers_worst_case.h)
   if (worst_options.enabled()) {
-    if (engine::dist::world().size > 1) {
-      throw UsageError("--worst-case runs in one process; it is not split over MPI ranks yet");
-    }
     worst = std::make_unique<ErsWorstCase>(
         worst_options,
         setup.run.max_images > 0 ? std::min(setup.run.max_images, total_images) : total_images);
@@ -177,7 +175,7 @@ int run_ers(Args& args) {
     }
   }
 
-  // The JSON of the attacks done so far; with --out it is rewritten (atomically) after every
+  // The JSON of the attacks done so far; with --out rank 0 rewrites it (atomically) after every
   // attack, with "complete": false until the last, so an interrupted hour-long run keeps what it
   // finished.
   nlohmann::ordered_json attacks_json = nlohmann::ordered_json::array();
@@ -229,14 +227,21 @@ int run_ers(Args& args) {
     return out;
   };
   std::vector<AttackSummary> finished;  // --resume: what the previous run wrote
-  const bool several_ranks = engine::dist::world().size > 1;
-  if (resume && std::filesystem::exists(out_path)) {
-    ErsWorstCase::check_resume(out_path, worst_options);
-    if (worst) worst->restore(out_path);
-    finished = finished_attacks(out_path, options.checkpoint, weights_hash, profile, setup);
+  // Rank 0's file (the one it wrote), so every rank skips the same attacks.
+  const std::optional<std::string> previous_text =
+      resume ? file_text_of_rank_zero(out_path) : std::nullopt;
+  if (previous_text) {
+    const nlohmann::json previous = nlohmann::json::parse(*previous_text, nullptr, false);
+    ENGINE_CHECK(previous.is_object(), out_path, ": not a JSON object");
+    ErsWorstCase::check_resume(out_path, previous, worst_options);
+    if (worst) worst->restore(out_path, previous);
+    finished =
+        finished_attacks(out_path, previous, options.checkpoint, weights_hash, profile, setup);
     for (const AttackSummary& f : finished) seconds += f.seconds;
-    std::fprintf(stderr, "ers: resuming %s: %zu of %zu attacks already done\n", out_path.c_str(),
-                 finished.size(), specs.size());
+    if (writes_results()) {
+      std::fprintf(stderr, "ers: resuming %s: %zu of %zu attacks already done\n", out_path.c_str(),
+                   finished.size(), specs.size());
+    }
   }
   for (attacks::AttackSpec& spec : specs) {
     complete_spec(spec, setup.dataset);
@@ -246,27 +251,15 @@ int run_ers(Args& args) {
     if (done != finished.end()) {
       summaries.push_back(*done);
       attacks_json.push_back(attack_summary_json(summaries.back()));
-    } else if (!runs_attack_here(summaries.size())) {  // several MPI ranks: another rank's attack
-      summaries.emplace_back();
-      continue;
     } else {
       summaries.push_back(
           run_attack(*setup.trained.model, setup.images, setup.gallery, spec,
                      worst ? worst->single_run_settings(setup.run, spec) : setup.run));
       attacks_json.push_back(attack_summary_json(summaries.back()));
       seconds += summaries.back().seconds;
-      if (summaries.size() < specs.size() && !several_ranks) results(false);
+      if (summaries.size() < specs.size()) results(false);
     }
     if (worst) worst->run_restarts(setup, spec, [&] { results(false); });
-  }
-  if (several_ranks) {  // the other ranks' attacks, in the profile's order (docs/distributed.md)
-    gather_attack_summaries(summaries);
-    attacks_json = nlohmann::ordered_json::array();
-    seconds = 0.0;
-    for (const AttackSummary& s : summaries) {
-      attacks_json.push_back(attack_summary_json(s));
-      seconds += s.seconds;
-    }
   }
   if (worst) worst->run_sanity(setup, specs);
   const nlohmann::ordered_json out = results(true);

@@ -4,7 +4,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <fstream>
 #include <limits>
 
 #include "attacks/profiles.h"
@@ -13,6 +12,7 @@
 #include "metrics/distance.h"
 #include "metrics/ers.h"
 #include "metrics/spread.h"
+#include "tools/dml/distributed.h"
 
 namespace dml {
 
@@ -73,21 +73,13 @@ std::vector<double> values_from_json(const nlohmann::json& array) {
   return values;
 }
 
-nlohmann::json read_json_file(const std::string& path) {
-  std::ifstream in(path);
-  ENGINE_CHECK(in.good(), path, ": cannot be read");
-  const nlohmann::json json = nlohmann::json::parse(in, nullptr, false);
-  ENGINE_CHECK(json.is_object(), path, ": not a JSON object");
-  return json;
-}
-
 }  // namespace
 
 ErsWorstCase::ErsWorstCase(const WorstCaseOptions& options, int64_t images)
     : options_(options), table_(images) {}
 
-void ErsWorstCase::check_resume(const std::string& path, const WorstCaseOptions& options) {
-  const nlohmann::json previous = read_json_file(path);
+void ErsWorstCase::check_resume(const std::string& path, const nlohmann::json& previous,
+                                const WorstCaseOptions& options) {
   const bool has = previous.contains("worst_case");
   const bool any_attack = previous.contains("attacks") && !previous.at("attacks").empty();
   if (has && !options.enabled()) {
@@ -106,8 +98,7 @@ void ErsWorstCase::check_resume(const std::string& path, const WorstCaseOptions&
   }
 }
 
-void ErsWorstCase::restore(const std::string& path) {
-  const nlohmann::json previous = read_json_file(path);
+void ErsWorstCase::restore(const std::string& path, const nlohmann::json& previous) {
   if (!previous.contains("worst_case")) return;
   try {
     for (const nlohmann::json& attack : previous.at("worst_case").at("attacks")) {
@@ -136,8 +127,8 @@ AttackRunSettings ErsWorstCase::single_run_settings(const AttackRunSettings& set
   AttackRunSettings out = settings;
   const std::string attack = attacks::attack_spec_string(spec);
   const std::string label = attacks::attack_label(spec);
-  out.on_batch = [this, attack, label](int64_t first, const attacks::BatchResult& r) {
-    table_.add(attack, label, 0, first, r.adversarial);
+  out.on_values = [this, attack, label](int64_t first, const attacks::Measures& adversarial) {
+    table_.add(attack, label, 0, first, adversarial);
   };
   return out;
 }
@@ -149,11 +140,14 @@ void ErsWorstCase::run_restarts(AttackSetup& setup, const attacks::AttackSpec& s
   for (int64_t r = table_.restarts_done(attack) + 1; r <= options_.restarts; ++r) {
     AttackRunSettings settings = setup.run;
     settings.restart = r;
-    settings.on_batch = [this, &attack, &label, r](int64_t first, const attacks::BatchResult& b) {
-      table_.add(attack, label, r, first, b.adversarial);
+    settings.on_values = [this, &attack, &label, r](int64_t first,
+                                                    const attacks::Measures& adversarial) {
+      table_.add(attack, label, r, first, adversarial);
     };
-    std::fprintf(stderr, "ers: %s restart %lld/%lld\n", label.c_str(), static_cast<long long>(r),
-                 static_cast<long long>(options_.restarts));
+    if (writes_results()) {
+      std::fprintf(stderr, "ers: %s restart %lld/%lld\n", label.c_str(), static_cast<long long>(r),
+                   static_cast<long long>(options_.restarts));
+    }
     run_attack(*setup.trained.model, setup.images, setup.gallery, spec, settings);
     table_.finish_restart(attack, r);
     save();
@@ -177,8 +171,8 @@ void ErsWorstCase::run_sanity(AttackSetup& setup, const std::vector<attacks::Att
     settings.max_images = images;
     settings.save_adversarial.clear();
     settings.dump_dir.clear();
-    settings.on_batch = [&at_one, &label](int64_t first, const attacks::BatchResult& r) {
-      at_one.add(label, label, 0, first, r.adversarial);
+    settings.on_values = [&at_one, &label](int64_t first, const attacks::Measures& adversarial) {
+      at_one.add(label, label, 0, first, adversarial);
     };
     run_attack(*setup.trained.model, setup.images, setup.gallery, big, settings);
     epsilon_one_robust_.emplace_back(label, at_one.robust_fractions(at_one.select(label)).single);

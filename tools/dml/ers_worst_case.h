@@ -44,11 +44,13 @@ class ErsWorstCase {
  public:
   ErsWorstCase(const WorstCaseOptions& options, int64_t images);
 
-  // --resume: takes the per-image values from a previous --out file; refuses one written
-  // without --worst-case (its attacks have no per-image values) or with another R. A file
-  // written with it is refused when this run has no --worst-case (it would drop them).
-  static void check_resume(const std::string& path, const WorstCaseOptions& options);
-  void restore(const std::string& path);
+  // --resume: takes the per-image values from a previous --out file (`previous`: its JSON, read
+  // from `path`); refuses one written without --worst-case (its attacks have no per-image values)
+  // or with another R. A file written with it is refused when this run has no --worst-case (it
+  // would drop them).
+  static void check_resume(const std::string& path, const nlohmann::json& previous,
+                           const WorstCaseOptions& options);
+  void restore(const std::string& path, const nlohmann::json& previous);
 
   // The profile's own run of `spec` (restart 0): `settings` with a hook that keeps its per-image
   // values.
