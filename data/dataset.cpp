@@ -3,6 +3,7 @@
 
 #include "data/image_list.h"
 #include "data/mnist.h"
+#include "data/synthetic.h"
 #include "kernels/common/check.h"
 
 namespace data {
@@ -19,6 +20,7 @@ std::string canonical_name(const std::string& name) {
   if (name == "cub200" || name == "cub" || name == "cub-200-2011") return "cub200";
   if (name == "cars196" || name == "cars") return "cars196";
   if (name == "sop") return "sop";
+  if (name == "synthetic") return "synthetic";
   std::string known;
   for (const std::string& n : dataset_names()) known += (known.empty() ? "" : ", ") + n;
   fail("unknown data set '", name, "' (known: ", known, ")");
@@ -45,7 +47,7 @@ std::vector<int64_t> Dataset::labels() const {
 }
 
 std::vector<std::string> dataset_names() {
-  return {"fashion-mnist", "mnist", "cub200", "cars196", "sop"};
+  return {"fashion-mnist", "mnist", "cub200", "cars196", "sop", "synthetic"};
 }
 
 std::unique_ptr<Dataset> open_dataset(const std::string& name, const std::string& split,
@@ -57,6 +59,9 @@ std::unique_ptr<Dataset> open_dataset(const std::string& name, const std::string
   if (canonical == "fashion-mnist" || canonical == "mnist") {
     return MnistDataset::open(canonical, split, mnist_root(canonical, root));
   }
+  if (canonical == "synthetic") {
+    return std::make_unique<SyntheticDataset>(parse_synthetic_spec(root), split);
+  }
   return open_image_list_dataset(canonical, split, root, augment, recipe);
 }
 
@@ -65,6 +70,7 @@ std::vector<SplitSummary> describe_dataset(const std::string& name, const std::s
   if (canonical == "fashion-mnist" || canonical == "mnist") {
     return describe_mnist(canonical, mnist_root(canonical, root));
   }
+  if (canonical == "synthetic") return describe_synthetic(root);
   std::vector<SplitSummary> out;
   for (const std::string split : {"train", "test"}) {
     ImageList list;

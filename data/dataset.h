@@ -40,7 +40,8 @@ struct SplitSummary {
 };
 
 // Datasets by name: "fashion-mnist" (default root: the Debian package's
-// /usr/share/datasets/fashion-mnist), "mnist" (root required), "cub200", "cars196", "sop".
+// /usr/share/datasets/fashion-mnist), "mnist" (root required), "cub200", "cars196", "sop", and
+// "synthetic" (benchmarks and tests only: root is its shape, data/synthetic.h).
 // Throws engine::Error naming the missing file or directory when the data are not there.
 // augment: the image datasets' training transform (random crop + horizontal flip, drawn from the
 // generator image() is given), which only training asks for; otherwise the deterministic

@@ -58,6 +58,9 @@ PERFORMANCE=0
 if [ "$*" = performance ]; then
   PERFORMANCE=1
   WANTED=(configure build-perf version mma-layout kernel-tests bench train-bench)
+  # GPU_CHECK_RESNET=0 leaves out the ResNet-18 224 rows (train-bench-resnet18:*, below) when a
+  # call is pressed for time.
+  if [ "${GPU_CHECK_RESNET:-1}" != 0 ]; then WANTED+=(train-bench-resnet18); fi
 fi
 steps_begin "$(
   echo "# GPU check: $GPU, commit $COMMIT$DIRTY, $DATE"
@@ -211,6 +214,38 @@ train_bench() {
 }
 export -f train_bench
 
+# ResNet at 224 x 224, batch 112 (SPC-2, 56 pairs), EST eta = 32 (issue 33 point 6):
+# configs/bench/resnet{18,50}-224-est32.json on the synthetic data set (no download). One step per
+# precision (GPU_CHECK_RESNET_PRECISIONS, default fp32,tf32,bf16): the peer's P1 and P3 (graph
+# candidate only: compiling ResNet-18 under reduce-overhead would take minutes), then ours with
+# that peer file, each 1 warm-up + 3 timed steps.
+# Budget: a step is 33 forward/backward passes of ResNet-18 at batch 112, about
+# 33 x 3 x 1.8 GFLOP x 112 = 20 TFLOP, 0.5-2 s on an H200 by precision. Per precision: the peer's
+# P1 4 steps, P3's check 2 + 2 steps and its 4 timed ones = 12 steps, ours 4 = 16 steps, 8-32 s,
+# plus start-up (PyTorch import, cuDNN autotuning, our model build; ~20 s): about 30-55 s, so
+# 1.5-3 minutes for the three precisions. ResNet-50 (4.1 GFLOP/image, ~2.3x ResNet-18) is its own
+# step, train-bench-resnet50:* (~4-7 minutes), not in the performance profile: run it by name in a
+# call of its own (tools/gpu_check.sh train-bench-resnet50).
+RESNET_PRECISIONS="${GPU_CHECK_RESNET_PRECISIONS:-fp32,tf32,bf16}"
+# shellcheck disable=SC2317
+resnet_bench() {  # resnet_bench CONFIG-NAME PRECISION
+  local config="configs/bench/$1.json" dir="$STATE/train-bench" status=0 peer=()
+  local out="$dir/$1-$2"
+  mkdir -p "$dir"
+  python3 tools/peers/pytorch_train_step.py --config "$config" --device cuda --steps 3 \
+    --warmup 1 --variants p1,p3 --p3-candidates graph --precision "$2" --out "$out-peer.json" ||
+    status=1
+  if [ -f "$out-peer.json" ]; then peer=(--peer "$out-peer.json"); fi
+  "$BUILD/dml" bench --train "$config" --device cuda --steps 3 --warmup 1 --precision "$2" \
+    "${peer[@]}" --json "$out-train.json" || status=1
+  local file
+  for file in "$out-peer.json" "$out-train.json"; do
+    if [ -f "$file" ]; then echo "--- $(basename "$file")" && cat "$file"; fi
+  done
+  return "$status"
+}
+export -f resnet_bench
+
 # ---- compute-sanitizer over every test program's [cuda] cases; memcheck first, then the
 # PyTorch comparison, then racecheck and initcheck (the order of what a short session gets) ----
 # racecheck and initcheck instrument every shared-memory access: on an H200 (2026-11-27) the
@@ -264,6 +299,14 @@ for name in vanilla est act; do
   # shellcheck disable=SC2016  # $0 is expanded by the inner bash
   run_step "train-bench:$name" "dml bench --train configs/fashion/$name.json vs PyTorch" \
     bash -c 'train_bench "$0"' "$name"
+done
+for model in resnet18 resnet50; do
+  for precision in ${RESNET_PRECISIONS//,/ }; do
+    # shellcheck disable=SC2016  # $0 and $1 are expanded by the inner bash
+    run_step "train-bench-$model:$precision" \
+      "dml bench --train configs/bench/$model-224-est32.json vs PyTorch, $precision" \
+      bash -c 'resnet_bench "$0" "$1"' "$model-224-est32" "$precision"
+  done
 done
 if [ "$HAVE_SANITIZER" = 1 ]; then
   sanitize racecheck

@@ -243,8 +243,8 @@ TEST_CASE("mnist errors: count mismatch, bad labels, missing root", "[data]") {
 }
 
 TEST_CASE("dataset registry: names, aliases, describe, unknown names and splits", "[data]") {
-  CHECK(data::dataset_names() ==
-        std::vector<std::string>{"fashion-mnist", "mnist", "cub200", "cars196", "sop"});
+  CHECK(data::dataset_names() == std::vector<std::string>{"fashion-mnist", "mnist", "cub200",
+                                                          "cars196", "sop", "synthetic"});
   REQUIRE_THROWS_WITH(data::open_dataset("imagenet", "train", "/tmp"),
                       Contains("imagenet") && Contains("fashion-mnist") && Contains("sop"));
   REQUIRE_THROWS_WITH(data::open_dataset("mnist", "val", "/tmp"), Contains("split 'val'"));

@@ -258,8 +258,14 @@ TEST_CASE("config: every reference config in configs/ resolves, defenses as docu
     const std::string stem = entry.path().stem().string();
     // The file name says the recipe and the attack: *-fgsm is one step, the others the papers'.
     const std::string recipe = attacks::defenses::recipe_name(t.defense.recipe);
-    if (recipe != "none") {
+    // (configs/bench/ names the model first: resnet18-224-est32; the recipe is still in the name.)
+    if (recipe != "none" && entry.path().parent_path().filename() != "bench") {
       CHECK(stem.rfind(recipe, 0) == 0);
+    }
+    if (entry.path().parent_path().filename() == "bench") {
+      CHECK(stem.find(recipe + "32") != std::string::npos);
+      CHECK(t.defense.pgd.steps == 32);
+      CHECK(t.data_name == "synthetic");
     }
     if (entry.path().parent_path().filename() == "fashion" && recipe != "none") {
       // docs/defenses.md: eps = 77/255, alpha = 3/255; eta = 32 (or 1 for FGSM).
@@ -278,7 +284,7 @@ TEST_CASE("config: every reference config in configs/ resolves, defenses as docu
       CHECK(t.defense.hm.ics_lambda == Approx(sop ? 0.05 : 0.5));
     }
   }
-  CHECK(count >= 25);  // quick + 11 fashion + 4 cub + mdprop + 4 cars + 4 sop
+  CHECK(count >= 27);  // quick + 11 fashion + 4 cub + mdprop + 4 cars + 4 sop + 2 bench
 }
 
 TEST_CASE("config: a file that is not a clean JSON object is a usage error naming the key",

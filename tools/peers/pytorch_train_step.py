@@ -33,7 +33,9 @@ these styles (shared/research/performance-anchors.md section 8):
                       (on request; the CPU has a stand-in for tests, --p3-stand-in); defense est
                       or act.
 
-Supported configs: C2F2 on Fashion-MNIST or MNIST, SPC-2 batches, the triplet loss with the random
+Supported configs: C2F2 on Fashion-MNIST or MNIST, or ResNet-18/50 (random init, model.pretrained
+"") on those or on the synthetic data set (peer_models.py: same shapes and labels as ours, other
+pixels), SPC-2 batches, the triplet loss with the random
 miner (metrics N, E, C), Adam, and defense none, est or act (Zhou et al. TPAMI section 4; robrank
 defenses/est.py and defenses/pnp.py). Anything else exits with code 2 and says which key.
 
@@ -67,6 +69,7 @@ except ImportError:
     sys.exit(3)
 
 from captured_pgd import P3_CANDIDATES, make_p3_loop  # noqa: E402 (P3's loops, beside this file)
+from peer_models import ResNet, synthetic_train_split  # noqa: E402 (ResNets, synthetic data)
 
 
 def usage_error(message):
@@ -412,7 +415,8 @@ def build_step(config, style, compiled, device, args, p3=None):
     candidate p3, the forward in --precision."""
     torch.manual_seed(0)
     random.seed(0)
-    model = C2F2(int(get(config, "model.embedding_dim", 512))).to(device)
+    name, dim = get(config, "model.name", "c2f2"), int(get(config, "model.embedding_dim", 512))
+    model = (C2F2(dim) if name == "c2f2" else ResNet(name, dim)).to(device)
     step = Step(config, model, device, style)
     step.forward = precision_forward(torch.compile(model) if compiled else model, args.precision,
                                      device)
@@ -585,9 +589,11 @@ def main():
     for assignment in args.set:
         apply_override(config, assignment)
 
-    data = require(config, "data.name", {"fashion-mnist", "mnist"}, "fashion-mnist")
-    require(config, "model.name", {"c2f2"}, "c2f2")
+    data = require(config, "data.name", {"fashion-mnist", "mnist", "synthetic"}, "fashion-mnist")
+    require(config, "model.name", {"c2f2", "resnet18", "resnet50"}, "c2f2")
     require(config, "model.bn_branches", {1}, 1)
+    require(config, "model.frozen_bn", {False}, False)
+    require(config, "model.pretrained", {""}, "")
     require(config, "sampler.name", {"spc2"}, "spc2")
     require(config, "loss.name", {"triplet"}, "triplet")
     require(config, "loss.metric", {"N", "E", "C"}, "N")
@@ -612,7 +618,11 @@ def main():
     else:
         torch.set_num_threads(args.threads)
         device_name = f"cpu ({torch.get_num_threads()} threads)"
-    images_u8, labels_all = load_train_split(data, args.data_root or get(config, "data.root", ""))
+    root = args.data_root or get(config, "data.root", "")
+    if data == "synthetic":
+        images_u8, labels_all = synthetic_train_split(root, usage_error)
+    else:
+        images_u8, labels_all = load_train_split(data, root)
 
     names = {"p0": "P0 robrank as-is", "p1": "P1 best eager", "p2": "P2 torch.compile"}
     pairs = int(get(config, "sampler.pairs_per_batch", 128))
