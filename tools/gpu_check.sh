@@ -215,7 +215,7 @@ train_bench() {
 export -f train_bench
 
 # ResNet at 224 x 224, batch 112 (SPC-2, 56 pairs), EST eta = 32 (issue 33 point 6):
-# configs/bench/resnet{18,50}-224-est32.json on the synthetic data set (no download). One step per
+# configs/bench/est-resnet{18,50}-224.json on the synthetic data set (no download). One step per
 # precision (GPU_CHECK_RESNET_PRECISIONS, default fp32,tf32,bf16): the peer's P1 and P3 (graph
 # candidate only: compiling ResNet-18 under reduce-overhead would take minutes), then ours with
 # that peer file, each 1 warm-up + 3 timed steps.
@@ -304,8 +304,8 @@ for model in resnet18 resnet50; do
   for precision in ${RESNET_PRECISIONS//,/ }; do
     # shellcheck disable=SC2016  # $0 and $1 are expanded by the inner bash
     run_step "train-bench-$model:$precision" \
-      "dml bench --train configs/bench/$model-224-est32.json vs PyTorch, $precision" \
-      bash -c 'resnet_bench "$0" "$1"' "$model-224-est32" "$precision"
+      "dml bench --train configs/bench/est-$model-224.json vs PyTorch, $precision" \
+      bash -c 'resnet_bench "$0" "$1"' "est-$model-224" "$precision"
   done
 done
 if [ "$HAVE_SANITIZER" = 1 ]; then

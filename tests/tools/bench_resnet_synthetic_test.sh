@@ -1,5 +1,5 @@
 #!/bin/sh
-# configs/bench/resnet18-224-est32.json made TINY (32 x 32 synthetic images, 4 pairs, 1 PGD step):
+# configs/bench/est-resnet18-224.json made TINY (32 x 32 synthetic images, 4 pairs, 1 PGD step):
 # `dml bench --train` times it on the CPU, and a bad synthetic key is exit 2 naming it. Then, when
 # a python has PyTorch (else this part is skipped, the test still passes), the PyTorch peer builds
 # the same ResNet-18 and ResNet-50 and times P1 and P3 (CPU stand-in), and dml matches its rows.
@@ -8,7 +8,7 @@ set -u
 dml=$1 dir=$2 src=$3
 rm -rf "$dir" && mkdir -p "$dir" || exit 1
 fail() { echo "FAIL: $*"; exit 1; }
-config="$src/configs/bench/resnet18-224-est32.json"
+config="$src/configs/bench/est-resnet18-224.json"
 set -- --set data.root=channels=3,size=32,classes=4,images=8 --set sampler.pairs_per_batch=4 \
   --set defense.pgd.steps=1 --set data.num_workers=1
 OMP_NUM_THREADS=1 "$dml" bench --train "$config" "$@" --device cpu --steps 1 --warmup 0 \
@@ -58,7 +58,7 @@ grep -Eq "^PyTorch .* P3 torch.cuda.graph \(CPU stand-in\) .* [0-9.]+x$" "$dir/s
   fail "no P3 row"
 grep -q "skipped" "$dir/stdout2" && fail "a peer row did not match"
 "$python" "$src/tools/peers/pytorch_train_step.py" \
-  --config "$src/configs/bench/resnet50-224-est32.json" "$@" --device cpu --steps 1 --warmup 0 \
+  --config "$src/configs/bench/est-resnet50-224.json" "$@" --device cpu --steps 1 --warmup 0 \
   --threads 1 --variants p1 --out "$dir/peer50.json" 2> "$dir/peer50.log" ||
   { cat "$dir/peer50.log"; fail "the peer (ResNet-50) failed"; }
 # What the peer does not implement is refused, naming the key.

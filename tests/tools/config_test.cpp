@@ -258,12 +258,9 @@ TEST_CASE("config: every reference config in configs/ resolves, defenses as docu
     const std::string stem = entry.path().stem().string();
     // The file name says the recipe and the attack: *-fgsm is one step, the others the papers'.
     const std::string recipe = attacks::defenses::recipe_name(t.defense.recipe);
-    // (configs/bench/ names the model first: resnet18-224-est32; the recipe is still in the name.)
-    if (recipe != "none" && entry.path().parent_path().filename() != "bench") {
-      CHECK(stem.rfind(recipe, 0) == 0);
-    }
+    if (recipe != "none") CHECK(stem.rfind(recipe, 0) == 0);
     if (entry.path().parent_path().filename() == "bench") {
-      CHECK(stem.find(recipe + "32") != std::string::npos);
+      // The benchmark configs time the eta = 32 step (issue 33) on data that needs no download.
       CHECK(t.defense.pgd.steps == 32);
       CHECK(t.data_name == "synthetic");
     }
