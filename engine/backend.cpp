@@ -19,6 +19,7 @@ std::atomic<int> fused_choice{kUnset};
 std::atomic<int> tile_choice{kUnset};
 std::atomic<int> attack_loop_choice{kUnset};
 std::atomic<int> tensor_core_gemm_choice{kUnset};
+std::atomic<int> tensor_core_conv_choice{kUnset};
 
 // The value of an environment variable, or "" when unset.
 std::string env_value(const char* name) {
@@ -177,6 +178,30 @@ TensorCoreGemm parse_tensor_core_gemm(const std::string& text, const std::string
   if (text == "wmma") return TensorCoreGemm::Wmma;
   if (text == "mma") return TensorCoreGemm::Mma;
   fail(what, ": unknown tensor-core GEMM '", text, "' (expected 'wmma' or 'mma')");
+}
+
+void set_tensor_core_conv(TensorCoreConv conv) {
+  tensor_core_conv_choice.store(static_cast<int>(conv), std::memory_order_release);
+}
+
+TensorCoreConv tensor_core_conv() {
+  if (tensor_core_conv_choice.load(std::memory_order_acquire) == kUnset) {
+    const std::string text = env_value("ENGINE_TC_CONV");
+    const TensorCoreConv chosen =
+        text.empty() ? TensorCoreConv::Wmma : parse_tensor_core_conv(text, "ENGINE_TC_CONV");
+    store_if_unset(tensor_core_conv_choice, static_cast<int>(chosen));
+  }
+  return static_cast<TensorCoreConv>(tensor_core_conv_choice.load(std::memory_order_acquire));
+}
+
+const char* tensor_core_conv_name(TensorCoreConv conv) {
+  return conv == TensorCoreConv::Mma ? "mma" : "wmma";
+}
+
+TensorCoreConv parse_tensor_core_conv(const std::string& text, const std::string& what) {
+  if (text == "wmma") return TensorCoreConv::Wmma;
+  if (text == "mma") return TensorCoreConv::Mma;
+  fail(what, ": unknown tensor-core convolution '", text, "' (expected 'wmma' or 'mma')");
 }
 
 }  // namespace engine

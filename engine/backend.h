@@ -38,6 +38,16 @@
 //                         (kernels/matmul/matmul_mma_cuda.cu)
 // Both round the operands alike and accumulate in FP32; the sums' rounding may differ. Wmma stays
 // the default until a GPU has timed the two.
+//
+// Our TF32 tensor-core convolution (conv2d under the tf32 policy), chosen the same way by
+// ENGINE_TC_CONV=wmma|mma:
+//   TensorCoreConv::Wmma  WMMA m16n16k8, 64 x 64 tiles, a register pipeline
+//                         (kernels/conv2d/conv2d_tensor_core_cuda.cu) [default]
+//   TensorCoreConv::Mma   mma.sync m16n8k8, 128 x 64 tiles, a 3-stage cp.async pipeline
+//                         (kernels/conv2d/conv2d_mma_cuda.cu), for fprop and dgrad; wgrad has no
+//                         mma.sync kernel yet and runs the WMMA one under both choices
+// The same results class (TF32 operands, FP32 sums); Wmma stays the default until a GPU has timed
+// the two.
 #pragma once
 
 #include <string>
@@ -86,5 +96,11 @@ TensorCoreGemm tensor_core_gemm();
 const char* tensor_core_gemm_name(TensorCoreGemm gemm);  // "wmma" / "mma"
 TensorCoreGemm parse_tensor_core_gemm(const std::string& text,
                                       const std::string& what = "tensor-core gemm");
+enum class TensorCoreConv { Wmma, Mma };
+void set_tensor_core_conv(TensorCoreConv conv);
+TensorCoreConv tensor_core_conv();
+const char* tensor_core_conv_name(TensorCoreConv conv);  // "wmma" / "mma"
+TensorCoreConv parse_tensor_core_conv(const std::string& text,
+                                      const std::string& what = "tensor-core conv");
 
 }  // namespace engine

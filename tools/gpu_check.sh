@@ -10,11 +10,13 @@
 #                                    call: configure, build only dml and the kernel and op tests
 #                                    (build-perf), version, the mma.sync layout test
 #                                    (mma-layout), their [cuda] cases (kernel-tests),
-#                                    bench, train-bench:* with the one-pass profiles; a later
+#                                    bench, bench-tc-conv-mma (ENGINE_TC_CONV=mma's tf32
+#                                    conv rows), train-bench:* with the one-pass profiles; a later
 #                                    plain call runs the rest and skips what this one did
 #
 # Steps, in order: configure build version mma-layout cuda-tests metrics-100k train-vanilla bench
-# memcheck:<test program> train-bench:{vanilla,est,act} racecheck:<...> initcheck:<...> cpu-tests
+# bench-tc-conv-mma memcheck:<test program> train-bench:{vanilla,est,act} racecheck:<...>
+# initcheck:<...> cpu-tests
 # (a name before ':' selects all). Nothing runs after a failed configure or build, or when the
 # program sees no GPU; GPU_CHECK_RETRY_FAILED=1 runs failed steps again after a fix.
 # Each call spends at most GPU_CHECK_SECONDS (default 570 when $OUT is set, i.e. under the device
@@ -57,7 +59,7 @@ WANTED=("$@")
 PERFORMANCE=0
 if [ "$*" = performance ]; then
   PERFORMANCE=1
-  WANTED=(configure build-perf version mma-layout kernel-tests bench train-bench)
+  WANTED=(configure build-perf version mma-layout kernel-tests bench bench-tc-conv-mma train-bench)
   # GPU_CHECK_RESNET=0 leaves out the ResNet-18 224 rows (train-bench-resnet18:*, below) when a
   # call is pressed for time.
   if [ "${GPU_CHECK_RESNET:-1}" != 0 ]; then WANTED+=(train-bench-resnet18); fi
@@ -181,6 +183,13 @@ BENCH_MODES="${GPU_CHECK_BENCH_MODES:-$([ "$PERFORMANCE" = 1 ] && echo fp32,tf32
 run_step bench "dml bench" "$BUILD/dml" bench --json "$BENCH_JSON" --commit "$COMMIT" \
   --precision-modes "$BENCH_MODES"
 if [ -n "${OUT:-}" ] && [ -f "$BENCH_JSON" ]; then cp "$BENCH_JSON" "$OUT/"; fi
+# The A/B of our two TF32 convolutions (engine/backend.h): the bench step timed the default
+# (ENGINE_TC_CONV=wmma); this one the ResNet-18 conv rows in tf32 with fprop and dgrad on
+# mma.sync (wgrad is WMMA under both), 10 repeats to keep the profile in its budget. Into the
+# log, not $OUT.
+run_step bench-tc-conv-mma "dml bench, tf32 convolutions, ENGINE_TC_CONV=mma" \
+  env ENGINE_TC_CONV=mma "$BUILD/dml" bench --precision-modes tf32 --filter "conv " --repeats 10 \
+  --commit "$COMMIT"
 # Whole training steps against PyTorch on the same GPU (docs/performance.md):
 # tools/peers/pytorch_train_step.py times the config in PyTorch (P0 robrank as-is, P1 best eager,
 # P2 torch.compile, P3 the PGD loop captured: the faster of torch.cuda.graph and

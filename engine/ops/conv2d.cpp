@@ -4,8 +4,9 @@
 // the tests hold it to. CUDA tensors (f32) run our implicit-GEMM kernels (conv2d_*_cuda) or
 // cuDNN's, whichever engine::conv_backend() names when the kernel runs (engine/backend.h); under
 // the precision policy tf32 (engine/precision.h) ours run on TF32 tensor cores
-// (conv2d_*_tensor_core_cuda) and cuDNN in its TF32 math mode (kernels/common/library_math.h);
-// under bf16 ours run on BF16 tensor cores (the same kernels) and cuDNN strict FP32.
+// (conv2d_*_tensor_core_cuda, or on mma.sync, conv2d_*_mma_cuda, under ENGINE_TC_CONV=mma) and
+// cuDNN in its TF32 math mode (kernels/common/library_math.h); under bf16 ours run on BF16 tensor
+// cores (the WMMA kernels) and cuDNN in BF16.
 // Backward computes exactly the gradients asked for: dgrad only when the input's gradient is
 // needed, wgrad only for the weight, db only for the bias — an attack's grad(loss, {x}) never
 // pays for a weight gradient.
@@ -18,6 +19,7 @@
 #include "engine/ops/op_utils.h"
 #include "engine/precision.h"
 #include "kernels/conv2d/conv2d.h"
+#include "kernels/conv2d/conv2d_mma.h"
 
 namespace engine {
 
@@ -30,6 +32,12 @@ enum class CudaConv { Cudnn, Ours, OursTensorCore };
 CudaConv cuda_conv() {
   if (conv_backend() == ConvBackend::Cudnn) return CudaConv::Cudnn;
   return precision() == Precision::Fp32 ? CudaConv::Ours : CudaConv::OursTensorCore;
+}
+
+// The TF32 tensor-core convolutions on mma.sync (conv2d_mma_cuda.cu) instead of WMMA: under tf32
+// with ENGINE_TC_CONV=mma (engine/backend.h). BF16 has WMMA kernels only.
+bool mma_conv() {
+  return precision() == Precision::Tf32 && tensor_core_conv() == TensorCoreConv::Mma;
 }
 
 // dw and/or db (either may be undefined) of a CUDA conv. Our wgrad may split its reduction and
@@ -139,6 +147,9 @@ std::vector<Tensor> conv2d_backward(const kernels::Conv2dShape& shape, const Ten
     if (want_dx && conv == CudaConv::Cudnn) {
       kernels::conv2d_dgrad_cudnn(shape, dy.data<float>(), w_saved.data<float>(),
                                   grads[0].data<float>(), precision());
+    } else if (want_dx && conv == CudaConv::OursTensorCore && mma_conv()) {
+      kernels::conv2d_dgrad_mma_cuda(shape, dy.data<float>(), w_saved.data<float>(),
+                                     grads[0].data<float>());
     } else if (want_dx && conv == CudaConv::OursTensorCore) {
       kernels::conv2d_dgrad_tensor_core_cuda(shape, dy.data<float>(), w_saved.data<float>(),
                                              grads[0].data<float>(), precision());
@@ -178,6 +189,8 @@ Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias,
     if (conv == CudaConv::Cudnn) {
       kernels::conv2d_fprop_cudnn(shape, xc.data<float>(), wc.data<float>(), b, y.data<float>(),
                                   precision());
+    } else if (conv == CudaConv::OursTensorCore && mma_conv()) {
+      kernels::conv2d_fprop_mma_cuda(shape, xc.data<float>(), wc.data<float>(), b, y.data<float>());
     } else if (conv == CudaConv::OursTensorCore) {
       kernels::conv2d_fprop_tensor_core_cuda(shape, xc.data<float>(), wc.data<float>(), b,
                                              y.data<float>(), precision());

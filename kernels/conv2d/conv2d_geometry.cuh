@@ -111,15 +111,22 @@ __device__ __forceinline__ FpropRow fprop_row(const Geometry& g, int m) {
 }
 
 // fprop's A[m, k], k = (c, r, s): x[n, c, p sh - ph + r dh, q sw - pw + s dw]; zero for padding,
-// for k >= k_end and for a row past the end.
-__device__ __forceinline__ float fprop_a(const Geometry& g, const float* __restrict__ x,
-                                         const FpropRow& row, int k, int k_end) {
+// for k >= k_end and for a row past the end. fprop_a_offset gives the element's offset in x, or
+// -1 where A is zero (for copies that fill zeros themselves, conv2d_mma_cuda.cu's cp.async).
+__device__ __forceinline__ int fprop_a_offset(const Geometry& g, const FpropRow& row, int k,
+                                              int k_end) {
   const int RS = g.R * g.S;
   const int c = k / RS, rs = k - c * RS;
   const int r = rs / g.S, s = rs - r * g.S;
   const int h = row.h_base + r * g.dh, w = row.w_base + s * g.dw;
   const bool inside = row.valid && k < k_end && h >= 0 && h < g.H && w >= 0 && w < g.W;
-  return inside ? x[row.x_image + (c * g.H + h) * g.W + w] : 0.0f;
+  return inside ? row.x_image + (c * g.H + h) * g.W + w : -1;
+}
+
+__device__ __forceinline__ float fprop_a(const Geometry& g, const float* __restrict__ x,
+                                         const FpropRow& row, int k, int k_end) {
+  const int offset = fprop_a_offset(g, row, k, k_end);
+  return offset >= 0 ? x[offset] : 0.0f;
 }
 
 // dgrad's phase (blockIdx.z = phase_h sw + phase_w): its pixels' extent and its valid taps.
@@ -175,17 +182,31 @@ __device__ __forceinline__ DgradTap dgrad_tap(const DgradPhase& phase, int k) {
 // dgrad's A[m, k]: dy[n, kout, p, q] with p = (h + ph - r dh) / sh and q likewise, divisions
 // exact (the phase guarantees it, so p < 0 iff the numerator is); zero outside dy, for !k_valid
 // and for a row past the end.
-__device__ __forceinline__ float dgrad_a(const Geometry& g, const float* __restrict__ dy,
-                                         const DgradRow& row, const DgradTap& tap, bool k_valid) {
+// dgrad_a_offset: the element's offset in dy, or -1 where A is zero.
+__device__ __forceinline__ int dgrad_a_offset(const Geometry& g, const DgradRow& row,
+                                              const DgradTap& tap, bool k_valid) {
   const int p = (row.h + g.ph - tap.r * g.dh) / g.sh, q = (row.w + g.pw - tap.s * g.dw) / g.sw;
   const bool inside = row.valid && k_valid && p >= 0 && p < g.P && q >= 0 && q < g.Q;
-  return inside ? dy[((row.n_img * g.K + tap.kout) * g.P + p) * g.Q + q] : 0.0f;
+  return inside ? ((row.n_img * g.K + tap.kout) * g.P + p) * g.Q + q : -1;
+}
+
+__device__ __forceinline__ float dgrad_a(const Geometry& g, const float* __restrict__ dy,
+                                         const DgradRow& row, const DgradTap& tap, bool k_valid) {
+  const int offset = dgrad_a_offset(g, row, tap, k_valid);
+  return offset >= 0 ? dy[offset] : 0.0f;
 }
 
 // dgrad's B[k, c] = w[kout, c, r, s]; zero unless `valid` (k < K taps and c < C).
+// dgrad_b_offset: the element's offset in w, or -1 where B is zero.
+__device__ __forceinline__ int dgrad_b_offset(const Geometry& g, const DgradTap& tap, int c,
+                                              bool valid) {
+  return valid ? ((tap.kout * g.C + c) * g.R + tap.r) * g.S + tap.s : -1;
+}
+
 __device__ __forceinline__ float dgrad_b(const Geometry& g, const float* __restrict__ w,
                                          const DgradTap& tap, int c, bool valid) {
-  return valid ? w[((tap.kout * g.C + c) * g.R + tap.r) * g.S + tap.s] : 0.0f;
+  const int offset = dgrad_b_offset(g, tap, c, valid);
+  return offset >= 0 ? w[offset] : 0.0f;
 }
 
 // wgrad's A row (c, r, s) (dW transposed): the channel's offset in an image of x and the tap's

@@ -5,10 +5,12 @@
 #include <string>
 #include <vector>
 
+#include "engine/backend.h"
 #include "engine/precision.h"
 #include "engine/tensor.h"
 #include "kernels/common/cuda_runtime.h"
 #include "kernels/conv2d/conv2d.h"
+#include "kernels/conv2d/conv2d_mma.h"
 #include "tools/dml/bench_accuracy.h"
 #include "tools/dml/bench_device.h"
 #include "tools/dml/bench_gpu.h"
@@ -44,20 +46,27 @@ k::ConvPass kernel_pass(Pass p) {
 }
 
 // One call of our kernel for `pass` on buffers a, b -> out (see bench_conv_pass), in `precision`
-// (the mode's): the tile-width rule for strict FP32, the tensor-core kernels for TF32 and BF16.
+// (the mode's): the tile-width rule for strict FP32, the tensor-core kernels for TF32 and BF16
+// (TF32 on mma.sync under ENGINE_TC_CONV=mma, as engine/ops/conv2d.cpp runs them).
 void run_our_conv(const k::Conv2dShape& s, Pass pass, const float* a, const float* b, float* out,
                   float* workspace, k::ConvTile tile, k::Precision precision) {
   const bool tensor_cores = precision != k::Precision::Fp32;
+  const bool mma =
+      precision == k::Precision::Tf32 && engine::tensor_core_conv() == engine::TensorCoreConv::Mma;
   switch (pass) {
     case Pass::Fprop:
-      if (tensor_cores) {
+      if (mma) {
+        k::conv2d_fprop_mma_cuda(s, a, b, nullptr, out);
+      } else if (tensor_cores) {
         k::conv2d_fprop_tensor_core_cuda(s, a, b, nullptr, out, precision);
       } else {
         k::conv2d_fprop_cuda(s, a, b, nullptr, out, tile);
       }
       break;
     case Pass::Dgrad:
-      if (tensor_cores) {
+      if (mma) {
+        k::conv2d_dgrad_mma_cuda(s, a, b, out);
+      } else if (tensor_cores) {
         k::conv2d_dgrad_tensor_core_cuda(s, a, b, out, precision);
       } else {
         k::conv2d_dgrad_cuda(s, a, b, out, tile);

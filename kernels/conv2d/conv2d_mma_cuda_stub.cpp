@@ -1,0 +1,15 @@
+// conv2d_mma_cuda.cu in a build without CUDA: every function throws (kernels/common/cuda_stub.h).
+#include "kernels/common/cuda_stub.h"
+#include "kernels/conv2d/conv2d_mma.h"
+
+namespace engine::kernels {
+
+void conv2d_fprop_mma_cuda(const Conv2dShape&, const float*, const float*, const float*, float*) {
+  no_cuda("conv2d_fprop_mma_cuda");
+}
+
+void conv2d_dgrad_mma_cuda(const Conv2dShape&, const float*, const float*, float*) {
+  no_cuda("conv2d_dgrad_mma_cuda");
+}
+
+}  // namespace engine::kernels

@@ -1,0 +1,267 @@
+// conv2d's TF32 fprop and dgrad on mma.sync with a three-stage cp.async pipeline
+// (kernels/conv2d/conv2d_mma_cuda.cu) against a CPU reference that rounds both operands of every
+// product to TF32 first (round to nearest, ties away from zero, as cvt.rna; tensor_core_test_util.h
+// writes it with frexp and std::round) and sums in double: a sweep of odd sizes, padding, stride 2
+// (four dgrad phases) and 3, dilation, C = 1 and C not a multiple of 4 (fprop's weights then move
+// in 4-byte copies), K and C not multiples of the 64-column tile, more than one 128-row tile, and
+// reductions from 1 to 603 values (the pipeline's three stages empty, full and reused many times);
+// the weights at a 4-byte-only address give the same bits as at a 16-byte one; a hand-worked 1x1
+// convolution whose operands round; the results differ from strict FP32; and ENGINE_TC_CONV=mma
+// routes engine::conv2d under the tf32 policy to these kernels (wgrad stays WMMA).
+//
+// Tolerance (as conv2d_tf32_cuda_test.cpp): a product of two TF32 values is exact in FP32, so the
+// only error is the FP32 rounding of the L additions of an output (L = C R S + 1 with the bias for
+// y, at most K R S taps for dx), each at most one ulp of a partial sum (2^-23 relative) bounded by
+// S = sum |rounded a| |rounded b| (+ |bias|): |got - reference| <= L 2^-23 S. An operand left
+// unrounded misses by up to 2^-11 |a b| per term, far outside it on the short reductions and the
+// hand-worked case. dgrad with C <= 4 runs the direct FP32 kernel (as under WMMA), held to the
+// unrounded reference with the same bound.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <sstream>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "engine/autograd.h"
+#include "engine/backend.h"
+#include "engine/ops.h"
+#include "engine/precision.h"
+#include "engine/tensor.h"
+#include "kernels/common/device_counters.h"
+#include "kernels/conv2d/conv2d.h"
+#include "kernels/conv2d/conv2d_mma.h"
+#include "tests/ops/tensor_core_test_util.h"
+#include "tests/support/cuda_guard.h"
+#include "tests/support/tensors.h"
+
+using engine::Device;
+using engine::DType;
+using engine::Tensor;
+using engine::TensorCoreConv;
+using engine::kernels::Conv2dShape;
+using engine::kernels::Precision;
+
+namespace {
+
+namespace k = engine::kernels;
+
+using tensor_core_test::magnitudes;
+
+std::vector<double> rounded_to_tf32(std::vector<double> values) {
+  return tensor_core_test::rounded(std::move(values), tensor_core_test::kTf32Rounding);
+}
+
+Conv2dShape conv(int64_t N, int64_t C, int64_t H, int64_t W, int64_t K, int64_t R, int64_t S,
+                 int64_t stride = 1, int64_t pad = 0, int64_t dilation = 1) {
+  Conv2dShape s;
+  s.N = N, s.C = C, s.H = H, s.W = W, s.K = K, s.R = R, s.S = S;
+  s.stride_h = s.stride_w = stride;
+  s.pad_h = s.pad_w = pad;
+  s.dilation_h = s.dilation_w = dilation;
+  return s;
+}
+
+std::string describe(const Conv2dShape& s) {
+  std::ostringstream out;
+  out << "N=" << s.N << " C=" << s.C << " H=" << s.H << " W=" << s.W << " K=" << s.K << " R=" << s.R
+      << " S=" << s.S << " stride=" << s.stride_h << " pad=" << s.pad_h
+      << " dilation=" << s.dilation_h;
+  return out.str();
+}
+
+// Every element within additions 2^-23 magnitude[e] of the reference (the header's bound).
+void require_within_sum_bound(const char* what, const std::vector<double>& got,
+                              const std::vector<double>& reference,
+                              const std::vector<double>& magnitude, int64_t additions) {
+  REQUIRE(got.size() == reference.size());
+  for (size_t e = 0; e < got.size(); ++e) {
+    const double bound = double(additions) * std::ldexp(1.0, -23) * magnitude[e];
+    if (std::fabs(got[e] - reference[e]) > bound) {
+      FAIL(what << " element " << e << ": got " << got[e] << ", reference " << reference[e]
+                << ", bound " << bound);
+    }
+  }
+}
+
+Tensor zeros_cuda(const std::vector<int64_t>& shape) {
+  return Tensor::zeros(shape, DType::F32, Device::cuda());
+}
+
+// `values` on the device starting `offset` floats into an allocation (offset 1: 4-byte aligned
+// only, so fprop's weights must move in 4-byte copies).
+Tensor on_device_at(const std::vector<double>& values, int offset) {
+  std::vector<double> padded(values.size() + size_t(offset), 0.0);
+  for (size_t i = 0; i < values.size(); ++i) padded[size_t(offset) + i] = values[i];
+  return Tensor::from_vector(padded, {int64_t(padded.size())}, DType::F32).to(Device::cuda());
+}
+
+// fprop and dgrad on mma.sync vs the TF32-rounded f64 reference; the weights at `w_offset` floats
+// into their allocation.
+void require_mma_conv_matches(const Conv2dShape& s, uint64_t seed, int w_offset = 0) {
+  INFO(describe(s) << " weight offset " << w_offset);
+  const int64_t P = s.out_h(), Q = s.out_w();
+  const Tensor x = test::random_f32({s.N, s.C, s.H, s.W}, seed);
+  const Tensor w = test::random_f32({s.K, s.C, s.R, s.S}, seed + 1);
+  const Tensor b = test::random_f32({s.K}, seed + 2);
+  const Tensor dy = test::random_f32({s.N, s.K, P, Q}, seed + 3);
+  const std::vector<double> xr = rounded_to_tf32(x.to_vector()),
+                            wr = rounded_to_tf32(w.to_vector());
+  const std::vector<double> dyr = rounded_to_tf32(dy.to_vector()), b64 = b.to_vector();
+  const Tensor xd = x.to(Device::cuda()), bd = b.to(Device::cuda()), dyd = dy.to(Device::cuda());
+  const Tensor wd = on_device_at(w.to_vector(), w_offset);
+  const float* w_data = wd.data<float>() + w_offset;
+
+  // fprop: C R S products and the bias.
+  std::vector<double> y_ref(size_t(s.N * s.K * P * Q)), y_mag(y_ref.size());
+  k::conv2d_fprop_cpu<double>(s, xr.data(), wr.data(), b64.data(), y_ref.data());
+  k::conv2d_fprop_cpu<double>(s, magnitudes(xr).data(), magnitudes(wr).data(),
+                              magnitudes(b64).data(), y_mag.data());
+  Tensor y = zeros_cuda({s.N, s.K, P, Q});
+  k::conv2d_fprop_mma_cuda(s, xd.data<float>(), w_data, bd.data<float>(), y.data<float>());
+  require_within_sum_bound("y", y.to_vector(), y_ref, y_mag, s.C * s.R * s.S + 1);
+
+  // dgrad: at most K R S taps per pixel; C <= 4 is the direct FP32 kernel, unrounded.
+  const bool direct = s.C <= 4;
+  const std::vector<double> dy_used = direct ? dy.to_vector() : dyr;
+  const std::vector<double> w_used = direct ? w.to_vector() : wr;
+  std::vector<double> dx_ref(size_t(s.N * s.C * s.H * s.W)), dx_mag(dx_ref.size());
+  k::conv2d_dgrad_cpu<double>(s, dy_used.data(), w_used.data(), dx_ref.data());
+  k::conv2d_dgrad_cpu<double>(s, magnitudes(dy_used).data(), magnitudes(w_used).data(),
+                              dx_mag.data());
+  Tensor dx = zeros_cuda({s.N, s.C, s.H, s.W});
+  k::conv2d_dgrad_mma_cuda(s, dyd.data<float>(), w_data, dx.data<float>());
+  require_within_sum_bound("dx", dx.to_vector(), dx_ref, dx_mag, s.K * s.R * s.S);
+}
+
+// Sets the tensor-core convolution and the precision policy for one test and puts both back.
+struct TensorCoreConvScope {
+  TensorCoreConvScope(TensorCoreConv conv, Precision precision)
+      : previous_conv(engine::tensor_core_conv()), previous_precision(engine::precision()) {
+    engine::set_tensor_core_conv(conv);
+    engine::set_precision(precision);
+  }
+  ~TensorCoreConvScope() {
+    engine::set_tensor_core_conv(previous_conv);
+    engine::set_precision(previous_precision);
+  }
+  TensorCoreConv previous_conv;
+  Precision previous_precision;
+};
+
+}  // namespace
+
+TEST_CASE("conv2d mma tf32 cuda: fprop and dgrad match the tf32-rounded reference over a sweep",
+          "[conv2d][cuda][tf32][mma]") {
+  REQUIRE_CUDA_OR_SKIP();
+  uint64_t seed = 31;
+  for (const Conv2dShape& s : {
+           conv(1, 1, 1, 1, 1, 1, 1),             // one product: a reduction of 1
+           conv(3, 5, 7, 9, 6, 3, 2, 1, 1),       // odd everything, R != S, C R S = 30
+           conv(2, 7, 11, 10, 70, 3, 3, 2, 1),    // stride 2 (4 phases), K over one column tile
+           conv(2, 67, 9, 9, 5, 3, 3, 1, 2),      // C over one column tile, 603-long reduction
+           conv(1, 9, 13, 12, 8, 3, 3, 2, 2, 2),  // dilation 2 with stride 2
+           conv(3, 12, 8, 9, 16, 1, 1),           // 1x1, C R S = 12: 16-byte weight copies
+           conv(2, 1, 28, 28, 32, 5, 5, 1, 2),    // C2F2 conv1: C = 1, C R S = 25, 12 row tiles
+           conv(2, 3, 9, 9, 4, 5, 5, 3, 0),       // stride 3, C = 3 (direct dgrad)
+           conv(1, 8, 6, 6, 7, 2, 2, 2, 1),       // stride 2, even filter: phases with 1 tap
+       }) {
+    require_mma_conv_matches(s, seed);
+    seed += 5;
+  }
+}
+
+TEST_CASE("conv2d mma tf32 cuda: weights at a 4-byte-only address give the 16-byte copies' bits",
+          "[conv2d][cuda][tf32][mma]") {
+  REQUIRE_CUDA_OR_SKIP();
+  const Conv2dShape s = conv(2, 8, 7, 7, 9, 3, 3, 1, 1);  // C R S = 72: vectors when aligned
+  require_mma_conv_matches(s, 401, 1);
+  const Tensor x = test::random_f32({2, 8, 7, 7}, 402).to(Device::cuda());
+  const std::vector<double> w = test::random_f32({9, 8, 3, 3}, 403).to_vector();
+  const Tensor aligned = on_device_at(w, 0), offset = on_device_at(w, 1);
+  Tensor y_aligned = zeros_cuda({2, 9, 7, 7}), y_offset = zeros_cuda({2, 9, 7, 7});
+  k::conv2d_fprop_mma_cuda(s, x.data<float>(), aligned.data<float>(), nullptr,
+                           y_aligned.data<float>());
+  k::conv2d_fprop_mma_cuda(s, x.data<float>(), offset.data<float>() + 1, nullptr,
+                           y_offset.data<float>());
+  CHECK(y_aligned.to_vector() == y_offset.to_vector());
+}
+
+TEST_CASE("conv2d mma tf32 cuda: operands are rounded to tf32, by hand, and differ from fp32",
+          "[conv2d][cuda][tf32][mma]") {
+  REQUIRE_CUDA_OR_SKIP();
+  // A 1x1 convolution of one pixel, C = 8 (above the direct dgrad's 4), K = 1: x = (a, 0, ...),
+  // w = (b, ..., b), dy = a, with a = 1 + 2^-11 rounding (half way, away from zero) to 1 + 2^-10
+  // and b = 1 + 2^-10 + 2^-11 to 1 + 2^-9. Then y = dx_c = a b, one product each (the zeros add
+  // exactly): TF32 (1 + 2^-10)(1 + 2^-9) = 1 + 3 2^-10 + 2^-19, exact in FP32, where strict FP32
+  // gives 1 + 2^-9 + 3 2^-22.
+  const double a = 1.0 + std::ldexp(1.0, -11),
+               b = 1.0 + std::ldexp(1.0, -10) + std::ldexp(1.0, -11);
+  const double tf32_product = 1.0 + 3 * std::ldexp(1.0, -10) + std::ldexp(1.0, -19);
+  std::vector<double> x_values(8, 0.0);
+  x_values[0] = a;
+  const Conv2dShape s = conv(1, 8, 1, 1, 1, 1, 1);
+  const Tensor x = on_device_at(x_values, 0);
+  const Tensor w = on_device_at(std::vector<double>(8, b), 0);
+  const Tensor dy = on_device_at({a}, 0);
+  Tensor y = zeros_cuda({1}), dx = zeros_cuda({8});
+  k::conv2d_fprop_mma_cuda(s, x.data<float>(), w.data<float>(), nullptr, y.data<float>());
+  k::conv2d_dgrad_mma_cuda(s, dy.data<float>(), w.data<float>(), dx.data<float>());
+  CHECK(y.to_vector() == std::vector<double>{tf32_product});
+  CHECK(dx.to_vector() == std::vector<double>(8, tf32_product));
+
+  // Random operands: some product rounds differently from strict FP32's.
+  const Conv2dShape r = conv(2, 6, 9, 9, 10, 3, 3, 1, 1);
+  const Tensor xr = test::random_f32({2, 6, 9, 9}, 501).to(Device::cuda());
+  const Tensor wr = test::random_f32({10, 6, 3, 3}, 502).to(Device::cuda());
+  const Tensor dyr = test::random_f32({2, 10, 9, 9}, 503).to(Device::cuda());
+  Tensor y_mma = zeros_cuda({2, 10, 9, 9}), y_strict = zeros_cuda({2, 10, 9, 9});
+  Tensor dx_mma = zeros_cuda({2, 6, 9, 9}), dx_strict = zeros_cuda({2, 6, 9, 9});
+  k::conv2d_fprop_mma_cuda(r, xr.data<float>(), wr.data<float>(), nullptr, y_mma.data<float>());
+  k::conv2d_fprop_cuda(r, xr.data<float>(), wr.data<float>(), nullptr, y_strict.data<float>());
+  k::conv2d_dgrad_mma_cuda(r, dyr.data<float>(), wr.data<float>(), dx_mma.data<float>());
+  k::conv2d_dgrad_cuda(r, dyr.data<float>(), wr.data<float>(), dx_strict.data<float>());
+  CHECK(y_mma.to_vector() != y_strict.to_vector());
+  CHECK(dx_mma.to_vector() != dx_strict.to_vector());
+}
+
+TEST_CASE("conv2d cuda: ENGINE_TC_CONV=mma runs tf32 fprop and dgrad on mma.sync, wgrad on WMMA",
+          "[conv2d][cuda][tf32][mma]") {
+  REQUIRE_CUDA_OR_SKIP();
+  const Tensor x = test::random_f32({2, 6, 9, 9}, 601).to(Device::cuda());
+  const Tensor w = test::random_f32({10, 6, 3, 3}, 602).to(Device::cuda());
+  const Tensor dy = test::random_f32({2, 10, 7, 7}, 603).to(Device::cuda());
+  // The launches of one conv2d and its backward, by the profiler's labels (the launch check's).
+  const auto launches_of_conv = [&](TensorCoreConv choice) {
+    TensorCoreConvScope scope(choice, Precision::Tf32);
+    const Tensor xl = x.detach().set_requires_grad(true);
+    const Tensor wl = w.detach().set_requires_grad(true);
+    k::start_profile();
+    const Tensor y = engine::conv2d(xl, wl, Tensor(), engine::Conv2dOptions{});
+    (void)engine::grad({y}, {xl, wl}, {dy});
+    std::string labels;
+    for (const auto& launch : k::stop_profile()) labels += launch.label + "\n";
+    return labels;
+  };
+  const std::string with_mma = launches_of_conv(TensorCoreConv::Mma);
+  CHECK_THAT(with_mma, Catch::Contains("conv2d_fprop_mma_cuda (tf32)"));
+  CHECK_THAT(with_mma, Catch::Contains("conv2d_dgrad_mma_cuda (tf32)"));
+  CHECK_THAT(with_mma, Catch::Contains("conv2d_wgrad_tensor_core_cuda (tf32)"));
+  CHECK_THAT(with_mma, !Catch::Contains("conv2d_fprop_tensor_core_cuda"));
+  const std::string with_wmma = launches_of_conv(TensorCoreConv::Wmma);
+  CHECK_THAT(with_wmma, Catch::Contains("conv2d_fprop_tensor_core_cuda (tf32)"));
+  CHECK_THAT(with_wmma, Catch::Contains("conv2d_dgrad_tensor_core_cuda (tf32)"));
+  CHECK_THAT(with_wmma, !Catch::Contains("_mma_cuda"));
+}
+
+TEST_CASE("tensor-core conv: the ENGINE_TC_CONV spelling", "[conv2d][backend][mma]") {
+  CHECK(engine::parse_tensor_core_conv("wmma") == TensorCoreConv::Wmma);
+  CHECK(engine::parse_tensor_core_conv("mma") == TensorCoreConv::Mma);
+  CHECK(std::string(engine::tensor_core_conv_name(TensorCoreConv::Wmma)) == "wmma");
+  CHECK(std::string(engine::tensor_core_conv_name(TensorCoreConv::Mma)) == "mma");
+  CHECK_THROWS_WITH(engine::parse_tensor_core_conv("MMA", "ENGINE_TC_CONV"),
+                    Catch::Contains("ENGINE_TC_CONV") &&
+                        Catch::Contains("unknown tensor-core convolution 'MMA'") &&
+                        Catch::Contains("'wmma' or 'mma'"));
+}
