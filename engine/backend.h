@@ -44,8 +44,7 @@
 //   TensorCoreConv::Wmma  WMMA m16n16k8, 64 x 64 tiles, a register pipeline
 //                         (kernels/conv2d/conv2d_tensor_core_cuda.cu) [default]
 //   TensorCoreConv::Mma   mma.sync m16n8k8, 128 x 64 tiles, a 3-stage cp.async pipeline
-//                         (kernels/conv2d/conv2d_mma_cuda.cu), for fprop and dgrad; wgrad has no
-//                         mma.sync kernel yet and runs the WMMA one under both choices
+//                         (kernels/conv2d/conv2d_mma_cuda.cu), fprop, dgrad and wgrad
 // The same results class (TF32 operands, FP32 sums); Wmma stays the default until a GPU has timed
 // the two.
 #pragma once

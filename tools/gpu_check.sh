@@ -184,9 +184,8 @@ run_step bench "dml bench" "$BUILD/dml" bench --json "$BENCH_JSON" --commit "$CO
   --precision-modes "$BENCH_MODES"
 if [ -n "${OUT:-}" ] && [ -f "$BENCH_JSON" ]; then cp "$BENCH_JSON" "$OUT/"; fi
 # The A/B of our two TF32 convolutions (engine/backend.h): the bench step timed the default
-# (ENGINE_TC_CONV=wmma); this one the ResNet-18 conv rows in tf32 with fprop and dgrad on
-# mma.sync (wgrad is WMMA under both), 10 repeats to keep the profile in its budget. Into the
-# log, not $OUT.
+# (ENGINE_TC_CONV=wmma); this one the ResNet-18 conv rows in tf32 on mma.sync, 10 repeats to keep
+# the profile in its budget. Into the log, not $OUT.
 run_step bench-tc-conv-mma "dml bench, tf32 convolutions, ENGINE_TC_CONV=mma" \
   env ENGINE_TC_CONV=mma "$BUILD/dml" bench --precision-modes tf32 --filter "conv " --repeats 10 \
   --commit "$COMMIT"

@@ -53,16 +53,22 @@ void wgrad_cuda(const kernels::Conv2dShape& shape, const Tensor& dy, const Tenso
     return;
   }
   const bool tensor_core = conv == CudaConv::OursTensorCore;
+  const bool mma = tensor_core && mma_conv();
   const kernels::ConvTile tile = conv_tile();
   int64_t scratch = 0;
-  if (dw.defined()) {
+  if (dw.defined() && mma) {
+    scratch = kernels::conv2d_wgrad_mma_cuda_workspace_size(shape);
+  } else if (dw.defined()) {
     scratch = tensor_core
                   ? kernels::conv2d_wgrad_tensor_core_cuda_workspace_size(shape, precision())
                   : kernels::conv2d_wgrad_cuda_workspace_size(shape, tile);
   }
   Tensor workspace = scratch > 0 ? Tensor::empty({scratch}, DType::F32, dy.device()) : Tensor();
   float* workspace_data = workspace.defined() ? workspace.data<float>() : nullptr;
-  if (tensor_core) {
+  if (mma) {
+    kernels::conv2d_wgrad_mma_cuda(shape, dy.data<float>(), x.data<float>(), dw_data, db_data,
+                                   workspace_data);
+  } else if (tensor_core) {
     kernels::conv2d_wgrad_tensor_core_cuda(shape, dy.data<float>(), x.data<float>(), dw_data,
                                            db_data, workspace_data, precision());
   } else {

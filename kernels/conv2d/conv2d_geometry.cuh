@@ -242,18 +242,30 @@ __device__ __forceinline__ WgradStep wgrad_step(const Geometry& g, int k, int k_
 
 // wgrad's A[(c, r, s), (n, p, q)] = x[n, c, p sh - ph + r dh, q sw - pw + s dw], zero for padding
 // and outside the rows or the chunk.
-__device__ __forceinline__ float wgrad_a(const Geometry& g, const float* __restrict__ x,
-                                         const WgradStep& step, const WgradRow& row) {
+// wgrad_a_offset: the element's offset in x, or -1 where A is zero.
+__device__ __forceinline__ int wgrad_a_offset(const Geometry& g, const WgradStep& step,
+                                              const WgradRow& row) {
   const int hh = step.h0 + row.r_off, ww = step.w0 + row.s_off;
   const bool inside = step.valid && row.valid && hh >= 0 && hh < g.H && ww >= 0 && ww < g.W;
-  return inside ? x[step.x_image + row.x_channel + hh * g.W + ww] : 0.0f;
+  return inside ? step.x_image + row.x_channel + hh * g.W + ww : -1;
 }
 
-// wgrad's B[(n, p, q), kout] = dy[n, kout, p, q], zero outside K or the chunk.
+__device__ __forceinline__ float wgrad_a(const Geometry& g, const float* __restrict__ x,
+                                         const WgradStep& step, const WgradRow& row) {
+  const int offset = wgrad_a_offset(g, step, row);
+  return offset >= 0 ? x[offset] : 0.0f;
+}
+
+// wgrad's B[(n, p, q), kout] = dy[n, kout, p, q], zero outside K or the chunk. wgrad_b_offset:
+// the element's offset in dy, or -1 where B is zero.
+__device__ __forceinline__ int wgrad_b_offset(const Geometry& g, const WgradStep& step, int kout) {
+  return step.valid && kout < g.K ? (step.n_img * g.K + kout) * (g.P * g.Q) + step.pq : -1;
+}
+
 __device__ __forceinline__ float wgrad_b(const Geometry& g, const float* __restrict__ dy,
                                          const WgradStep& step, int kout) {
-  const int PQ = g.P * g.Q;
-  return step.valid && kout < g.K ? dy[(step.n_img * g.K + kout) * PQ + step.pq] : 0.0f;
+  const int offset = wgrad_b_offset(g, step, kout);
+  return offset >= 0 ? dy[offset] : 0.0f;
 }
 
 // conv2d_dgrad_cuda hands dgrad to the direct kernel when C <= kDirectDgradDefaultMaxC (a first

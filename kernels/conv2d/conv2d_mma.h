@@ -3,6 +3,8 @@
 // (engine/backend.h, ENGINE_TC_CONV) picks between them under the tf32 precision policy.
 #pragma once
 
+#include <cstdint>
+
 #include "kernels/conv2d/conv2d.h"
 
 namespace engine::kernels {
@@ -10,10 +12,16 @@ namespace engine::kernels {
 // conv2d_fprop_tensor_core_cuda's and conv2d_dgrad_tensor_core_cuda's contracts with
 // Precision::Tf32 (conv2d.h): every product's operands rounded to TF32 (cvt.rna), FP32
 // accumulation, fprop's bias added in FP32, dgrad with C <= 4 on the direct FP32 kernel. Device
-// pointers, the current stream. Tile, pipeline and costs: conv2d_mma_cuda.cu. (No wgrad yet: the
-// WMMA one serves both choices.)
+// pointers, the current stream. Tile, pipeline and costs: conv2d_mma_cuda.cu.
 void conv2d_fprop_mma_cuda(const Conv2dShape& shape, const float* x, const float* w,
                            const float* bias, float* y);
 void conv2d_dgrad_mma_cuda(const Conv2dShape& shape, const float* dy, const float* w, float* dx);
+// conv2d_wgrad_tensor_core_cuda's contract with Precision::Tf32: dW on mma.sync with its N P Q
+// reduction split over blocks (split_k.h's rule on this kernel's tiles) and the partial sums added
+// in split order; db (may be nullptr, as dw) is conv2d_wgrad_cuda's FP32 sum. `workspace` holds
+// conv2d_wgrad_mma_cuda_workspace_size(shape) floats (may be nullptr when that is 0).
+int64_t conv2d_wgrad_mma_cuda_workspace_size(const Conv2dShape& shape);
+void conv2d_wgrad_mma_cuda(const Conv2dShape& shape, const float* dy, const float* x, float* dw,
+                           float* db, float* workspace);
 
 }  // namespace engine::kernels

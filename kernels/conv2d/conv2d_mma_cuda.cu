@@ -1,20 +1,23 @@
-// conv2d's fprop and dgrad on CUDA tensor cores through mma.sync, with a three-stage cp.async
-// pipeline: the TF32 contract of conv2d_*_tensor_core_cuda (conv2d.h), a second kernel beside the
-// WMMA one (conv2d_tensor_core_cuda.cu). engine::tensor_core_conv() (engine/backend.h,
-// ENGINE_TC_CONV=wmma|mma) picks between them under the tf32 policy; wgrad has no mma.sync kernel
-// yet and stays on WMMA.
+// conv2d's fprop, dgrad and wgrad on CUDA tensor cores through mma.sync, with a three-stage
+// cp.async pipeline: the TF32 contract of conv2d_*_tensor_core_cuda (conv2d.h), a second kernel
+// beside the WMMA one (conv2d_tensor_core_cuda.cu). engine::tensor_core_conv() (engine/backend.h,
+// ENGINE_TC_CONV=wmma|mma) picks between them under the tf32 policy.
 //
 // Math:    conv2d.h's formulas with both operands of every product rounded to TF32 by cvt.rna
 //          (round to nearest, ties away from zero) as they go from shared memory into registers;
 //          each product is exact in FP32 and the sums round in FP32, 8 reduction values per
-//          instruction. fprop adds the bias once at the end, in FP32. The same results class and
+//          instruction. fprop adds the bias once at the end, in FP32; wgrad's db is not a product
+//          and stays conv2d_wgrad_cuda's FP32 reduction. The same results class and
 //          test bound as the WMMA kernel (tests/ops/conv2d_mma_cuda_test.cpp).
 // Layout:  x NCHW, w KCRS, y/dy NKPQ, contiguous f32, device pointers; launched on
 //          current_stream(), no host synchronization.
 // GEMMs:   conv2d_cuda.cu's implicit GEMMs C[M, Ncols] = sum_k A[m, k] B[k, n], with the index math
-//          of conv2d_geometry.cuh (fprop_a_offset, dgrad_a_offset, dgrad_b_offset): fprop rows
+//          of conv2d_geometry.cuh (the *_offset functions): fprop rows
 //          N P Q, columns K, reduction C R S; dgrad per stride phase (blockIdx.z) rows N Hp Wp,
-//          columns C, reduction K x the phase's valid taps. dgrad with C <= 4 keeps the direct
+//          columns C, reduction K x the phase's valid taps; wgrad (dW transposed) rows C R S,
+//          columns K, reduction N P Q split over blockIdx.z (split_k.h's rule on this tile's
+//          count; the partial dW summed in split order by conv2d_cuda.cu's second pass:
+//          deterministic, no atomics). dgrad with C <= 4 keeps the direct
 //          FP32 kernel, as the WMMA path does (a 64-column tile would use 4 columns at most).
 // Tile:    block tile 128 (rows) x 64 (columns) x 16 (reduction), 128 threads = 4 warps in 2 x 2,
 //          each warp 64 x 32 of C as 4 x 4 mma.sync.m16n8k8 tiles (64 FP32 accumulators per
@@ -35,6 +38,8 @@
 //          both indices (only the phase's taps), so always 4-byte copies, each thread decoding one
 //          tap per stage. The paddings put each instruction's 32 fragment reads in 32 different
 //          banks.
+//          wgrad stages both operands reduction-fast (k = thread % 16, 4-byte copies): threads
+//          walk x and dy along (n, p, q), and each decodes one (n, p, q) per stage.
 // Cost:    2 N K P Q C R S FLOPs per pass (dgrad skips a phase's zero taps). Per block and 16
 //          reduction values the tile reads (128 + 64) x 16 floats (12 KiB, mostly L1/L2 hits: an x
 //          element is reused by up to R S rows) for 2 x 128 x 64 x 16 = 262 kFLOP, 21.3 FLOP/byte
@@ -51,6 +56,7 @@
 #include "kernels/common/device_counters.h"
 #include "kernels/common/launch.cuh"
 #include "kernels/common/mma_sync.cuh"
+#include "kernels/common/split_k.h"
 #include "kernels/conv2d/conv2d_geometry.cuh"
 #include "kernels/conv2d/conv2d_mma.h"
 
@@ -283,6 +289,59 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
+// ---- wgrad: rows (c, r, s), columns kout, reduction (n, p, q) split over blockIdx.z -----------
+
+// Partial dW over reduction values [split chunk, min((split + 1) chunk, N P Q)) of split
+// blockIdx.z, written (transposed back: dW[kout, crs]) to out + split K C R S.
+__global__ void __launch_bounds__(kThreads)
+    conv2d_wgrad_mma_kernel(Geometry g, const float* __restrict__ dy, const float* __restrict__ x,
+                            int chunk, float* __restrict__ out) {
+  __shared__ SharedStages tiles;
+  const int crs_total = g.C * g.R * g.S;
+  const int k_begin = blockIdx.z * chunk;
+  const int k_end = min(k_begin + chunk, g.N * g.P * g.Q);
+  const int m0 = blockIdx.x * kTileM, n0 = blockIdx.y * kTileN;
+  const int warp = threadIdx.x / warpSize;
+  const int warp_m = warp / 2 * kWarpM, warp_n = warp % 2 * kWarpN;
+
+  // Both operands reduction-fast: k = thread % 16, so consecutive threads read consecutive
+  // (n, p, q) of x and dy, and each thread decodes one (n, p, q) per stage.
+  auto load_stage = [&](Stage& stage, int k0) {
+    const int k = threadIdx.x % kTileK;
+    const WgradStep step = wgrad_step(g, k_begin + k0 + k, k_end);
+    for (int row = threadIdx.x / kTileK; row < kTileM; row += kThreads / kTileK) {
+      copy_or_zero(&stage.a[k * kAStride + row], x,
+                   wgrad_a_offset(g, step, wgrad_row(g, m0 + row)));
+    }
+    for (int col = threadIdx.x / kTileK; col < kTileN; col += kThreads / kTileK) {
+      copy_or_zero(&stage.b[col * kBStride + k], dy, wgrad_b_offset(g, step, n0 + col));
+    }
+  };
+
+  float acc[kWarpTilesM][kWarpTilesN][4];
+  multiply_pipelined(tiles, max(k_end - k_begin, 0), load_stage, warp_m, warp_n, acc);
+
+  float* dst = out + static_cast<size_t>(blockIdx.z) * g.K * crs_total;
+#pragma unroll
+  for (int i = 0; i < kWarpTilesM; ++i) {
+#pragma unroll
+    for (int j = 0; j < kWarpTilesN; ++j) {
+#pragma unroll
+      for (int r = 0; r < 4; ++r) {
+        const TilePlace place = accumulator_place(warp_m, warp_n, i, j, r);
+        const int crs = m0 + place.row, kout = n0 + place.col;
+        if (crs < crs_total && kout < g.K) dst[kout * crs_total + crs] = acc[i][j][r];
+      }
+    }
+  }
+}
+
+// wgrad's split of N P Q over this tile's output blocks (split_k.h's rule).
+SplitK mma_wgrad_split(const Geometry& g) {
+  const int64_t tiles = ceil_div(int64_t(g.C) * g.R * g.S, kTileM) * ceil_div(g.K, kTileN);
+  return choose_split_k(int64_t(g.N) * g.P * g.Q, tiles, kTileK);
+}
+
 bool aligned_16(const float* pointer) { return reinterpret_cast<uintptr_t>(pointer) % 16 == 0; }
 
 }  // namespace
@@ -318,6 +377,36 @@ void conv2d_dgrad_mma_cuda(const Conv2dShape& shape, const float* dy, const floa
   conv2d_dgrad_mma_kernel<<<grid, kThreads, 0, current_stream()>>>(g, dy, w, dx);
   CUDA_CHECK_LAUNCH(op, " (tf32) N=", g.N, " C=", g.C, " H=", g.H, " W=", g.W, " K=", g.K,
                     " R=", g.R, " S=", g.S);
+}
+
+int64_t conv2d_wgrad_mma_cuda_workspace_size(const Conv2dShape& shape) {
+  const Geometry g = geometry(shape, "conv2d_wgrad_mma_cuda_workspace_size");
+  const SplitK split = mma_wgrad_split(g);
+  return split.splits > 1 ? int64_t(split.splits) * g.K * g.C * g.R * g.S : 0;
+}
+
+void conv2d_wgrad_mma_cuda(const Conv2dShape& shape, const float* dy, const float* x, float* dw,
+                           float* db, float* workspace) {
+  const char* op = "conv2d_wgrad_mma_cuda";
+  const Geometry g = geometry(shape, op);
+  if (g.N == 0) {  // an empty reduction: zero gradients, as conv2d_wgrad_cuda writes them
+    conv2d_wgrad_cuda(shape, dy, x, dw, db, nullptr);
+    return;
+  }
+  // db sums dy, no product to round: conv2d_wgrad_cuda's FP32 reduction (as the WMMA path).
+  if (db != nullptr) conv2d_wgrad_cuda(shape, dy, x, nullptr, db, nullptr);
+  if (dw == nullptr) return;
+  const SplitK split = mma_wgrad_split(g);
+  ENGINE_CHECK(split.splits == 1 || workspace != nullptr, op, ": ", split.splits,
+               "-way split-K needs a workspace of conv2d_wgrad_mma_cuda_workspace_size() floats");
+  const int crs = g.C * g.R * g.S;
+  float* out = split.splits > 1 ? workspace : dw;
+  const dim3 grid(blocks_for(crs, kTileM), blocks_for(g.K, kTileN), split.splits);
+  describe_next_launch({"conv2d_wgrad_tf32_mma", conv2d_flops(shape), conv2d_bytes(shape)});
+  conv2d_wgrad_mma_kernel<<<grid, kThreads, 0, current_stream()>>>(g, dy, x, int(split.chunk), out);
+  CUDA_CHECK_LAUNCH(op, " (tf32) N=", g.N, " C=", g.C, " H=", g.H, " W=", g.W, " K=", g.K,
+                    " R=", g.R, " S=", g.S, " splits=", split.splits);
+  if (split.splits > 1) launch_sum_splits(workspace, split.splits, g.K * crs, dw);
 }
 
 }  // namespace engine::kernels

@@ -12,4 +12,12 @@ void conv2d_dgrad_mma_cuda(const Conv2dShape&, const float*, const float*, float
   no_cuda("conv2d_dgrad_mma_cuda");
 }
 
+int64_t conv2d_wgrad_mma_cuda_workspace_size(const Conv2dShape&) {
+  no_cuda("conv2d_wgrad_mma_cuda_workspace_size");
+}
+
+void conv2d_wgrad_mma_cuda(const Conv2dShape&, const float*, const float*, float*, float*, float*) {
+  no_cuda("conv2d_wgrad_mma_cuda");
+}
+
 }  // namespace engine::kernels

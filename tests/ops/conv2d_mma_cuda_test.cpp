@@ -1,4 +1,4 @@
-// conv2d's TF32 fprop and dgrad on mma.sync with a three-stage cp.async pipeline
+// conv2d's TF32 fprop, dgrad and wgrad on mma.sync with a three-stage cp.async pipeline
 // (kernels/conv2d/conv2d_mma_cuda.cu) against a CPU reference that rounds both operands of every
 // product to TF32 first (round to nearest, ties away from zero, as cvt.rna; tensor_core_test_util.h
 // writes it with frexp and std::round) and sums in double: a sweep of odd sizes, padding, stride 2
@@ -6,18 +6,19 @@
 // in 4-byte copies), K and C not multiples of the 64-column tile, more than one 128-row tile, and
 // reductions from 1 to 603 values (the pipeline's three stages empty, full and reused many times);
 // the weights at a 4-byte-only address give the same bits as at a 16-byte one; a hand-worked 1x1
-// convolution whose operands round; the results differ from strict FP32; and ENGINE_TC_CONV=mma
-// routes engine::conv2d under the tf32 policy to these kernels (wgrad stays WMMA).
+// convolution whose operands round; the results differ from strict FP32; wgrad's split-K path; and
+// ENGINE_TC_CONV=mma routes engine::conv2d under the tf32 policy to these kernels.
 //
 // Tolerance (as conv2d_tf32_cuda_test.cpp): a product of two TF32 values is exact in FP32, so the
 // only error is the FP32 rounding of the L additions of an output (L = C R S + 1 with the bias for
-// y, at most K R S taps for dx), each at most one ulp of a partial sum (2^-23 relative) bounded by
-// S = sum |rounded a| |rounded b| (+ |bias|): |got - reference| <= L 2^-23 S. An operand left
-// unrounded misses by up to 2^-11 |a b| per term, far outside it on the short reductions and the
-// hand-worked case. dgrad with C <= 4 runs the direct FP32 kernel (as under WMMA), held to the
-// unrounded reference with the same bound.
+// y, at most K R S taps for dx, N P Q plus at most 64 split-K partial sums for dW), each at most
+// one ulp of a partial sum (2^-23 relative) bounded by S = sum |rounded a| |rounded b| (+ |bias|):
+// |got - reference| <= L 2^-23 S. An operand left unrounded misses by up to 2^-11 |a b| per term,
+// far outside it on the short reductions and the hand-worked case. dgrad with C <= 4 runs the
+// direct FP32 kernel (as under WMMA), held to the unrounded reference with the same bound.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <sstream>
 #include <string>
@@ -97,8 +98,8 @@ Tensor on_device_at(const std::vector<double>& values, int offset) {
   return Tensor::from_vector(padded, {int64_t(padded.size())}, DType::F32).to(Device::cuda());
 }
 
-// fprop and dgrad on mma.sync vs the TF32-rounded f64 reference; the weights at `w_offset` floats
-// into their allocation.
+// fprop, dgrad and wgrad on mma.sync vs the TF32-rounded f64 reference; the weights at `w_offset`
+// floats into their allocation.
 void require_mma_conv_matches(const Conv2dShape& s, uint64_t seed, int w_offset = 0) {
   INFO(describe(s) << " weight offset " << w_offset);
   const int64_t P = s.out_h(), Q = s.out_w();
@@ -133,6 +134,22 @@ void require_mma_conv_matches(const Conv2dShape& s, uint64_t seed, int w_offset 
   Tensor dx = zeros_cuda({s.N, s.C, s.H, s.W});
   k::conv2d_dgrad_mma_cuda(s, dyd.data<float>(), w_data, dx.data<float>());
   require_within_sum_bound("dx", dx.to_vector(), dx_ref, dx_mag, s.K * s.R * s.S);
+
+  // wgrad: N P Q products and at most 64 partial sums; db is conv2d_wgrad_cuda's FP32 sum, bits.
+  std::vector<double> dw_ref(size_t(s.K * s.C * s.R * s.S)), dw_mag(dw_ref.size());
+  k::conv2d_wgrad_cpu<double>(s, dyr.data(), xr.data(), dw_ref.data(), nullptr);
+  k::conv2d_wgrad_cpu<double>(s, magnitudes(dyr).data(), magnitudes(xr).data(), dw_mag.data(),
+                              nullptr);
+  const int64_t scratch = k::conv2d_wgrad_mma_cuda_workspace_size(s);
+  Tensor workspace = zeros_cuda({std::max<int64_t>(scratch, 1)});
+  Tensor dw = zeros_cuda({s.K, s.C, s.R, s.S}), db = zeros_cuda({s.K});
+  k::conv2d_wgrad_mma_cuda(s, dyd.data<float>(), xd.data<float>(), dw.data<float>(),
+                           db.data<float>(), workspace.data<float>());
+  require_within_sum_bound("dw", dw.to_vector(), dw_ref, dw_mag, s.N * P * Q + 64);
+  Tensor db_strict = zeros_cuda({s.K});
+  k::conv2d_wgrad_cuda(s, dyd.data<float>(), xd.data<float>(), nullptr, db_strict.data<float>(),
+                       nullptr);
+  CHECK(db.to_vector() == db_strict.to_vector());
 }
 
 // Sets the tensor-core convolution and the precision policy for one test and puts both back.
@@ -152,7 +169,7 @@ struct TensorCoreConvScope {
 
 }  // namespace
 
-TEST_CASE("conv2d mma tf32 cuda: fprop and dgrad match the tf32-rounded reference over a sweep",
+TEST_CASE("conv2d mma tf32 cuda: fprop, dgrad, wgrad match the tf32-rounded reference, a sweep",
           "[conv2d][cuda][tf32][mma]") {
   REQUIRE_CUDA_OR_SKIP();
   uint64_t seed = 31;
@@ -170,6 +187,15 @@ TEST_CASE("conv2d mma tf32 cuda: fprop and dgrad match the tf32-rounded referenc
     require_mma_conv_matches(s, seed);
     seed += 5;
   }
+}
+
+TEST_CASE("conv2d mma tf32 cuda: wgrad's split-K path matches the reference",
+          "[conv2d][cuda][tf32][mma]") {
+  REQUIRE_CUDA_OR_SKIP();
+  // N P Q = 4096 over one 128 x 64 output tile: split_k.h cuts it into several chunks.
+  const Conv2dShape s = conv(4, 3, 32, 32, 8, 3, 3, 1, 1);
+  REQUIRE(k::conv2d_wgrad_mma_cuda_workspace_size(s) > 0);
+  require_mma_conv_matches(s, 301);
 }
 
 TEST_CASE("conv2d mma tf32 cuda: weights at a 4-byte-only address give the 16-byte copies' bits",
@@ -226,7 +252,7 @@ TEST_CASE("conv2d mma tf32 cuda: operands are rounded to tf32, by hand, and diff
   CHECK(dx_mma.to_vector() != dx_strict.to_vector());
 }
 
-TEST_CASE("conv2d cuda: ENGINE_TC_CONV=mma runs tf32 fprop and dgrad on mma.sync, wgrad on WMMA",
+TEST_CASE("conv2d cuda: ENGINE_TC_CONV=mma runs tf32 fprop, dgrad and wgrad on mma.sync",
           "[conv2d][cuda][tf32][mma]") {
   REQUIRE_CUDA_OR_SKIP();
   const Tensor x = test::random_f32({2, 6, 9, 9}, 601).to(Device::cuda());
@@ -247,11 +273,12 @@ TEST_CASE("conv2d cuda: ENGINE_TC_CONV=mma runs tf32 fprop and dgrad on mma.sync
   const std::string with_mma = launches_of_conv(TensorCoreConv::Mma);
   CHECK_THAT(with_mma, Catch::Contains("conv2d_fprop_mma_cuda (tf32)"));
   CHECK_THAT(with_mma, Catch::Contains("conv2d_dgrad_mma_cuda (tf32)"));
-  CHECK_THAT(with_mma, Catch::Contains("conv2d_wgrad_tensor_core_cuda (tf32)"));
-  CHECK_THAT(with_mma, !Catch::Contains("conv2d_fprop_tensor_core_cuda"));
+  CHECK_THAT(with_mma, Catch::Contains("conv2d_wgrad_mma_cuda (tf32)"));
+  CHECK_THAT(with_mma, !Catch::Contains("tensor_core_cuda"));
   const std::string with_wmma = launches_of_conv(TensorCoreConv::Wmma);
   CHECK_THAT(with_wmma, Catch::Contains("conv2d_fprop_tensor_core_cuda (tf32)"));
   CHECK_THAT(with_wmma, Catch::Contains("conv2d_dgrad_tensor_core_cuda (tf32)"));
+  CHECK_THAT(with_wmma, Catch::Contains("conv2d_wgrad_tensor_core_cuda (tf32)"));
   CHECK_THAT(with_wmma, !Catch::Contains("_mma_cuda"));
 }
 

@@ -45,14 +45,19 @@ k::ConvPass kernel_pass(Pass p) {
   return p == Pass::Wgrad ? k::ConvPass::Wgrad : k::ConvPass::Dgrad;
 }
 
+// Whether our TF32 convolutions run on mma.sync (ENGINE_TC_CONV=mma) rather than WMMA.
+bool our_conv_on_mma(k::Precision precision) {
+  return precision == k::Precision::Tf32 &&
+         engine::tensor_core_conv() == engine::TensorCoreConv::Mma;
+}
+
 // One call of our kernel for `pass` on buffers a, b -> out (see bench_conv_pass), in `precision`
 // (the mode's): the tile-width rule for strict FP32, the tensor-core kernels for TF32 and BF16
 // (TF32 on mma.sync under ENGINE_TC_CONV=mma, as engine/ops/conv2d.cpp runs them).
 void run_our_conv(const k::Conv2dShape& s, Pass pass, const float* a, const float* b, float* out,
                   float* workspace, k::ConvTile tile, k::Precision precision) {
   const bool tensor_cores = precision != k::Precision::Fp32;
-  const bool mma =
-      precision == k::Precision::Tf32 && engine::tensor_core_conv() == engine::TensorCoreConv::Mma;
+  const bool mma = our_conv_on_mma(precision);
   switch (pass) {
     case Pass::Fprop:
       if (mma) {
@@ -73,7 +78,9 @@ void run_our_conv(const k::Conv2dShape& s, Pass pass, const float* a, const floa
       }
       break;
     case Pass::Wgrad:
-      if (tensor_cores) {
+      if (mma) {
+        k::conv2d_wgrad_mma_cuda(s, a, b, out, nullptr, workspace);
+      } else if (tensor_cores) {
         k::conv2d_wgrad_tensor_core_cuda(s, a, b, out, nullptr, workspace, precision);
       } else {
         k::conv2d_wgrad_cuda(s, a, b, out, nullptr, workspace, tile);
@@ -141,7 +148,8 @@ Row bench_conv_pass(Context& ctx, const k::Conv2dShape& s, Pass pass, const std:
   const k::Precision ours_precision = mode.conv;
   Tensor workspace;
   if (pass == Pass::Wgrad) {
-    const int64_t ws = ours_precision == k::Precision::Fp32
+    const int64_t ws = our_conv_on_mma(ours_precision) ? k::conv2d_wgrad_mma_cuda_workspace_size(s)
+                       : ours_precision == k::Precision::Fp32
                            ? k::conv2d_wgrad_cuda_workspace_size(s, tile)
                            : k::conv2d_wgrad_tensor_core_cuda_workspace_size(s, ours_precision);
     if (ws > 0) workspace = device_empty(ws);
