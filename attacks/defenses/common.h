@@ -83,9 +83,7 @@ StepResult adversarial_step_result(const engine::Tensor& loss,
                                    std::vector<std::pair<std::string, engine::Tensor>> logs,
                                    const PgdTrace& trace);
 
-// adversarial_step_result() for EST, REST, ACT and Madry, which train on the adversarial loss
-// `adversarial_loss` and log it, detached, as "adversarial_loss" after "clean_loss".
-StepResult adversarial_loss_result(const engine::Tensor& adversarial_loss,
-                                   const engine::Tensor& clean_loss, const PgdTrace& trace);
+// adversarial_loss_result() (EST, REST, ACT and Madry) is declared in defense.h: the trainer's
+// global mining with EST uses it too.
 
 }  // namespace attacks::defenses

@@ -184,4 +184,21 @@ class Defense {
 // path).
 std::unique_ptr<Defense> make_defense(const DefenseOptions& options);
 
+// EST's adversary without its training loss (est.cpp), for train.mining_scope "global"
+// (tools/dml/global_mining.h, docs/distributed.md): EST trains on the configured loss of the
+// adversarial embeddings alone and its attack mines nothing, so the trainer can embed each
+// micro-batch's x~ and mine the loss's triplets over the whole step. step() is this followed by
+// that loss on the micro-batch's own embeddings.
+struct AttackedBatch {
+  engine::Tensor adversarial;  // x~, shaped as the images
+  engine::Tensor clean_loss;   // the configured loss on the clean embeddings, detached (logged)
+  PgdTrace trace;
+};
+AttackedBatch est_attack(const PgdOptions& pgd, TrainingContext& context,
+                         const engine::Tensor& images, const engine::Tensor& labels);
+// The step's result of a recipe that trains on `adversarial_loss` (EST, REST, ACT, Madry): the
+// loss, its logs ("clean_loss", "adversarial_loss", then the attack's) and passes (common.h).
+StepResult adversarial_loss_result(const engine::Tensor& adversarial_loss,
+                                   const engine::Tensor& clean_loss, const PgdTrace& trace);
+
 }  // namespace attacks::defenses

@@ -26,19 +26,10 @@ class Est : public Defense {
 
   StepResult step(TrainingContext& context, const engine::Tensor& images,
                   const engine::Tensor& labels) override {
-    const engine::Tensor clean = clean_embeddings(context.model, images);
-    engine::Tensor clean_loss;
-    {
-      // Logged only: mined with a copy of the stream, so logging does not change training.
-      engine::NoGradGuard no_grad;
-      engine::Generator copy = context.mining;
-      clean_loss = context.loss(clean, labels, copy).detach();
-    }
-    PgdTrace trace;
-    const engine::Tensor adversarial = embedding_shift_adversary(
-        context.model, images, clean, context.metric, options_.pgd, context.mining, &trace);
-    return adversarial_loss_result(context.loss(context.model(adversarial), labels, context.mining),
-                                   clean_loss, trace);
+    const AttackedBatch attacked = est_attack(options_.pgd, context, images, labels);
+    return adversarial_loss_result(
+        context.loss(context.model(attacked.adversarial), labels, context.mining),
+        attacked.clean_loss, attacked.trace);
   }
 
  private:
@@ -46,6 +37,21 @@ class Est : public Defense {
 };
 
 }  // namespace
+
+AttackedBatch est_attack(const PgdOptions& pgd, TrainingContext& context,
+                         const engine::Tensor& images, const engine::Tensor& labels) {
+  AttackedBatch attacked;
+  const engine::Tensor clean = clean_embeddings(context.model, images);
+  {
+    // Logged only: mined with a copy of the stream, so logging does not change training.
+    engine::NoGradGuard no_grad;
+    engine::Generator copy = context.mining;
+    attacked.clean_loss = context.loss(clean, labels, copy).detach();
+  }
+  attacked.adversarial = embedding_shift_adversary(context.model, images, clean, context.metric,
+                                                   pgd, context.mining, &attacked.trace);
+  return attacked;
+}
 
 std::unique_ptr<Defense> make_est(const DefenseOptions& options) {
   return std::make_unique<Est>(options);

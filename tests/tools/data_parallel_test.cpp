@@ -157,7 +157,8 @@ TEST_CASE("gradient buckets: reverse parameter order, started during the last ba
   CHECK(d.grad().to_vector() == std::vector<double>{0.5});
 }
 
-TEST_CASE("global mining: refused where the loss mines nothing or a defense attacks", "[tools]") {
+TEST_CASE("global mining: refused where the loss mines nothing or the defense's attack mines",
+          "[tools]") {
   json cut = {{"sampler", {{"pairs_per_batch", 8}}},
               {"train", {{"micro_batches", 2}, {"mining_scope", "global"}}}};
   CHECK(refusal(cut) == "");
@@ -168,6 +169,17 @@ TEST_CASE("global mining: refused where the loss mines nothing or a defense atta
   CHECK_THAT(refusal(cut), Contains("loss 'multi_similarity'"));
   cut["loss"] = {{"name", "triplet"}};
   cut["defense"] = {{"name", "est"}};
-  CHECK_THAT(refusal(cut), Contains("is not built for a defense"));
+  CHECK(refusal(cut) == "");  // its attack mines nothing: x~ made locally, the loss mined globally
+  cut["defense"] = {{"name", "rest"}};
+  CHECK_THAT(refusal(cut), Contains("is not built for defense 'rest'"));
+  CHECK_THAT(refusal(cut), Contains("the attack to see other ranks' images"));
   CHECK_THAT(refusal(cut), Contains("train.micro_batches 2 x 1 rank = 2 micro-batches"));
+  for (const char* name : {"act", "madry", "hm", "mdprop", "ses"}) {
+    cut["defense"] = {{"name", name}};
+    if (std::string(name) == "mdprop") cut["model"] = {{"name", "c2f2-bn"}, {"bn_branches", 3}};
+    CHECK_THAT(refusal(cut), Contains("is not built for defense '" + std::string(name) + "'"));
+  }
+  cut["defense"] = {{"name", "ses"}};
+  cut.erase("model");
+  CHECK_THAT(refusal(cut), Contains("embedding-shift term"));
 }

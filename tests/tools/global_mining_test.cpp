@@ -7,11 +7,13 @@
 #include <cstdint>
 #include <vector>
 
+#include "attacks/defenses/defense.h"
 #include "engine/autograd.h"
 #include "engine/ops.h"
 #include "engine/random.h"
 #include "engine/tensor.h"
 #include "losses/miners.h"
+#include "tests/defenses/fixture.h"
 #include "tools/dml/config.h"
 #include "tools/dml/global_mining.h"
 #include "tools/dml/training_loss.h"
@@ -94,5 +96,68 @@ TEST_CASE("global mining: anchors mined against the whole step, gradient per mic
   for (size_t i = 0; i < 4; ++i) {
     CHECK(got0[i] / 2 == Approx(expected0[i]).margin(1e-5));
     CHECK(got1[i] / 2 == Approx(expected1[i]).margin(1e-5));
+  }
+}
+
+TEST_CASE("global mining with EST: each micro-batch attacked alone, triplets across both",
+          "[tools]") {
+  // The same eight points as above, now as images: a 1x4x4 image whose first pixel is x / 16
+  // (dyadic, so exact; the rest 0) and a TinyEmbedder whose linear layer maps it to [16 p0, 0, 0,
+  // 0] = [x, 0, 0, 0]. EST with eps = 0 leaves every pixel as it was, so each micro-batch's
+  // adversarial embeddings are its points, and the step's triplets are those worked out above.
+  defense_test::Harness h(7, 0, losses::Metric::E, losses::Miner::Hardest, 11);
+  for (const auto& [name, parameter] : h.model->named_parameters()) {
+    engine::Tensor zero =
+        engine::Tensor::zeros(parameter.shape(), parameter.dtype(), parameter.device());
+    engine::Tensor target = parameter;
+    target.copy_(zero);
+    if (name == "fc.weight") {
+      std::vector<double> w(64, 0.0);
+      w[0] = 16.0;  // output 0 = 16 x pixel 0
+      target.copy_(engine::Tensor::from_vector(w, {4, 16}, parameter.dtype()));
+    }
+  }
+  const auto images_at = [](const std::vector<double>& xs) {
+    std::vector<double> pixels(xs.size() * 16, 0.0);
+    for (size_t i = 0; i < xs.size(); ++i) pixels[i * 16] = xs[i] / 16.0;
+    return engine::Tensor::from_vector(pixels, {static_cast<int64_t>(xs.size()), 1, 4, 4},
+                                       engine::DType::F64);
+  };
+  const std::vector<engine::Tensor> images = {images_at({0.0, 0.5, 3.0, 3.5}),
+                                              images_at({1.0, 6.0, 10.0, 2.5})};
+  const std::vector<engine::Tensor> labels = {labels_of({0, 0, 1, 1}), labels_of({2, 2, 3, 3})};
+  const attacks::defenses::DefenseOptions est = defense_test::defense_options("est", 0.0, 0.01, 1);
+  std::vector<engine::Tensor> live;
+  std::vector<attacks::defenses::AttackedBatch> attacked;
+  for (int64_t g = 0; g < 2; ++g) {  // each micro-batch's attack sees only its own four images
+    attacked.push_back(attacks::defenses::est_attack(est.pgd, h.context, images[g], labels[g]));
+    CHECK(attacked.back().adversarial.to_vector() == images[g].to_vector());
+    CHECK(attacked.back().trace.steps == 1);
+    live.push_back(h.model->forward(attacked.back().adversarial));
+  }
+  const engine::Tensor step = dml::gather_step_embeddings(live);
+  const std::vector<double> all = step.to_vector();
+  std::vector<double> xs;
+  for (size_t i = 0; i < all.size(); i += 4) xs.push_back(all[i]);
+  CHECK(xs == std::vector<double>{0.0, 0.5, 3.0, 3.5, 1.0, 6.0, 10.0, 2.5});
+  dml::TrainConfig config;
+  config.loss = dml::Loss::Triplet;
+  config.metric = losses::Metric::E;
+  config.margin = 1.0;
+  config.miner = losses::Miner::Hardest;
+  engine::Generator gen(5);
+  const losses::Triplets t = losses::mine_triplets(step, labels_of({0, 0, 1, 1, 2, 2, 3, 3}),
+                                                   config.miner, config.metric, gen, config.margin);
+  // Anchors 0 and 2 (micro-batch 0) take their negatives 4 and 7 from micro-batch 1, anchor 4
+  // (micro-batch 1) takes row 1 from micro-batch 0 (distances as above).
+  CHECK(t.negative.to_indices() == std::vector<int64_t>{4, 7, 1, 5});
+  for (int64_t g = 0; g < 2; ++g) {
+    const engine::Tensor loss =
+        dml::loss_on_triplets(config, dml::with_live_rows(step, live[g], 4 * g), t);
+    CHECK(loss.item() == Approx(11.5 / 4).epsilon(1e-6));
+    const attacks::defenses::StepResult result =
+        attacks::defenses::adversarial_loss_result(loss, attacked[g].clean_loss, attacked[g].trace);
+    CHECK(result.passes == 2);  // one PGD step + 1
+    CHECK(defense_test::log_value(result, "adversarial_loss") == Approx(11.5 / 4).epsilon(1e-6));
   }
 }

@@ -137,4 +137,13 @@ void broadcast_buffers_from_rank_0(const engine::nn::Module& module) {
   }
 }
 
+std::vector<engine::Tensor> averaged_parameters(const engine::optim::Optimizer& optimizer,
+                                                const engine::optim::Optimizer* loss_optimizer) {
+  std::vector<engine::Tensor> averaged = optimizer.params();
+  if (loss_optimizer) {
+    for (const engine::Tensor& p : loss_optimizer->params()) averaged.push_back(p);
+  }
+  return averaged;
+}
+
 }  // namespace dml

@@ -7,8 +7,7 @@
 // defense's attack, the triplet mining (scope "local", robrank's DDP) and the batch-norm
 // statistics (per replica; train.batch_norm synchronized sums them over the ranks instead,
 // engine/nn/batch_norm_sync.h) see only its rows, and its mining draws come from a stream of its
-// own (micro_batch_generator), so what micro-batch g decides does not depend on which rank runs
-// it.
+// own (micro_batch_generator), so what micro-batch g decides does not depend on which rank runs it.
 // The step's gradient is the mean of the G micro-batches' gradients: each rank sums its own in
 // order, the ranks' sums are all-reduced (summed) in buckets that start during the backward of
 // the rank's last micro-batch, and the sum is multiplied by 1/G. With N = 2 ranks of M = 1 and one
@@ -21,6 +20,7 @@
 #include <vector>
 
 #include "engine/nn/module.h"
+#include "engine/optim/optimizer.h"
 #include "engine/random.h"
 #include "engine/tensor.h"
 #include "tools/dml/config.h"
@@ -60,7 +60,10 @@ void check_micro_batch_draws(const engine::Generator& used, const engine::Genera
                              int64_t g);
 
 // The gradients of one step over its micro-batches and ranks, all-reduced in buckets that overlap
-// the backward: GradientAverager (tools/dml/gradient_averager.h).
+// the backward: GradientAverager (tools/dml/gradient_averager.h), over these parameters: the
+// model's (`optimizer`'s), then the loss's (`loss_optimizer`'s, when it has one).
+std::vector<engine::Tensor> averaged_parameters(const engine::optim::Optimizer& optimizer,
+                                                const engine::optim::Optimizer* loss_optimizer);
 
 // Element-wise sum over the ranks, in place: what a synchronized batch norm
 // (engine/nn/batch_norm_sync.h, train.batch_norm "synchronized") sums its statistics with.

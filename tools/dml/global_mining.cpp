@@ -13,6 +13,39 @@
 
 namespace dml {
 
+namespace {
+
+// Why global mining is not defined for `recipe`, or "" where it is (none, EST): the training
+// loss's triplets can be mined over the gathered batch only when the recipe's attack mines nothing
+// and its loss is the configured loss on one set of embeddings (docs/distributed.md).
+std::string global_mining_refusal(attacks::defenses::Recipe recipe) {
+  using attacks::defenses::Recipe;
+  switch (recipe) {
+    case Recipe::None:
+    case Recipe::Est:
+      return "";
+    case Recipe::Rest:
+    case Recipe::Act:
+    case Recipe::Madry:
+      return "its attack perturbs the images of triplets mined from the batch, so a global scope "
+             "would need the attack to see other ranks' images";
+    case Recipe::Hm:
+      return "its attack perturbs the images of triplets mined from the batch and its loss is "
+             "on those triplets' rows, so a global scope would need the attack to see other ranks' "
+             "images";
+    case Recipe::Ses:
+      return "its loss adds a per-row embedding-shift term to the mined loss of the clean "
+             "embeddings; mining that loss globally is well defined (the shift term stays local) "
+             "but not built";
+    case Recipe::Mdprop:
+      return "its attack picks targets among the batch's images of other classes, so a global "
+             "scope would need the attack to see other ranks' images";
+  }
+  return "unknown defense";
+}
+
+}  // namespace
+
 void check_global_mining(const TrainConfig& config, const std::string& step_cut) {
   if (config.loss != Loss::Triplet && config.loss != Loss::Contrastive) {
     throw UsageError(
@@ -23,11 +56,11 @@ void check_global_mining(const TrainConfig& config, const std::string& step_cut)
         "with " +
         step_cut);
   }
-  if (config.defense.recipe != attacks::defenses::Recipe::None) {
-    throw UsageError(
-        "config key 'train.mining_scope': 'global' is not built for a defense (its adversarial "
-        "examples are made within each micro-batch); use 'local' with " +
-        step_cut);
+  const std::string why = global_mining_refusal(config.defense.recipe);
+  if (!why.empty()) {
+    throw UsageError("config key 'train.mining_scope': 'global' is not built for defense '" +
+                     std::string(attacks::defenses::recipe_name(config.defense.recipe)) + "' (" +
+                     why + "); use 'local' with " + step_cut);
   }
 }
 

@@ -32,8 +32,10 @@ namespace dml {
 
 // UsageError, naming the config key, when mining_scope "global" cannot run with `config` over
 // more than one micro-batch (step_cut says how the step is cut): the loss must mine triplets
-// (triplet or contrastive; the others mine nothing or, as margin, inside their own loss), and no
-// defense (its adversarial examples are made per micro-batch).
+// (triplet or contrastive; the others mine nothing or, as margin, inside their own loss), and the
+// defense must be none or EST (its attack mines nothing and it trains on the configured loss of
+// the adversarial embeddings, so each micro-batch's x~ is made locally and the loss mined over the
+// step); the others' refusal says why (docs/distributed.md, "Global mining").
 void check_global_mining(const TrainConfig& config, const std::string& step_cut);
 
 // The step's embeddings E, detached, on the device of `local`: every micro-batch's rows of every

@@ -23,7 +23,6 @@
 #include "tools/dml/args.h"
 #include "tools/dml/data_parallel.h"
 #include "tools/dml/distributed.h"
-#include "tools/dml/global_mining.h"
 #include "tools/dml/run_log.h"
 
 namespace dml {
@@ -118,16 +117,6 @@ std::string defense_summary(const attacks::defenses::DefenseOptions& d) {
 
 double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
-}
-
-// The parameters a data-parallel step averages over the ranks: the model's, then the loss's.
-std::vector<engine::Tensor> averaged_parameters(const engine::optim::Optimizer& optimizer,
-                                                const engine::optim::Optimizer* loss_optimizer) {
-  std::vector<engine::Tensor> averaged = optimizer.params();
-  if (loss_optimizer) {
-    for (const engine::Tensor& p : loss_optimizer->params()) averaged.push_back(p);
-  }
-  return averaged;
 }
 
 }  // namespace
@@ -312,17 +301,39 @@ void TrainingRun::check_finite_loss(double value, int64_t epoch, const data::Bat
                "); lower optimizer.lr or check the data");
 }
 
+TrainingRun::MicroBatchStep TrainingRun::start_micro_batch_step() {
+  MicroBatchStep started;
+  started.start = Clock::now();
+  started.counters_at_start = start_step_instruments();
+  started.passes_before = run_.window_passes;
+  started.total = micro_batches_per_step(config_);
+  started.local = config_.micro_batches;
+  started.first = engine::dist::world().rank * started.local;
+  model_->train();
+  return started;
+}
+
+void TrainingRun::add_micro_batch_result(const attacks::defenses::StepResult& result, double value,
+                                         int64_t g, std::vector<std::string>& log_names,
+                                         std::vector<double>& sums, int64_t& passes) {
+  const bool first = sums.empty();
+  if (first) sums.assign(1 + result.logs.size(), 0.0);
+  ENGINE_CHECK(sums.size() == 1 + result.logs.size(), "micro-batch ", g, " logged ",
+               result.logs.size(), " values, the step's first micro-batch ", sums.size() - 1);
+  sums[0] += value;
+  for (size_t k = 0; k < result.logs.size(); ++k) {
+    if (first) log_names.push_back(result.logs[k].first);
+    sums[k + 1] += result.logs[k].second.item();
+  }
+  passes += result.passes;
+}
+
 // One step over G micro-batches (data_parallel.h): this rank's micro-batches one after the other,
 // each with its own rows, mining stream and batch-norm statistics; their gradients, losses, log
 // values and passes averaged over all G; then the optimizer step, the same on every rank.
 StepOutcome TrainingRun::step_in_micro_batches(const data::Batch& batch, int64_t epoch) {
-  const Clock::time_point step_start = Clock::now();
-  const engine::kernels::DeviceCounters counters_at_start = start_step_instruments();
-  const int64_t passes_before = run_.window_passes;
-  const int64_t total = micro_batches_per_step(config_);
-  const int64_t local = config_.micro_batches;
-  const int64_t first = engine::dist::world().rank * local;
-  model_->train();
+  const MicroBatchStep started = start_micro_batch_step();
+  const int64_t total = started.total, local = started.local, first = started.first;
   GradientAverager gradients(averaged_parameters(*optimizer_, loss_optimizer_.get()));
   // train.batch_norm synchronized (one micro-batch per rank): statistics over all ranks' rows.
   std::optional<engine::nn::BatchNormSync> synchronized_batch_norm;
@@ -349,77 +360,18 @@ StepOutcome TrainingRun::step_in_micro_batches(const data::Batch& batch, int64_t
     if (loss_optimizer_) loss_optimizer_->zero_grad();
     gradients.backward(result.loss, m + 1 == local);  // the last one's overlaps the all-reduce
     if (m == 0 && local > 1) buffers_after_first = copy_buffers(*model_);
-    if (m == 0) sums.assign(1 + result.logs.size(), 0.0);
-    ENGINE_CHECK(sums.size() == 1 + result.logs.size(), "micro-batch ", first + m, " logged ",
-                 result.logs.size(), " values, micro-batch ", first, " ", sums.size() - 1);
-    sums[0] += value;
-    for (size_t k = 0; k < result.logs.size(); ++k) {
-      if (m == 0) log_names.push_back(result.logs[k].first);
-      sums[k + 1] += result.logs[k].second.item();
-    }
-    passes += result.passes;
+    add_micro_batch_result(result, value, first + m, log_names, sums, passes);
   }
   return finish_micro_batch_step(batch, gradients, buffers_after_first, log_names, sums, passes,
-                                 step_start, counters_at_start, passes_before);
-}
-
-// step_in_micro_batches with the step's triplets mined over the whole batch (global_mining.h):
-// this rank's micro-batches are embedded first, the step's embeddings gathered and mined once
-// (micro-batch 0's stream, on every rank), then each micro-batch back-propagates G x the step's
-// loss through its own rows.
-StepOutcome TrainingRun::step_with_global_mining(const data::Batch& batch, int64_t epoch) {
-  const Clock::time_point step_start = Clock::now();
-  const engine::kernels::DeviceCounters counters_at_start = start_step_instruments();
-  const int64_t passes_before = run_.window_passes;
-  const int64_t total = micro_batches_per_step(config_);
-  const int64_t local = config_.micro_batches;
-  const int64_t first = engine::dist::world().rank * local;
-  model_->train();
-  GradientAverager gradients(averaged_parameters(*optimizer_, loss_optimizer_.get()));
-  std::optional<engine::nn::BatchNormSync> synchronized_batch_norm;  // as step_in_micro_batches
-  if (config_.batch_norm == "synchronized") synchronized_batch_norm.emplace(sum_over_ranks);
-  const std::vector<engine::Tensor> buffers_before =
-      local > 1 ? copy_buffers(*model_) : std::vector<engine::Tensor>();
-  std::vector<engine::Tensor> buffers_after_first;
-  std::vector<engine::Tensor> live;  // this rank's micro-batches' embeddings, with their graphs
-  std::vector<int64_t> first_rows;
-  for (int64_t m = 0; m < local; ++m) {
-    if (m > 0) restore_buffers(*model_, buffers_before);
-    const RowRange rows = micro_batch_rows(batch.images.size(0), first + m, total);
-    live.push_back((*model_)(batch.images.slice(0, rows.begin, rows.end).to(device_)));
-    first_rows.push_back(rows.begin);
-    if (m == 0 && local > 1) buffers_after_first = copy_buffers(*model_);
-  }
-  const engine::Tensor step_embeddings = gather_step_embeddings(live);
-  engine::Generator gen = micro_batch_generator(mining_, 0);
-  const losses::Triplets triplets =
-      losses::mine_triplets(step_embeddings, batch.labels.to(device_), config_.miner,
-                            config_.metric, gen, config_.margin);
-  check_micro_batch_draws(gen, mining_, 0);
-  std::vector<double> sums = {0.0};  // the step's loss, once per micro-batch
-  for (int64_t m = 0; m < local; ++m) {
-    const engine::Tensor loss = loss_on_triplets(
-        config_, with_live_rows(step_embeddings, live[m], first_rows[m]), triplets);
-    const double value = loss.item();
-    check_finite_loss(value, epoch, batch);
-    optimizer_->zero_grad();
-    if (loss_optimizer_) loss_optimizer_->zero_grad();
-    // the last one's backward overlaps the all-reduce
-    gradients.backward(engine::mul_scalar(loss, static_cast<double>(total)), m + 1 == local);
-    live[m] = engine::Tensor();  // its graph is spent
-    sums[0] += value;
-  }
-  return finish_micro_batch_step(batch, gradients, buffers_after_first, {}, sums, local, step_start,
-                                 counters_at_start, passes_before);
+                                 started);
 }
 
 StepOutcome TrainingRun::finish_micro_batch_step(
     const data::Batch& batch, GradientAverager& gradients,
     const std::vector<engine::Tensor>& buffers_after_first,
     const std::vector<std::string>& log_names, const std::vector<double>& sums, int64_t passes,
-    Clock::time_point step_start, const engine::kernels::DeviceCounters& counters_at_start,
-    int64_t passes_before) {
-  const int64_t total = micro_batches_per_step(config_);
+    const MicroBatchStep& started) {
+  const int64_t total = started.total;
   if (!buffers_after_first.empty()) restore_buffers(*model_, buffers_after_first);
   broadcast_buffers_from_rank_0(*model_);
   mining_.offset += static_cast<uint64_t>(total) * kMicroBatchBlocks;
@@ -430,7 +382,8 @@ StepOutcome TrainingRun::finish_micro_batch_step(
   if (loss_optimizer_) loss_optimizer_->step();
   run_.window_passes += step_passes;
   run_.passes += step_passes;
-  record_step_time(step_start, counters_at_start, batch.images.size(0), passes_before);
+  record_step_time(started.start, started.counters_at_start, batch.images.size(0),
+                   started.passes_before);
   sampler_->next();
   ++run_.step;
   run_.window_loss_sum += means[0];

@@ -100,10 +100,26 @@ class TrainingRun {
                                            const engine::Tensor& images,
                                            const engine::Tensor& labels);
   void check_finite_loss(double value, int64_t epoch, const data::Batch& batch) const;
+  // The start of a step over micro-batches: the clock, the device counters and the passes so
+  // far (for record_step_time), the micro-batch counts; the model is put in train mode.
+  struct MicroBatchStep {
+    std::chrono::steady_clock::time_point start;
+    engine::kernels::DeviceCounters counters_at_start;
+    int64_t passes_before = 0;
+    int64_t total = 0;  // micro-batches of the step, over all ranks
+    int64_t local = 0;  // this rank's
+    int64_t first = 0;  // this rank's first
+  };
+  MicroBatchStep start_micro_batch_step();
   // step() when a step has several micro-batches (train.micro_batches, MPI ranks).
   StepOutcome step_in_micro_batches(const data::Batch& batch, int64_t epoch);
-  // The same with train.mining_scope "global" (global_mining.h).
+  // The same with train.mining_scope "global" (global_mining.h; defined in global_mining_step.cpp).
   StepOutcome step_with_global_mining(const data::Batch& batch, int64_t epoch);
+  // Adds micro-batch g's loss value and log values to `sums` (the loss, then the logs, named
+  // `log_names` by micro-batch 0) and its passes to `passes`.
+  static void add_micro_batch_result(const attacks::defenses::StepResult& result, double value,
+                                     int64_t g, std::vector<std::string>& log_names,
+                                     std::vector<double>& sums, int64_t& passes);
   // The end of a step over micro-batches: batch-norm buffers, the averaged gradients, loss, log
   // values and passes, the optimizer step and the counters. `sums` holds the loss, then the
   // log values (named `log_names`), each summed over this rank's micro-batches.
@@ -111,9 +127,7 @@ class TrainingRun {
                                       const std::vector<engine::Tensor>& buffers_after_first,
                                       const std::vector<std::string>& log_names,
                                       const std::vector<double>& sums, int64_t passes,
-                                      std::chrono::steady_clock::time_point step_start,
-                                      const engine::kernels::DeviceCounters& counters_at_start,
-                                      int64_t passes_before);
+                                      const MicroBatchStep& started);
   void write_progress(const nlohmann::json& record, int64_t epoch, const data::Batch& batch,
                       double passes_per_batch);
   void build(engine::Generator& init_gen);
