@@ -115,7 +115,9 @@ __global__ void __launch_bounds__(kThreads, 2)
   const FpropRow a_row = fprop_row(g, m0 + threadIdx.x % kTileM);  // this thread's A row (row-fast)
 
   float acc[8][kCn] = {};
-  float va[kStaged], vb[staged_values(kCols)];
+  // Zero-initialized only for the emulator's ThreadSanitizer build, whose g++ -O2 cannot see that
+  // a stage is stored only after it was loaded (-Wmaybe-uninitialized); results are unchanged.
+  float va[kStaged] = {}, vb[staged_values(kCols)] = {};
   const int tiles = (kdim + kTileK - 1) / kTileK;
   for (int t = -1; t < tiles; ++t) {
     // t == -1 only fills stage 0; afterwards step t multiplies stage t & 1 while the registers
@@ -168,7 +170,7 @@ __global__ void __launch_bounds__(kThreads, 2)
   const DgradRow a_row = dgrad_row(g, phase, m0 + threadIdx.x % kTileM);
 
   float acc[8][kCn] = {};
-  float va[kStaged], vb[staged_values(kCols)];
+  float va[kStaged] = {}, vb[staged_values(kCols)] = {};  // = {}: see conv2d_fprop_kernel
   const int tiles = (kdim + kTileK - 1) / kTileK;
   for (int t = -1; t < tiles; ++t) {
     // Same pipeline as fprop. Loads happen only when tiles > 0, i.e. taps >= 1.
@@ -237,7 +239,7 @@ __global__ void __launch_bounds__(kThreads, 2)
   for (int i = 0; i < kStaged; ++i) rows[i] = wgrad_row(g, m0 + threadIdx.x / kTileK + 32 * i);
 
   float acc[8][kCn] = {};
-  float va[kStaged], vb[kStagedB];
+  float va[kStaged] = {}, vb[kStagedB] = {};  // = {}: see conv2d_fprop_kernel
   const int tiles = (k_end - k_begin + kTileK - 1) / kTileK;
   for (int t = -1; t < tiles; ++t) {
     const bool more = t + 1 < tiles;

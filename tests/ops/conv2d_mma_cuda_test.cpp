@@ -20,7 +20,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <sstream>
 #include <string>
 #include <utility>
 #include <vector>
@@ -33,6 +32,7 @@
 #include "kernels/common/device_counters.h"
 #include "kernels/conv2d/conv2d.h"
 #include "kernels/conv2d/conv2d_mma.h"
+#include "tests/ops/conv2d_tensor_core_test_util.h"
 #include "tests/ops/tensor_core_test_util.h"
 #include "tests/support/cuda_guard.h"
 #include "tests/support/tensors.h"
@@ -48,47 +48,8 @@ namespace {
 
 namespace k = engine::kernels;
 
-using tensor_core_test::magnitudes;
-
-std::vector<double> rounded_to_tf32(std::vector<double> values) {
-  return tensor_core_test::rounded(std::move(values), tensor_core_test::kTf32Rounding);
-}
-
-Conv2dShape conv(int64_t N, int64_t C, int64_t H, int64_t W, int64_t K, int64_t R, int64_t S,
-                 int64_t stride = 1, int64_t pad = 0, int64_t dilation = 1) {
-  Conv2dShape s;
-  s.N = N, s.C = C, s.H = H, s.W = W, s.K = K, s.R = R, s.S = S;
-  s.stride_h = s.stride_w = stride;
-  s.pad_h = s.pad_w = pad;
-  s.dilation_h = s.dilation_w = dilation;
-  return s;
-}
-
-std::string describe(const Conv2dShape& s) {
-  std::ostringstream out;
-  out << "N=" << s.N << " C=" << s.C << " H=" << s.H << " W=" << s.W << " K=" << s.K << " R=" << s.R
-      << " S=" << s.S << " stride=" << s.stride_h << " pad=" << s.pad_h
-      << " dilation=" << s.dilation_h;
-  return out.str();
-}
-
-// Every element within additions 2^-23 magnitude[e] of the reference (the header's bound).
-void require_within_sum_bound(const char* what, const std::vector<double>& got,
-                              const std::vector<double>& reference,
-                              const std::vector<double>& magnitude, int64_t additions) {
-  REQUIRE(got.size() == reference.size());
-  for (size_t e = 0; e < got.size(); ++e) {
-    const double bound = double(additions) * std::ldexp(1.0, -23) * magnitude[e];
-    if (std::fabs(got[e] - reference[e]) > bound) {
-      FAIL(what << " element " << e << ": got " << got[e] << ", reference " << reference[e]
-                << ", bound " << bound);
-    }
-  }
-}
-
-Tensor zeros_cuda(const std::vector<int64_t>& shape) {
-  return Tensor::zeros(shape, DType::F32, Device::cuda());
-}
+using conv_tensor_core_test::conv;
+using conv_tensor_core_test::zeros_cuda;
 
 // `values` on the device starting `offset` floats into an allocation (offset 1: 4-byte aligned
 // only, so fprop's weights must move in 4-byte copies).
@@ -98,58 +59,27 @@ Tensor on_device_at(const std::vector<double>& values, int offset) {
   return Tensor::from_vector(padded, {int64_t(padded.size())}, DType::F32).to(Device::cuda());
 }
 
-// fprop, dgrad and wgrad on mma.sync vs the TF32-rounded f64 reference; the weights at `w_offset`
-// floats into their allocation.
+// fprop, dgrad and wgrad on mma.sync vs the TF32-rounded f64 reference
+// (conv2d_tensor_core_test_util.h's check); the weights at `w_offset` floats into their allocation.
 void require_mma_conv_matches(const Conv2dShape& s, uint64_t seed, int w_offset = 0) {
-  INFO(describe(s) << " weight offset " << w_offset);
-  const int64_t P = s.out_h(), Q = s.out_w();
-  const Tensor x = test::random_f32({s.N, s.C, s.H, s.W}, seed);
-  const Tensor w = test::random_f32({s.K, s.C, s.R, s.S}, seed + 1);
-  const Tensor b = test::random_f32({s.K}, seed + 2);
-  const Tensor dy = test::random_f32({s.N, s.K, P, Q}, seed + 3);
-  const std::vector<double> xr = rounded_to_tf32(x.to_vector()),
-                            wr = rounded_to_tf32(w.to_vector());
-  const std::vector<double> dyr = rounded_to_tf32(dy.to_vector()), b64 = b.to_vector();
-  const Tensor xd = x.to(Device::cuda()), bd = b.to(Device::cuda()), dyd = dy.to(Device::cuda());
-  const Tensor wd = on_device_at(w.to_vector(), w_offset);
+  INFO("weight offset " << w_offset);
+  const conv_tensor_core_test::ConvInputs in = conv_tensor_core_test::random_conv_inputs(s, seed);
+  const Tensor xd = in.x.to(Device::cuda()), bd = in.b.to(Device::cuda());
+  const Tensor dyd = in.dy.to(Device::cuda());
+  const Tensor wd = on_device_at(in.w.to_vector(), w_offset);
   const float* w_data = wd.data<float>() + w_offset;
-
-  // fprop: C R S products and the bias.
-  std::vector<double> y_ref(size_t(s.N * s.K * P * Q)), y_mag(y_ref.size());
-  k::conv2d_fprop_cpu<double>(s, xr.data(), wr.data(), b64.data(), y_ref.data());
-  k::conv2d_fprop_cpu<double>(s, magnitudes(xr).data(), magnitudes(wr).data(),
-                              magnitudes(b64).data(), y_mag.data());
-  Tensor y = zeros_cuda({s.N, s.K, P, Q});
+  Tensor y = zeros_cuda({s.N, s.K, s.out_h(), s.out_w()});
   k::conv2d_fprop_mma_cuda(s, xd.data<float>(), w_data, bd.data<float>(), y.data<float>());
-  require_within_sum_bound("y", y.to_vector(), y_ref, y_mag, s.C * s.R * s.S + 1);
-
-  // dgrad: at most K R S taps per pixel; C <= 4 is the direct FP32 kernel, unrounded.
-  const bool direct = s.C <= 4;
-  const std::vector<double> dy_used = direct ? dy.to_vector() : dyr;
-  const std::vector<double> w_used = direct ? w.to_vector() : wr;
-  std::vector<double> dx_ref(size_t(s.N * s.C * s.H * s.W)), dx_mag(dx_ref.size());
-  k::conv2d_dgrad_cpu<double>(s, dy_used.data(), w_used.data(), dx_ref.data());
-  k::conv2d_dgrad_cpu<double>(s, magnitudes(dy_used).data(), magnitudes(w_used).data(),
-                              dx_mag.data());
   Tensor dx = zeros_cuda({s.N, s.C, s.H, s.W});
   k::conv2d_dgrad_mma_cuda(s, dyd.data<float>(), w_data, dx.data<float>());
-  require_within_sum_bound("dx", dx.to_vector(), dx_ref, dx_mag, s.K * s.R * s.S);
-
-  // wgrad: N P Q products and at most 64 partial sums; db is conv2d_wgrad_cuda's FP32 sum, bits.
-  std::vector<double> dw_ref(size_t(s.K * s.C * s.R * s.S)), dw_mag(dw_ref.size());
-  k::conv2d_wgrad_cpu<double>(s, dyr.data(), xr.data(), dw_ref.data(), nullptr);
-  k::conv2d_wgrad_cpu<double>(s, magnitudes(dyr).data(), magnitudes(xr).data(), dw_mag.data(),
-                              nullptr);
   const int64_t scratch = k::conv2d_wgrad_mma_cuda_workspace_size(s);
   Tensor workspace = zeros_cuda({std::max<int64_t>(scratch, 1)});
   Tensor dw = zeros_cuda({s.K, s.C, s.R, s.S}), db = zeros_cuda({s.K});
   k::conv2d_wgrad_mma_cuda(s, dyd.data<float>(), xd.data<float>(), dw.data<float>(),
                            db.data<float>(), workspace.data<float>());
-  require_within_sum_bound("dw", dw.to_vector(), dw_ref, dw_mag, s.N * P * Q + 64);
-  Tensor db_strict = zeros_cuda({s.K});
-  k::conv2d_wgrad_cuda(s, dyd.data<float>(), xd.data<float>(), nullptr, db_strict.data<float>(),
-                       nullptr);
-  CHECK(db.to_vector() == db_strict.to_vector());
+  conv_tensor_core_test::require_passes_match(
+      tensor_core_test::kTf32Rounding, s, in,
+      {y.to_vector(), dx.to_vector(), dw.to_vector(), db.to_vector()});
 }
 
 // Sets the tensor-core convolution and the precision policy for one test and puts both back.

@@ -1,6 +1,6 @@
 // Helpers shared by the tensor-core convolution tests (conv2d_tf32_cuda_test.cpp,
-// conv2d_bf16_cuda_test.cpp): shapes, and the check of fprop, dgrad and wgrad
-// (kernels/conv2d/conv2d_tensor_core_cuda.cu) in one precision against a CPU reference that
+// conv2d_bf16_cuda_test.cpp, conv2d_mma_cuda_test.cpp): shapes, and the check of fprop, dgrad and
+// wgrad (kernels/conv2d/conv2d_tensor_core_cuda.cu) in one precision against a CPU reference that
 // rounds both operands of every product as that precision does (tensor_core_test_util.h's
 // roundings, written with frexp, not with the emulator's bit trick) and sums in double.
 //
@@ -162,22 +162,19 @@ inline DevicePasses run_tensor_core_conv(engine::kernels::Precision precision,
   return {y.to_vector(), dx.to_vector(), dw.to_vector(), db.to_vector()};
 }
 
-// fprop, dgrad and wgrad (dw and db) by the tensor-core kernels in `precision` (Tf32 or Bf16) on
-// random_conv_inputs(s, seed) vs the f64 reference on operands rounded by `rounding`, with the
-// header's bound; db must be conv2d_wgrad_cuda's FP32 sum, bit for bit. Returns what the kernels
-// gave.
-inline DevicePasses require_tensor_core_conv_matches(
-    engine::kernels::Precision precision, const tensor_core_test::OperandRounding& rounding,
-    const engine::kernels::Conv2dShape& s, uint64_t seed) {
+// `got` (fprop, dgrad and wgrad: dw and db, of some tensor-core kernels on `in`) vs the f64
+// reference on operands rounded by `rounding`, with the header's bound; db must be
+// conv2d_wgrad_cuda's FP32 sum, bit for bit.
+inline void require_passes_match(const tensor_core_test::OperandRounding& rounding,
+                                 const engine::kernels::Conv2dShape& s, const ConvInputs& in,
+                                 const DevicePasses& got) {
   namespace k = engine::kernels;
   using tensor_core_test::magnitudes;
   using tensor_core_test::rounded;
   INFO(describe(s));
-  const ConvInputs in = random_conv_inputs(s, seed);
   const std::vector<double> xr = rounded(in.x.to_vector(), rounding);
   const std::vector<double> wr = rounded(in.w.to_vector(), rounding);
   const std::vector<double> dyr = rounded(in.dy.to_vector(), rounding), b64 = in.b.to_vector();
-  const DevicePasses got = run_tensor_core_conv(precision, s, in);
 
   // fprop: C R S products and the bias.
   std::vector<double> y_ref(got.y.size()), y_mag(y_ref.size());
@@ -207,6 +204,16 @@ inline DevicePasses require_tensor_core_conv_matches(
   k::conv2d_wgrad_cuda(s, dyd.data<float>(), xd.data<float>(), nullptr, db_strict.data<float>(),
                        nullptr);
   CHECK(got.db == db_strict.to_vector());
+}
+
+// fprop, dgrad and wgrad by the WMMA tensor-core kernels in `precision` (Tf32 or Bf16) on
+// random_conv_inputs(s, seed), held to require_passes_match. Returns what the kernels gave.
+inline DevicePasses require_tensor_core_conv_matches(
+    engine::kernels::Precision precision, const tensor_core_test::OperandRounding& rounding,
+    const engine::kernels::Conv2dShape& s, uint64_t seed) {
+  const ConvInputs in = random_conv_inputs(s, seed);
+  const DevicePasses got = run_tensor_core_conv(precision, s, in);
+  require_passes_match(rounding, s, in, got);
   return got;
 }
 
