@@ -23,10 +23,8 @@ if [ "$code" -ne 2 ] || ! grep -q "unknown data.root key 'colour'" "$dir/bad"; t
   fail "bad synthetic key: exit $code"
 fi
 
-python=""
-for candidate in python3 /usr/bin/python3; do
-  if "$candidate" -c "import torch" 2>/dev/null; then python=$candidate; break; fi
-done
+torch_optional=1
+. "$src/tests/tools/find_torch_python.sh"
 if [ -z "$python" ]; then
   echo "bench resnet synthetic ok (the PyTorch peer part skipped: no PyTorch)"
   exit 0
