@@ -1,12 +1,15 @@
 // Kernels that exercise the emulator's mma.sync and cp.async (include/mma_ptx.h, through
-// kernels/common/mma_sync.cuh) for tests/emulator/mma_ptx_test.cpp: copies that land only at the
-// wait, wait_group counts, zero-fill, alignment, and an mma.sync with unconverted operands or a
-// partial warp. Built through cuda_translate only.
+// kernels/common/mma_sync.cuh) and wgmma (include/wgmma_ptx.h, through kernels/common/wgmma.cuh)
+// for tests/emulator/mma_ptx_test.cpp: copies that land only at the wait, wait_group counts,
+// zero-fill, alignment, an mma.sync with unconverted operands or a partial warp, and wgmma's
+// accumulators that land at the wait, its fences and its warpgroup. Built through cuda_translate
+// only.
 #include <cuda_runtime.h>
 
 #include <cstdint>
 
 #include "kernels/common/mma_sync.cuh"
+#include "kernels/common/wgmma.cuh"
 #include "tests/emulator/mma_ptx_kernels.h"
 
 namespace sample {
@@ -62,7 +65,41 @@ __global__ void mma_bits_kernel(unsigned a_and_b_bits, float* d) {
   for (int i = 0; i < 4; ++i) d[4 * threadIdx.x + i] = result[i];
 }
 
+// A 64 x 8 with its two core matrices along k 1024 bytes apart, the 8 along M 128 bytes apart;
+// B 8 x 8 (one core matrix along N) with the two along k 128 bytes apart.
+struct alignas(128) WgmmaOperands {
+  float a[512];
+  float b[64];
+};
+
+__global__ void wgmma_ones_kernel(WgmmaMistake mistake, float* early, float* d) {
+  __shared__ WgmmaOperands operands;
+  for (int i = threadIdx.x; i < 512; i += blockDim.x) operands.a[i] = 1.0f;
+  for (int i = threadIdx.x; i < 64; i += blockDim.x) operands.b[i] = 1.0f;
+  if (mistake != WgmmaMistake::kNoProxyFence) engine::kernels::fence_proxy_async_shared();
+  __syncthreads();
+  float result[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+  if (mistake != WgmmaMistake::kNoWgmmaFence) engine::kernels::wgmma_fence();
+  engine::kernels::wgmma_m64n8k8_tf32(
+      result, engine::kernels::k_major_descriptor(operands.a, 1024, 128),
+      engine::kernels::k_major_descriptor(operands.b, 128, 128), false);
+  engine::kernels::wgmma_commit_group();
+  for (int i = 0; i < 4; ++i) early[4 * threadIdx.x + i] = result[i];  // too early
+  if (mistake == WgmmaMistake::kOverwriteBeforeWait) {
+    for (int i = threadIdx.x; i < 512; i += blockDim.x) operands.a[i] = 2.0f;
+    engine::kernels::fence_proxy_async_shared();
+    __syncthreads();
+  }
+  engine::kernels::wgmma_wait_group<0>();
+  for (int i = 0; i < 4; ++i) d[4 * threadIdx.x + i] = result[i];
+}
+
 }  // namespace
+
+cudaError_t wgmma_ones(WgmmaMistake mistake, unsigned threads, float* early, float* d) {
+  wgmma_ones_kernel<<<1, threads>>>(mistake, early, d);
+  return cudaGetLastError();
+}
 
 cudaError_t cp_async_read_before_wait(const float* src, float* before, float* after) {
   read_before_wait_kernel<<<1, 32>>>(src, before, after);

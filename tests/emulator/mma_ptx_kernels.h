@@ -22,4 +22,17 @@ cudaError_t cp_async_aligned(const float* src, int shared_offset);
 // holding `a_and_b_bits` (TF32 bit patterns or not); d[4 l + i] = lane l's d[i], C = 0.
 cudaError_t mma_tf32_bits(unsigned a_and_b_bits, unsigned threads, float* d);
 
+// What wgmma_ones does wrong (or not).
+enum class WgmmaMistake {
+  kNone,                 // fence.proxy.async, barrier, wgmma.fence, mma, commit, wait: right
+  kNoProxyFence,         // shared memory written with ordinary stores, no fence.proxy.async
+  kNoWgmmaFence,         // no wgmma.fence before the wgmma.mma_async
+  kOverwriteBeforeWait,  // A rewritten to 2 (and fenced) after the issue, before the wait
+};
+// `threads` threads (128: one warpgroup) store A (64 x 8) and B (8 x 8) of ones into shared memory
+// (K-major, no swizzle) and run one wgmma.mma_async.m64n8k8 TF32 with scale-d 0, committing and
+// waiting for it; thread t writes its 4 accumulators as read right after the commit to
+// early[4 t + i] and after wgmma.wait_group 0 to d[4 t + i].
+cudaError_t wgmma_ones(WgmmaMistake mistake, unsigned threads, float* early, float* d);
+
 }  // namespace sample

@@ -1,10 +1,14 @@
-// The emulator's mma.sync and cp.async (tests/support/cuda_emulator/include/mma_ptx.h): a copy is
+// The emulator's mma.sync and cp.async (tests/support/cuda_emulator/include/mma_ptx.h) and wgmma
+// (include/wgmma_ptx.h): a copy is
 // not in shared memory until the thread waits for its group (before that the destination reads as
 // NaN, the 0xFF poison), wait_group N leaves exactly the newest N groups in flight, src-size
 // zero-fills, a misaligned copy fails the launch; an mma.sync operand that is not TF32, or a warp
-// with lanes missing, fails the launch. The instruction's layout and arithmetic are checked by the
-// layout test, tests/kernels/mma_sync_test.cpp (kernels.emulated.mma.sync*), which also runs on a
-// GPU. Runs with emulator_test (label cpu).
+// with lanes missing, fails the launch; wgmma's accumulators are NaN until wgmma.wait_group, it
+// reads shared memory as of the last fence.proxy.async (NaN without one) and at the wait, and it
+// fails the launch without a wgmma.fence or with a warpgroup's threads missing. The instructions'
+// layouts and arithmetic are checked by the layout tests, tests/kernels/mma_sync_test.cpp and
+// wgmma_test.cpp (kernels.emulated.mma.sync*, kernels.emulated.wgmma*), which also run on a GPU.
+// Runs with emulator_test (label cpu).
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -88,5 +92,38 @@ TEST_CASE("emulator: mma.sync needs TF32 operands and the whole warp", "[emulato
   CHECK(sample::mma_tf32_bits(0x3f800001u, 32, d.ptr) == cudaErrorLaunchFailure);
   emu::reset_errors();
   CHECK(sample::mma_tf32_bits(0x3f800000u, 16, d.ptr) == cudaErrorLaunchFailure);  // half a warp
+  emu::reset_errors();
+}
+
+TEST_CASE("emulator: wgmma accumulators land at wait_group, read before it they are NaN",
+          "[emulator]") {
+  DeviceFloats early(512), d(512);
+  REQUIRE(sample::wgmma_ones(sample::WgmmaMistake::kNone, 128, early.ptr, d.ptr) == cudaSuccess);
+  for (float value : early.read()) CHECK(std::isnan(value));
+  CHECK(d.read() == std::vector<float>(512, 8.0f));  // 8 products of ones
+}
+
+TEST_CASE("emulator: wgmma reads shared memory through the async proxy, as of the wait",
+          "[emulator]") {
+  DeviceFloats early(512), d(512);
+  // Without fence.proxy.async the ordinary stores are not visible to wgmma: it reads the 0xFF
+  // bytes of fresh shared memory (NaN).
+  REQUIRE(sample::wgmma_ones(sample::WgmmaMistake::kNoProxyFence, 128, early.ptr, d.ptr) ==
+          cudaSuccess);
+  for (float value : d.read()) CHECK(std::isnan(value));
+  // A overwritten with twos (and fenced) between the issue and the wait: the instruction may read
+  // its operands until it completes, and here it reads them at the wait.
+  REQUIRE(sample::wgmma_ones(sample::WgmmaMistake::kOverwriteBeforeWait, 128, early.ptr, d.ptr) ==
+          cudaSuccess);
+  CHECK(d.read() == std::vector<float>(512, 16.0f));
+}
+
+TEST_CASE("emulator: wgmma needs a wgmma.fence and the whole warpgroup", "[emulator]") {
+  DeviceFloats early(512), d(512);
+  CHECK(sample::wgmma_ones(sample::WgmmaMistake::kNoWgmmaFence, 128, early.ptr, d.ptr) ==
+        cudaErrorLaunchFailure);
+  emu::reset_errors();
+  CHECK(sample::wgmma_ones(sample::WgmmaMistake::kNone, 96, early.ptr, d.ptr) ==
+        cudaErrorLaunchFailure);  // three warps
   emu::reset_errors();
 }

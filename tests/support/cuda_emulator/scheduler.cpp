@@ -7,8 +7,11 @@
 // result). Within a block every thread is a fiber on its own stack. A round resumes every
 // ready thread until it finishes or waits at a barrier; then the block barrier opens if every live
 // thread waits there, or a warp barrier opens if every live lane of its mask waits there (lanes
-// waiting with different masks are released together; the kernels here use full masks). A round
-// that opens nothing is a deadlock (e.g. __syncthreads in divergent code) and fails the launch.
+// waiting with different masks are released together; the kernels here use full masks), or a
+// warpgroup barrier (wgmma's, include/wgmma_ptx.h) if every live thread of its 128 waits there. A
+// round that opens nothing is a deadlock (e.g. __syncthreads in divergent code) and fails the
+// launch. Each block's __shared__ variables also get shared-window addresses and an async-proxy
+// view (what wgmma reads), both for wgmma_ptx.h.
 #include <sys/mman.h>
 #if !defined(__x86_64__)
 #include <ucontext.h>
@@ -21,6 +24,7 @@
 #include <vector>
 
 #include <cuda_runtime.h>
+#include <wgmma_ptx.h>
 
 #include "tests/support/cuda_emulator/launch_resources.h"
 #include "tests/support/cuda_emulator/racecheck.h"
@@ -44,6 +48,8 @@ using emu::detail::sticky_error;
 
 constexpr std::size_t kStackBytes = std::size_t(256) << 10;  // ASan frames are large
 constexpr uint64_t kPoison = ~uint64_t(0);
+constexpr std::size_t kWarpgroupThreads =
+    128;  // 4 consecutive warps, the first one's index % 4 = 0
 
 // ---- fibers: a stack and a saved stack pointer ---------------------------------------------
 // On x86-64 a switch saves the callee-saved registers and the FP control words on the current
@@ -115,7 +121,7 @@ void switch_context(Context& from, Context& to) { swapcontext(&from.context, &to
 #endif
 
 // ---- the grid scheduler ------------------------------------------------------------------------
-enum class ThreadState { kReady, kAtBlockBarrier, kAtWarpBarrier, kDone };
+enum class ThreadState { kReady, kAtBlockBarrier, kAtWarpBarrier, kAtWarpgroupBarrier, kDone };
 
 struct Fiber {
   Context context;
@@ -127,6 +133,19 @@ struct Fiber {
   // cp.async: the copies issued and not yet completed, each with its group (the commits before it).
   std::vector<std::pair<int, emu::AsyncCopy>> async_copies;
   int async_commits = 0;
+  emu::WarpgroupMmaQueue warpgroup_mma;       // wgmma.mma_async issued and not yet waited for
+  emu::WarpgroupOperands warpgroup_posted{};  // what it gives a wgmma.mma_async's collective
+};
+
+// One __shared__ variable of the running block: its memory, where it sits in the block's shared
+// window (the addresses __cvta_generic_to_shared gives and wgmma's descriptors hold), and its
+// async proxy's view (what wgmma reads: the memory as of the last fence.proxy.async).
+struct SharedAllocation {
+  const void* layout;
+  unsigned char* memory;
+  std::size_t bytes;
+  uint32_t address;
+  std::vector<unsigned char> async_view;
 };
 
 struct Grid {
@@ -136,9 +155,10 @@ struct Grid {
   std::vector<Fiber> threads;
   Fiber* current = nullptr;
   Context scheduler;
-  bool abandoned = false;  // a trap: the rest of the grid does not run
-  std::vector<std::pair<const void*, void*>> shared_memory;  // this block's: layout -> memory
+  bool abandoned = false;                       // a trap: the rest of the grid does not run
+  std::vector<SharedAllocation> shared_memory;  // this block's
   std::size_t shared_this_block = 0;
+  uint32_t shared_window_end = 0;  // the next free shared-window address
   const void* scheduler_stack_bottom = nullptr;
   std::size_t scheduler_stack_size = 0;
   void* scheduler_fake_stack = nullptr;
@@ -256,18 +276,35 @@ bool open_barriers() {
     }
     opened = true;
   }
+  for (std::size_t group_begin = 0; group_begin < count; group_begin += kWarpgroupThreads) {
+    const std::size_t group_end = std::min(count, group_begin + kWarpgroupThreads);
+    std::size_t waiting = 0, live = 0;
+    for (std::size_t t = group_begin; t < group_end; ++t) {
+      live += g.threads[t].state != ThreadState::kDone;
+      waiting += g.threads[t].state == ThreadState::kAtWarpgroupBarrier;
+    }
+    if (waiting == 0 || waiting != live) continue;
+    for (std::size_t t = group_begin; t < group_end; ++t) {
+      if (g.threads[t].state == ThreadState::kAtWarpgroupBarrier) {
+        g.threads[t].state = ThreadState::kReady;
+      }
+    }
+    opened = true;
+  }
   return opened;
 }
 
 std::string waiting_summary() {
-  int at_block = 0, at_warp = 0, done = 0;
+  int at_block = 0, at_warp = 0, at_warpgroup = 0, done = 0;
   for (const Fiber& f : grid_state.threads) {
     at_block += f.state == ThreadState::kAtBlockBarrier;
     at_warp += f.state == ThreadState::kAtWarpBarrier;
+    at_warpgroup += f.state == ThreadState::kAtWarpgroupBarrier;
     done += f.state == ThreadState::kDone;
   }
   return std::to_string(at_block) + " threads wait at __syncthreads, " + std::to_string(at_warp) +
-         " at a warp barrier, " + std::to_string(done) + " have exited";
+         " at a warp barrier, " + std::to_string(at_warpgroup) + " at a warpgroup barrier, " +
+         std::to_string(done) + " have exited";
 }
 
 void run_block(bool reverse) {
@@ -277,6 +314,7 @@ void run_block(bool reverse) {
   const std::size_t stacks_before = stacks.size();
   g.threads.assign(count, Fiber());
   g.shared_this_block = 0;
+  g.shared_window_end = 0;
   emu::racecheck::block_begin(g.kernel_name, g.block_index, g.block, count);  // before stack_slot
   for (std::size_t t = 0; t < count; ++t) {
     Fiber& f = g.threads[t];
@@ -324,7 +362,7 @@ void run_block(bool reverse) {
   }
 #endif
   emu::racecheck::ignore_begin();
-  for (const auto& block_memory : g.shared_memory) std::free(block_memory.second);
+  for (const SharedAllocation& block_memory : g.shared_memory) std::free(block_memory.memory);
   g.shared_memory.clear();
   emu::racecheck::ignore_end();
   emu::racecheck::block_end(g.abandoned);
@@ -432,6 +470,33 @@ void warp_collective_begin(uint64_t value, uint64_t (&lanes)[warpSize]) {
 
 void warp_collective_end() { wait_at_warp_barrier(~0u, true); }
 
+// A warpgroup barrier opens when every live thread of the 128 has arrived (open_barriers). It
+// orders no memory for the race checker: wgmma exchanges descriptors, and its reads of shared
+// memory are the emulator's own (the async proxy's view, below).
+void warpgroup_barrier() {
+  self().state = ThreadState::kAtWarpgroupBarrier;
+  yield_to_scheduler(false);
+}
+
+void warpgroup_mma_collective(const WarpgroupOperands& mine) {
+  self().warpgroup_posted = mine;
+  warpgroup_barrier();  // every live thread of the warpgroup has posted
+  const std::size_t group_begin = self_linear() / kWarpgroupThreads * kWarpgroupThreads;
+  for (std::size_t t = group_begin; t < group_begin + kWarpgroupThreads; ++t) {
+    if (t >= grid_state.threads.size() || grid_state.threads[t].state == ThreadState::kDone) {
+      fault("wgmma.mma_async: not every thread of the warpgroup ran it");
+    }
+    const WarpgroupOperands& other = grid_state.threads[t].warpgroup_posted;
+    if (other.descriptor_a != mine.descriptor_a || other.descriptor_b != mine.descriptor_b ||
+        other.n != mine.n || other.scale_d != mine.scale_d) {
+      fault("wgmma.mma_async: the threads of the warpgroup gave different operands");
+    }
+  }
+  warpgroup_barrier();  // everyone has compared before anyone posts again
+}
+
+WarpgroupMmaQueue& warpgroup_mma_queue() { return self().warpgroup_mma; }
+
 void async_copy_issue(const AsyncCopy& copy) {
   Fiber& f = self();
   f.async_copies.emplace_back(f.async_commits, copy);
@@ -457,8 +522,8 @@ void fault(const char* why) {
 
 void* shared_block_bytes(const void* layout, std::size_t bytes, std::size_t alignment) {
   Grid& g = grid_state;
-  for (const auto& [known, memory] : g.shared_memory) {
-    if (known == layout) return memory;  // another thread of this block made it
+  for (const SharedAllocation& known : g.shared_memory) {
+    if (known.layout == layout) return known.memory;  // another thread of this block made it
   }
   // Emulator bookkeeping, not a kernel access: the race checker ignores it, so the new memory has
   // no history and the 0xFF fill is no thread's write.
@@ -470,7 +535,12 @@ void* shared_block_bytes(const void* layout, std::size_t bytes, std::size_t alig
     std::abort();
   }
   std::memset(memory, 0xFF, bytes);
-  g.shared_memory.emplace_back(layout, memory);
+  // Its place in the shared window: after the variables before it, at its alignment.
+  const uint32_t address =
+      static_cast<uint32_t>((g.shared_window_end + alignment - 1) / alignment * alignment);
+  g.shared_window_end = address + static_cast<uint32_t>(bytes);
+  g.shared_memory.push_back(SharedAllocation{layout, static_cast<unsigned char*>(memory), bytes,
+                                             address, std::vector<unsigned char>(bytes, 0xFF)});
   racecheck::ignore_end();
   g.shared_this_block += bytes;
   if (g.shared_this_block > kMaxStaticSharedBytes) {
@@ -479,6 +549,36 @@ void* shared_block_bytes(const void* layout, std::size_t bytes, std::size_t alig
                                                   std::to_string(kMaxStaticSharedBytes));
   }
   return memory;
+}
+
+uint32_t shared_window_address(const void* pointer) {
+  const unsigned char* byte = static_cast<const unsigned char*>(pointer);
+  for (const SharedAllocation& shared : grid_state.shared_memory) {
+    if (byte >= shared.memory && byte <= shared.memory + shared.bytes) {
+      return shared.address + static_cast<uint32_t>(byte - shared.memory);
+    }
+  }
+  fault("__cvta_generic_to_shared: the pointer is not in this block's shared memory");
+}
+
+void async_proxy_fence_shared() {
+  racecheck::ignore_begin();
+  for (SharedAllocation& shared : grid_state.shared_memory) {
+    std::memcpy(shared.async_view.data(), shared.memory, shared.bytes);
+  }
+  racecheck::ignore_end();
+}
+
+void read_async_proxy_shared(uint32_t address, void* to, std::size_t bytes) {
+  for (const SharedAllocation& shared : grid_state.shared_memory) {
+    if (address >= shared.address && address + bytes <= shared.address + shared.bytes) {
+      racecheck::ignore_begin();
+      std::memcpy(to, shared.async_view.data() + (address - shared.address), bytes);
+      racecheck::ignore_end();
+      return;
+    }
+  }
+  fault("wgmma: a matrix descriptor addresses bytes outside this block's shared variables");
 }
 
 void fail_launch(cudaError_t error, const char* kernel_name, const char* why) {
