@@ -171,13 +171,15 @@ TensorCoreGemm tensor_core_gemm() {
 }
 
 const char* tensor_core_gemm_name(TensorCoreGemm gemm) {
+  if (gemm == TensorCoreGemm::Wgmma) return "wgmma";
   return gemm == TensorCoreGemm::Mma ? "mma" : "wmma";
 }
 
 TensorCoreGemm parse_tensor_core_gemm(const std::string& text, const std::string& what) {
   if (text == "wmma") return TensorCoreGemm::Wmma;
   if (text == "mma") return TensorCoreGemm::Mma;
-  fail(what, ": unknown tensor-core GEMM '", text, "' (expected 'wmma' or 'mma')");
+  if (text == "wgmma") return TensorCoreGemm::Wgmma;
+  fail(what, ": unknown tensor-core GEMM '", text, "' (expected 'wmma', 'mma' or 'wgmma')");
 }
 
 void set_tensor_core_conv(TensorCoreConv conv) {

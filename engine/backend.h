@@ -31,13 +31,16 @@
 // Eager stays the default until a GPU has timed the captured loop (docs/performance.md).
 //
 // Our TF32 tensor-core GEMM (matmul under the tf32 precision policy, engine/precision.h), chosen
-// the same way by ENGINE_TC_GEMM=wmma|mma:
+// the same way by ENGINE_TC_GEMM=wmma|mma|wgmma:
 //   TensorCoreGemm::Wmma  WMMA m16n16k8, 64 x 64 tiles, a register pipeline
 //                         (kernels/matmul/matmul_tensor_core_cuda.cu) [default]
 //   TensorCoreGemm::Mma   mma.sync m16n8k8, 128 x 64 tiles, a 3-stage cp.async pipeline
 //                         (kernels/matmul/matmul_mma_cuda.cu)
-// Both round the operands alike and accumulate in FP32; the sums' rounding may differ. Wmma stays
-// the default until a GPU has timed the two.
+//   TensorCoreGemm::Wgmma wgmma m64n128k8 (sm_90a), 128 x 128 tiles, a 3-stage cp.async pipeline
+//                         (kernels/matmul/matmul_wgmma_cuda.cu); on a device that is not compute
+//                         capability 9.0 matmul throws engine::Error (no silent fallback)
+// All round the operands alike and accumulate in FP32; the sums' rounding may differ. Wmma stays
+// the default until a GPU has timed them.
 //
 // Our TF32 tensor-core convolution (conv2d under the tf32 policy), chosen the same way by
 // ENGINE_TC_CONV=wmma|mma:
@@ -89,10 +92,10 @@ void set_attack_loop(AttackLoop loop);
 AttackLoop attack_loop();
 const char* attack_loop_name(AttackLoop loop);  // "eager" / "captured"
 AttackLoop parse_attack_loop(const std::string& text, const std::string& what = "attack loop");
-enum class TensorCoreGemm { Wmma, Mma };
+enum class TensorCoreGemm { Wmma, Mma, Wgmma };
 void set_tensor_core_gemm(TensorCoreGemm gemm);
 TensorCoreGemm tensor_core_gemm();
-const char* tensor_core_gemm_name(TensorCoreGemm gemm);  // "wmma" / "mma"
+const char* tensor_core_gemm_name(TensorCoreGemm gemm);  // "wmma" / "mma" / "wgmma"
 TensorCoreGemm parse_tensor_core_gemm(const std::string& text,
                                       const std::string& what = "tensor-core gemm");
 enum class TensorCoreConv { Wmma, Mma };

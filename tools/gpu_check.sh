@@ -103,10 +103,11 @@ fi
 run_step version "dml --version" bash -c '"$0" --version && ! "$0" --version | grep -q "GPUs visible: 0"' \
   "$BUILD/dml"
 steps_require version "the program sees no GPU"
-# The one-instruction mma.sync layout test (tests/kernels/mma_sync_test.cpp) before any kernel that
-# relies on that layout (kernels/common/mma_sync.cuh) is tested or timed.
-run_step mma-layout "mma.sync layout test (ctest -L cuda -R '^kernels\.mma\.sync')" \
-  ctest --test-dir "$BUILD" -L cuda -R '^kernels\.mma\.sync' --no-tests=error --output-on-failure
+# The one-instruction mma.sync and wgmma layout tests (tests/kernels/mma_sync_test.cpp, wgmma_test.cpp)
+# before any kernel that relies on those layouts (kernels/common/mma_sync.cuh, wgmma.cuh) is tested
+# or timed.
+run_step mma-layout "mma.sync and wgmma layout tests (ctest -L cuda -R '^kernels\.(mma\.sync|wgmma)')" \
+  ctest --test-dir "$BUILD" -L cuda -R '^kernels\.(mma\.sync|wgmma)' --no-tests=error --output-on-failure
 run_step cuda-tests "CUDA tests (ctest -L cuda)" ctest --test-dir "$BUILD" -L cuda --no-tests=error \
   --output-on-failure -j 4
 # The performance profile's correctness gate: the [cuda] cases of the kernels and ops (every

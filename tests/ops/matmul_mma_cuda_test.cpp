@@ -27,32 +27,8 @@ using engine::Tensor;
 using engine::TensorCoreGemm;
 using engine::kernels::Precision;
 
-namespace {
-
-// Sets the tensor-core GEMM and the precision policy for one test and puts both back.
-struct TensorCoreScope {
-  TensorCoreScope(TensorCoreGemm gemm, Precision precision)
-      : previous_gemm(engine::tensor_core_gemm()), previous_precision(engine::precision()) {
-    engine::set_tensor_core_gemm(gemm);
-    engine::set_precision(precision);
-  }
-  ~TensorCoreScope() {
-    engine::set_tensor_core_gemm(previous_gemm);
-    engine::set_precision(previous_precision);
-  }
-  TensorCoreGemm previous_gemm;
-  Precision previous_precision;
-};
-
-// `values` on the device starting `offset` floats into an allocation (offset 1: 4-byte aligned
-// only, so the kernel must fall back to 4-byte copies).
-Tensor on_device_at(const std::vector<double>& values, int offset) {
-  std::vector<double> padded(values.size() + size_t(offset), 0.0);
-  for (size_t i = 0; i < values.size(); ++i) padded[size_t(offset) + i] = values[i];
-  return Tensor::from_vector(padded, {int64_t(padded.size())}, DType::F32).to(Device::cuda());
-}
-
-}  // namespace
+using tensor_core_test::on_device_at;
+using tensor_core_test::TensorCoreScope;
 
 TEST_CASE("matmul mma tf32 cuda: matches the tf32-rounded reference for odd shapes, all transposes",
           "[matmul][cuda][tf32][mma]") {
@@ -167,5 +143,5 @@ TEST_CASE("tensor-core gemm: the ENGINE_TC_GEMM spelling", "[matmul][backend][mm
   CHECK_THROWS_WITH(engine::parse_tensor_core_gemm("MMA", "ENGINE_TC_GEMM"),
                     Catch::Contains("ENGINE_TC_GEMM") &&
                         Catch::Contains("unknown tensor-core GEMM 'MMA'") &&
-                        Catch::Contains("'wmma' or 'mma'"));
+                        Catch::Contains("'wmma', 'mma' or 'wgmma'"));
 }

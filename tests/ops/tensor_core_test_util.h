@@ -1,6 +1,7 @@
 // Helpers shared by the tensor-core GEMM tests (matmul_tf32_cuda_test.cpp,
-// matmul_bf16_cuda_test.cpp, matmul_mma_cuda_test.cpp) and conv tests
-// (conv2d_tensor_core_test_util.h): the precision policy set for one test, the operand roundings,
+// matmul_bf16_cuda_test.cpp, matmul_mma_cuda_test.cpp, matmul_wgmma_cuda_test.cpp) and conv tests
+// (conv2d_tensor_core_test_util.h): the precision policy (and tensor-core GEMM) set for one test,
+// operands placed off 16-byte alignment, the operand roundings,
 // and the comparison of a tensor-core GEMM (kernels::matmul_tensor_core_cuda, or any kernel with
 // matmul's contract) with a double reference whose operands were rounded first.
 //
@@ -27,6 +28,7 @@
 
 #include <catch2/catch.hpp>
 
+#include "engine/backend.h"
 #include "engine/precision.h"
 #include "engine/tensor.h"
 #include "kernels/matmul/matmul.h"
@@ -39,6 +41,31 @@ struct PrecisionScope {
   explicit PrecisionScope(engine::Precision precision) { engine::set_precision(precision); }
   ~PrecisionScope() { engine::set_precision(engine::Precision::Fp32); }
 };
+
+// Sets the tensor-core GEMM (ENGINE_TC_GEMM) and the precision policy for one test and puts both
+// back.
+struct TensorCoreScope {
+  TensorCoreScope(engine::TensorCoreGemm gemm, engine::Precision precision)
+      : previous_gemm(engine::tensor_core_gemm()), previous_precision(engine::precision()) {
+    engine::set_tensor_core_gemm(gemm);
+    engine::set_precision(precision);
+  }
+  ~TensorCoreScope() {
+    engine::set_tensor_core_gemm(previous_gemm);
+    engine::set_precision(previous_precision);
+  }
+  engine::TensorCoreGemm previous_gemm;
+  engine::Precision previous_precision;
+};
+
+// `values` on the device starting `offset` floats into an allocation (offset 1: 4-byte aligned
+// only, so a kernel with 16-byte copies must fall back to 4-byte ones).
+inline engine::Tensor on_device_at(const std::vector<double>& values, int offset) {
+  std::vector<double> padded(values.size() + size_t(offset), 0.0);
+  for (size_t i = 0; i < values.size(); ++i) padded[size_t(offset) + i] = values[i];
+  return engine::Tensor::from_vector(padded, {int64_t(padded.size())}, engine::DType::F32)
+      .to(engine::Device::cuda());
+}
 
 // x rounded to `significant_bits` significant bits (normal numbers; no subnormal range), the
 // scaled significand rounded to an integer by `round_integer`: std::round rounds half-way cases

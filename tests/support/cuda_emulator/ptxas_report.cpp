@@ -111,7 +111,7 @@ void read_ptx(const std::string& path, LaunchBounds& bounds) {
 void read_report(const std::string& path, Table& table) {
   std::ifstream in(path);
   if (!in) throw std::runtime_error("cannot read " + path);
-  static const std::regex entry_re(R"(Compiling entry function '([^']+)' for 'sm_(\d+)')");
+  static const std::regex entry_re(R"(Compiling entry function '([^']+)' for 'sm_(\d+)a?')");
   static const std::regex spill_re(
       R"((\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads)");
   static const std::regex used_re(R"(Used (\d+) registers)");

@@ -1,0 +1,40 @@
+// The TF32 GEMM on sm_90a's warpgroup MMA (wgmma) with a cp.async pipeline
+// (matmul_wgmma_cuda.cu), and the one-instruction probe that the wgmma layout test runs
+// (tests/kernels/wgmma_test.cpp). Beside the WMMA and mma.sync TF32 GEMMs; engine::
+// tensor_core_gemm() (engine/backend.h, ENGINE_TC_GEMM=wgmma) picks it for matmul under the tf32
+// precision policy.
+#pragma once
+
+#include <cstdint>
+
+namespace engine::kernels {
+
+// matmul_tensor_core_cuda's contract with Precision::Tf32 (kernels/matmul/matmul.h): C (+)= op(A)
+// op(B) with every operand rounded to TF32 (cvt.rna) and FP32 accumulation; device pointers, the
+// current stream. Needs a device of compute capability 9.0 (H100, H200) and a build that compiled
+// the kernel for sm_90a (CMAKE_CUDA_ARCHITECTURES with 90): else throws engine::Error naming the
+// device's capability, launching nothing. Tile, pipeline and costs: matmul_wgmma_cuda.cu.
+void matmul_wgmma_cuda(int64_t m, int64_t n, int64_t k, const float* a, const float* b,
+                       bool trans_a, bool trans_b, float* c, bool accumulate);
+
+// Why matmul_wgmma_cuda would refuse this device, or "" when it can run here.
+const char* wgmma_unsupported_reason();
+
+// Floats of each operand image the probe copies into shared memory (8 KiB each).
+constexpr int kWgmmaProbeImageFloats = 2048;
+
+// One wgmma.mma_async.m64nNk8.f32.tf32.tf32 (n = 8, 16 or 128) by one warpgroup, with no layout
+// of its own: a_image and b_image (kWgmmaProbeImageFloats floats each, device memory) are copied
+// as they are into two 128-byte aligned shared arrays, and the instruction reads A and B through
+// descriptors that start at each array with the byte offsets given (no swizzle). Where each matrix
+// element sits in the images is the caller's business (kernels/common/wgmma.cuh lists the PTX
+// ISA's layout), so the test that fills them checks the instruction's layout. Thread t's
+// accumulators are c_registers[(n / 2) t + i] before and d_registers[(n / 2) t + i] after (128 n /
+// 2 floats each); scale_d false computes D = A B. The values are copied as they are: wgmma itself
+// truncates them to TF32.
+void wgmma_m64nNk8_tf32_probe_cuda(int n, const float* a_image, const float* b_image,
+                                   uint32_t a_leading_byte_offset, uint32_t a_stride_byte_offset,
+                                   uint32_t b_leading_byte_offset, uint32_t b_stride_byte_offset,
+                                   const float* c_registers, bool scale_d, float* d_registers);
+
+}  // namespace engine::kernels

@@ -1,0 +1,319 @@
+// matmul on sm_90a's warpgroup MMA (wgmma.mma_async, TF32) with a three-stage cp.async pipeline:
+// C (+)= op(A) op(B) with TF32 operands and FP32 accumulation. Chosen by ENGINE_TC_GEMM=wgmma
+// (engine/backend.h) for matmul under the tf32 policy; refused (engine::Error) on a device that is
+// not compute capability 9.0 or a build without sm_90a (matmul_wgmma.h).
+//
+// Math:    C[i, j] (+)= sum_p tf32(op(A)[i, p]) tf32(op(B)[p, j]), each operand rounded by cvt.rna
+//          (round to nearest, ties away from zero) in shared memory before wgmma reads it: wgmma
+//          itself would truncate the low 13 bits, which is not the TF32 contract of the other
+//          kernels (tests/ops/matmul_mma_cuda_test.cpp's bound and hand-worked rounding hold here
+//          too). Each product is exact in FP32 and the sums round in FP32, 8 p per instruction in
+//          an order the ISA leaves open. With `accumulate`, C's old value is added once at the end.
+// Layout:  what the PTX ISA documents and kernels/common/wgmma.cuh lists (checked on one
+//          instruction by tests/kernels/wgmma_test.cpp, which a GPU check runs first): K-major
+//          operands without swizzle, core matrices of 8 rows x 4 p (16 bytes, 128 contiguous bytes
+//          per core matrix); descriptor bits 0-13 / 16-29 / 32-45 = start / LBO / SBO >> 4; the
+//          accumulator of thread t (warp w of its warpgroup, lane g * 4 + q) d[i] = D(16 w + g +
+//          8 ((i / 2) % 2), 8 (i / 4) + 2 q + i % 2); tf32 reads the upper 19 bits; wgmma reads
+//          shared memory through the async proxy, so ordinary stores and cp.async need
+//          fence.proxy.async first; d may be read only after wgmma.wait_group.
+// Tile:    block tile 128 (rows of C) x 128 (columns) x 16 (p), 256 threads = 2 warpgroups, each a
+//          64 x 128 slice of C as wgmma.m64n128k8 (64 FP32 accumulators per thread), two
+//          instructions per stage. Why 128 x 128: with N = 128 one instruction covers the block's
+//          columns (the largest N whose 64 accumulators leave registers for the rest), and a
+//          square tile reads the least per FLOP (32 FLOP per byte of a stage, against 21.3 for
+//          matmul_mma_cuda's 128 x 64); two warpgroups rather than one 64 x 128 so that each stage
+//          of B is read by two.
+// Stage:   A and B each [p / 4][rows / 8][8 rows][4 p] floats (16 KiB per stage for both), so
+//          LBO = 2048 bytes (next 4 p), SBO = 128 bytes (next 8 rows); warpgroup w's A starts 64 w
+//          rows (1 KiB) in. Three stages fill the 48 KiB static shared limit.
+// Pipeline: while the warpgroups multiply stage s, stages s + 1 and s + 2 are in flight
+//          (cp.async, global -> shared); per stage: cp.async.wait_group 1, this thread rounds the
+//          elements it copied (cvt.rna, in place), fence.proxy.async, __syncthreads, the copies of
+//          stage s + 2 issued, wgmma.fence, two wgmma.mma_async, commit, wgmma.wait_group 0 (so the
+//          stage the next step overwrites is no longer read: the copies, not the tensor cores, are
+//          what overlaps). A deeper wgmma pipeline (wait_group 1) needs a fourth stage, which needs
+//          dynamic shared memory beyond 48 KiB.
+// Loads:   a K-major operand (A untransposed, B transposed) whose row length is a multiple of 4
+//          floats and whose pointer is 16-byte aligned goes in 16-byte copies (one core-matrix row
+//          each); otherwise, and always for an operand stored MN-contiguous (A^T, B untransposed:
+//          TF32 wgmma has no transposed mode), in 4-byte copies, consecutive threads on consecutive
+//          rows of the stage so the global reads coalesce. Copies outside the operand read nothing
+//          and write zeros (src-size 0), so odd M, N and K need no other edge code.
+// Cost:    2 m n k FLOPs; 4 (m k + k n + m n) bytes at least. Per block and 16 p it reads 16 KiB
+//          for 524 kFLOP. At an H100's ~5.5 TB/s of L2 that feeds about 176 TFLOP/s, and the
+//          serialized wait per stage (no wgmma overlaps the next stage's rounding and barrier)
+//          costs more: expect about 25-35% of the dense TF32 peak (~495 TFLOP/s on H100/H200 SXM),
+//          above matmul_mma_cuda's ~25% bound and below cuBLAS's (TMA, 128-byte swizzle, 4+ stages,
+//          warp-specialized producers). Expected, not measured: no GPU was available when it was
+//          written.
+// Indexing: 32-bit within each matrix (each < 2^31 elements, checked).
+#include <atomic>
+#include <climits>
+#include <cstdint>
+
+#include "kernels/common/cuda_check.cuh"
+#include "kernels/common/launch.cuh"
+#include "kernels/common/mma_sync.cuh"
+#include "kernels/common/wgmma.cuh"
+#include "kernels/matmul/matmul_wgmma.h"
+
+namespace engine::kernels {
+
+namespace {
+
+constexpr int kTileM = 128;                // rows of C per block
+constexpr int kTileN = 128;                // columns of C per block: one m64n128k8's N
+constexpr int kTileK = 16;                 // p per stage: two instructions deep
+constexpr int kStages = 3;                 // shared-memory stages in the pipeline
+constexpr int kThreads = 256;              // 2 warpgroups
+constexpr int kWarpgroupThreads = 128;     // 4 warps
+constexpr int kWarpgroupM = 64;            // each warpgroup's rows of C
+constexpr int kInstructionK = 8;           // p per wgmma.m64nNk8
+constexpr int kAccumulators = kTileN / 2;  // per thread, m64n128's N / 2
+constexpr int kCoreRows = 8, kCoreP = 4;   // a core matrix: 8 rows x 16 bytes
+// Byte offsets of the stage layout [p / 4][rows / 8][8][4]: the next 4 p, the next 8 rows.
+constexpr uint32_t kLeadingByteOffset = kTileM * kCoreP * sizeof(float);  // 2048 (kTileM == kTileN)
+constexpr uint32_t kStrideByteOffset = kCoreRows * kCoreP * sizeof(float);  // 128
+static_assert(kTileM == kTileN, "one stage layout (and LBO) for both operands");
+
+struct alignas(128) Stage {
+  float a[kTileM * kTileK];
+  float b[kTileN * kTileK];
+};
+struct alignas(128) SharedStages {
+  Stage stages[kStages];
+};
+
+// Index of (row, p) in an operand's stage.
+__device__ __forceinline__ int stage_index(int row, int p) {
+  return (p / kCoreP) * (kTileM * kCoreP) + (row / kCoreRows) * (kCoreRows * kCoreP) +
+         (row % kCoreRows) * kCoreP + p % kCoreP;
+}
+
+// This thread's copies of rows [row0, row0 + 128) x p [k0, k0 + 16) of an operand with `rows` rows
+// and k p-values, stored p-contiguous (element (row, p) at src[row k + p]) or row-contiguous (at
+// src[p rows + row]), into `stage` in the K-major layout: issued (cp.async) when `issue`, else
+// rounded to TF32 in place (after they landed). With `vectors` (p-contiguous only), 16-byte copies
+// of 4 p (a multiple of 4 floats per row and src 16-byte aligned: each copy wholly inside or
+// wholly outside), else 4-byte ones.
+__device__ __forceinline__ void stage_operand(float* stage, const float* __restrict__ src,
+                                              bool p_contiguous, bool vectors, int rows, int k,
+                                              int row0, int k0, bool issue) {
+  const int per_copy = vectors ? kCoreP : 1;
+  const int copies = kTileM * kTileK / per_copy;
+  for (int id = threadIdx.x; id < copies; id += kThreads) {
+    int row, p;  // the copy's first element in the stage
+    if (vectors) {
+      row = id / (kTileK / kCoreP);
+      p = id % (kTileK / kCoreP) * kCoreP;
+    } else {  // consecutive threads on consecutive rows (coalesced when row-contiguous)
+      row = id % kTileM;
+      p = id / kTileM;
+    }
+    float* to = stage + stage_index(row, p);
+    if (!issue) {
+      for (int e = 0; e < per_copy; ++e) to[e] = __uint_as_float(float_to_tf32(to[e]));
+      continue;
+    }
+    const int global_row = row0 + row, global_p = k0 + p;
+    const bool inside = global_row < rows && global_p < k;
+    const float* from =
+        inside ? src + (p_contiguous ? global_row * k + global_p : global_p * rows + global_row)
+               : src;
+    if (vectors) {
+      cp_async_16(to, from, inside ? 16 : 0);
+    } else {
+      cp_async_4(to, from, inside ? 4 : 0);
+    }
+  }
+}
+
+// Block (x, y) computes the 128 x 128 tile (y, x) of C.
+__global__ void __launch_bounds__(kThreads)
+    tf32_wgmma_gemm_kernel(int m, int n, int k, const float* __restrict__ a,
+                           const float* __restrict__ b, bool trans_a, bool trans_b, bool a_vectors,
+                           bool b_vectors, float* __restrict__ c, bool accumulate) {
+  __shared__ SharedStages tiles;
+  const int m0 = blockIdx.y * kTileM, n0 = blockIdx.x * kTileN;
+  const int warpgroup = threadIdx.x / kWarpgroupThreads;
+  // op(A) is p-contiguous when A is stored [m, k]; op(B) when B is stored transposed [n, k].
+  const bool a_p_contiguous = !trans_a, b_p_contiguous = trans_b;
+  const auto stage_operands = [&](Stage& stage, int k0, bool issue) {
+    stage_operand(stage.a, a, a_p_contiguous, a_vectors, m, k, m0, k0, issue);
+    stage_operand(stage.b, b, b_p_contiguous, b_vectors, n, k, n0, k0, issue);
+  };
+
+  float acc[kAccumulators];
+#pragma unroll
+  for (int i = 0; i < kAccumulators; ++i) acc[i] = 0.0f;
+  const int steps = (k + kTileK - 1) / kTileK;
+  // Prologue: stages 0 .. kStages - 2 in flight, one commit group each (empty past the end, so
+  // the group count per step stays fixed).
+  for (int s = 0; s < kStages - 1; ++s) {
+    if (s < steps) stage_operands(tiles.stages[s], s * kTileK, true);
+    cp_async_commit();
+  }
+  for (int step = 0; step < steps; ++step) {
+    Stage& stage = tiles.stages[step % kStages];
+    cp_async_wait<kStages - 2>();         // this thread's copies of stage `step` have landed:
+    stage_operands(stage, 0, false);      // round them to TF32 in place,
+    fence_proxy_async_shared();           // make them visible to wgmma's async proxy,
+    __syncthreads();                      // and wait for everyone's (every warpgroup is done
+    const int next = step + kStages - 1;  // with stage step - 1: it waited for its wgmma)
+    if (next < steps) stage_operands(tiles.stages[next % kStages], next * kTileK, true);
+    cp_async_commit();
+    wgmma_fence();
+    wgmma_fence_operands(acc);
+#pragma unroll
+    for (int kk = 0; kk < kTileK; kk += kInstructionK) {
+      const int p_block = kk / kCoreP;
+      const uint64_t descriptor_a =
+          k_major_descriptor(stage.a + stage_index(warpgroup * kWarpgroupM, kk), kLeadingByteOffset,
+                             kStrideByteOffset);
+      const uint64_t descriptor_b = k_major_descriptor(stage.b + p_block * kTileN * kCoreP,
+                                                       kLeadingByteOffset, kStrideByteOffset);
+      wgmma_m64n128k8_tf32(acc, descriptor_a, descriptor_b, true);
+    }
+    wgmma_commit_group();
+    wgmma_wait_group<0>();
+    wgmma_fence_operands(acc);
+  }
+
+  // Epilogue from registers, in the accumulator layout of kernels/common/wgmma.cuh.
+  const int in_group = threadIdx.x % kWarpgroupThreads;
+  const int warp = in_group / 32, g = in_group % 32 / 4, q = in_group % 4;
+#pragma unroll
+  for (int i = 0; i < kAccumulators; ++i) {
+    const int row = m0 + warpgroup * kWarpgroupM + 16 * warp + g + 8 * (i / 2 % 2);
+    const int col = n0 + 8 * (i / 4) + 2 * q + i % 2;
+    if (row >= m || col >= n) continue;
+    float* out = c + row * n + col;
+    *out = accumulate ? *out + acc[i] : acc[i];
+  }
+}
+
+// The layout test's instruction: images in, registers out (matmul_wgmma.h).
+struct alignas(128) ProbeImages {
+  float a[kWgmmaProbeImageFloats];
+  float b[kWgmmaProbeImageFloats];
+};
+
+template <int kN>
+__global__ void __launch_bounds__(kWarpgroupThreads)
+    wgmma_probe_kernel(const float* a_image, const float* b_image, uint32_t a_leading,
+                       uint32_t a_stride, uint32_t b_leading, uint32_t b_stride,
+                       const float* c_registers, bool scale_d, float* d_registers) {
+  __shared__ ProbeImages images;
+  for (int i = threadIdx.x; i < kWgmmaProbeImageFloats; i += kWarpgroupThreads) {
+    images.a[i] = a_image[i];
+    images.b[i] = b_image[i];
+  }
+  fence_proxy_async_shared();
+  __syncthreads();
+  float d[kN / 2];
+  for (int i = 0; i < kN / 2; ++i) d[i] = c_registers[(kN / 2) * threadIdx.x + i];
+  const uint64_t descriptor_a = k_major_descriptor(images.a, a_leading, a_stride);
+  const uint64_t descriptor_b = k_major_descriptor(images.b, b_leading, b_stride);
+  wgmma_fence();
+  wgmma_fence_operands(d);
+  if constexpr (kN == 8) {
+    wgmma_m64n8k8_tf32(d, descriptor_a, descriptor_b, scale_d);
+  } else if constexpr (kN == 16) {
+    wgmma_m64n16k8_tf32(d, descriptor_a, descriptor_b, scale_d);
+  } else {
+    wgmma_m64n128k8_tf32(d, descriptor_a, descriptor_b, scale_d);
+  }
+  wgmma_commit_group();
+  wgmma_wait_group<0>();
+  wgmma_fence_operands(d);
+  for (int i = 0; i < kN / 2; ++i) d_registers[(kN / 2) * threadIdx.x + i] = d[i];
+}
+
+bool aligned_16(const float* pointer) { return reinterpret_cast<uintptr_t>(pointer) % 16 == 0; }
+
+// The kernels hold wgmma only where nvcc compiled them for sm_90a (CMakeLists.txt builds this file
+// for 90a in place of 90, and defines ENGINE_WGMMA_SM90A then); the emulator runs them anyway.
+#if !defined(__CUDACC__) || defined(ENGINE_WGMMA_SM90A)
+constexpr bool kBuiltForSm90a = true;
+#else
+constexpr bool kBuiltForSm90a = false;
+#endif
+
+constexpr int kMaxDevices = 64;
+
+void require_wgmma(const char* what) {
+  const char* reason = wgmma_unsupported_reason();
+  ENGINE_CHECK(reason[0] == '\0', what, ": ", reason);
+}
+
+}  // namespace
+
+const char* wgmma_unsupported_reason() {
+  if (!kBuiltForSm90a) {
+    return "wgmma kernels not built (CMAKE_CUDA_ARCHITECTURES has no 90, so no sm_90a code): use "
+           "ENGINE_TC_GEMM=mma or wmma";
+  }
+  // The current device's compute capability, asked once per device (cudaGetDeviceProperties is
+  // too slow for every GEMM): 0 unknown, else 10 major + minor.
+  static std::atomic<int> capability[kMaxDevices];
+  int device = 0;
+  CUDA_CHECK(cudaGetDevice(&device), "wgmma: cudaGetDevice");
+  ENGINE_CHECK(device >= 0 && device < kMaxDevices, "wgmma: device ", device, " out of range");
+  if (capability[device].load(std::memory_order_relaxed) == 0) {
+    cudaDeviceProp properties;
+    CUDA_CHECK(cudaGetDeviceProperties(&properties, device), "wgmma: cudaGetDeviceProperties");
+    capability[device].store(10 * properties.major + properties.minor, std::memory_order_relaxed);
+  }
+  if (capability[device].load(std::memory_order_relaxed) == 90) return "";
+  return "wgmma needs a GPU of compute capability 9.0 (H100, H200: sm_90a code runs on nothing "
+         "else); this one is not: use ENGINE_TC_GEMM=mma or wmma";
+}
+
+void matmul_wgmma_cuda(int64_t m, int64_t n, int64_t k, const float* a, const float* b,
+                       bool trans_a, bool trans_b, float* c, bool accumulate) {
+  ENGINE_CHECK(m >= 0 && n >= 0 && k >= 0 && m * k < INT_MAX && k * n < INT_MAX && m * n < INT_MAX,
+               "matmul_wgmma_cuda: m=", m, " n=", n, " k=", k,
+               " is negative or needs 64-bit indexing (the kernel indexes in 32 bits)");
+  require_wgmma("matmul_wgmma_cuda");
+  if (m == 0 || n == 0) return;
+  if (k == 0) {  // an empty sum: C unchanged when accumulating, else zeros
+    if (!accumulate) cuda_memset_zero(c, static_cast<size_t>(m * n) * sizeof(float));
+    return;
+  }
+  // 16-byte copies where the operand is K-major (k contiguous) with 16-byte aligned rows.
+  const bool a_vectors = !trans_a && k % 4 == 0 && aligned_16(a);
+  const bool b_vectors = trans_b && k % 4 == 0 && aligned_16(b);
+  const dim3 grid(static_cast<unsigned>(ceil_div(n, kTileN)),
+                  static_cast<unsigned>(ceil_div(m, kTileM)));
+  ENGINE_CHECK(grid.y <= 65535, "matmul_wgmma_cuda: m=", m, " has too many row tiles for the grid");
+  tf32_wgmma_gemm_kernel<<<grid, kThreads, 0, current_stream()>>>(
+      int(m), int(n), int(k), a, b, trans_a, trans_b, a_vectors, b_vectors, c, accumulate);
+  CUDA_CHECK_LAUNCH("matmul_wgmma_cuda (tf32) m=", m, " n=", n, " k=", k, " trans_a=", trans_a,
+                    " trans_b=", trans_b);
+}
+
+void wgmma_m64nNk8_tf32_probe_cuda(int n, const float* a_image, const float* b_image,
+                                   uint32_t a_leading_byte_offset, uint32_t a_stride_byte_offset,
+                                   uint32_t b_leading_byte_offset, uint32_t b_stride_byte_offset,
+                                   const float* c_registers, bool scale_d, float* d_registers) {
+  require_wgmma("wgmma_m64nNk8_tf32_probe_cuda");
+  ENGINE_CHECK(n == 8 || n == 16 || n == 128, "wgmma_m64nNk8_tf32_probe_cuda: n=", n,
+               " (the probe has m64n8k8, m64n16k8 and m64n128k8)");
+  if (n == 8) {
+    wgmma_probe_kernel<8><<<1, kWarpgroupThreads, 0, current_stream()>>>(
+        a_image, b_image, a_leading_byte_offset, a_stride_byte_offset, b_leading_byte_offset,
+        b_stride_byte_offset, c_registers, scale_d, d_registers);
+  } else if (n == 16) {
+    wgmma_probe_kernel<16><<<1, kWarpgroupThreads, 0, current_stream()>>>(
+        a_image, b_image, a_leading_byte_offset, a_stride_byte_offset, b_leading_byte_offset,
+        b_stride_byte_offset, c_registers, scale_d, d_registers);
+  } else {
+    wgmma_probe_kernel<128><<<1, kWarpgroupThreads, 0, current_stream()>>>(
+        a_image, b_image, a_leading_byte_offset, a_stride_byte_offset, b_leading_byte_offset,
+        b_stride_byte_offset, c_registers, scale_d, d_registers);
+  }
+  CUDA_CHECK_LAUNCH("wgmma_m64nNk8_tf32_probe_cuda n=", n);
+}
+
+}  // namespace engine::kernels
