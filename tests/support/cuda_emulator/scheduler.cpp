@@ -139,7 +139,8 @@ struct Fiber {
 
 // One __shared__ variable of the running block: its memory, where it sits in the block's shared
 // window (the addresses __cvta_generic_to_shared gives and wgmma's descriptors hold), and its
-// async proxy's view (what wgmma reads: the memory as of the last fence.proxy.async).
+// async proxy's view (what wgmma reads: the memory as of the last fence.proxy.async; empty, i.e.
+// 0xFF bytes, before the first).
 struct SharedAllocation {
   const void* layout;
   unsigned char* memory;
@@ -539,8 +540,8 @@ void* shared_block_bytes(const void* layout, std::size_t bytes, std::size_t alig
   const uint32_t address =
       static_cast<uint32_t>((g.shared_window_end + alignment - 1) / alignment * alignment);
   g.shared_window_end = address + static_cast<uint32_t>(bytes);
-  g.shared_memory.push_back(SharedAllocation{layout, static_cast<unsigned char*>(memory), bytes,
-                                             address, std::vector<unsigned char>(bytes, 0xFF)});
+  g.shared_memory.push_back(
+      SharedAllocation{layout, static_cast<unsigned char*>(memory), bytes, address, {}});
   racecheck::ignore_end();
   g.shared_this_block += bytes;
   if (g.shared_this_block > kMaxStaticSharedBytes) {
@@ -564,7 +565,7 @@ uint32_t shared_window_address(const void* pointer) {
 void async_proxy_fence_shared() {
   racecheck::ignore_begin();
   for (SharedAllocation& shared : grid_state.shared_memory) {
-    std::memcpy(shared.async_view.data(), shared.memory, shared.bytes);
+    shared.async_view.assign(shared.memory, shared.memory + shared.bytes);
   }
   racecheck::ignore_end();
 }
@@ -573,7 +574,11 @@ void read_async_proxy_shared(uint32_t address, void* to, std::size_t bytes) {
   for (const SharedAllocation& shared : grid_state.shared_memory) {
     if (address >= shared.address && address + bytes <= shared.address + shared.bytes) {
       racecheck::ignore_begin();
-      std::memcpy(to, shared.async_view.data() + (address - shared.address), bytes);
+      if (shared.async_view.empty()) {  // no fence.proxy.async yet: fresh memory's 0xFF bytes
+        std::memset(to, 0xFF, bytes);
+      } else {
+        std::memcpy(to, shared.async_view.data() + (address - shared.address), bytes);
+      }
       racecheck::ignore_end();
       return;
     }
