@@ -133,7 +133,11 @@ struct Fiber {
   // cp.async: the copies issued and not yet completed, each with its group (the commits before it).
   std::vector<std::pair<int, emu::AsyncCopy>> async_copies;
   int async_commits = 0;
-  emu::WarpgroupMmaQueue warpgroup_mma;       // wgmma.mma_async issued and not yet waited for
+  // wgmma.mma_async: issued and not yet waited for, each with its group; commits; wgmma.fence
+  // executed since the last wgmma.wait_group.
+  std::vector<emu::WarpgroupMma> warpgroup_mmas;
+  int warpgroup_mma_commits = 0;
+  bool warpgroup_mma_fenced = false;
   emu::WarpgroupOperands warpgroup_posted{};  // what it gives a wgmma.mma_async's collective
 };
 
@@ -496,7 +500,38 @@ void warpgroup_mma_collective(const WarpgroupOperands& mine) {
   warpgroup_barrier();  // everyone has compared before anyone posts again
 }
 
-WarpgroupMmaQueue& warpgroup_mma_queue() { return self().warpgroup_mma; }
+void warpgroup_mma_fence() { self().warpgroup_mma_fenced = true; }
+
+bool warpgroup_mma_issue(const WarpgroupMma& mma) {
+  Fiber& f = self();
+  if (!f.warpgroup_mma_fenced) return false;
+  f.warpgroup_mmas.push_back(mma);
+  f.warpgroup_mmas.back().group = f.warpgroup_mma_commits;
+  return true;
+}
+
+std::shared_ptr<std::vector<float>> warpgroup_mma_chain(const float* d) {
+  for (const WarpgroupMma& pending : self().warpgroup_mmas) {
+    if (pending.d == d) return pending.accumulators;
+  }
+  return nullptr;
+}
+
+void warpgroup_mma_commit() { ++self().warpgroup_mma_commits; }
+
+bool warpgroup_mma_take_completed(int pending, WarpgroupMma* mma, bool* chain_goes_on) {
+  Fiber& f = self();
+  const int complete_below = f.warpgroup_mma_commits - std::max(pending, 0);
+  if (f.warpgroup_mmas.empty() || f.warpgroup_mmas.front().group >= complete_below) {
+    f.warpgroup_mma_fenced = false;
+    return false;
+  }
+  *mma = f.warpgroup_mmas.front();
+  f.warpgroup_mmas.erase(f.warpgroup_mmas.begin());
+  *chain_goes_on = false;
+  for (const WarpgroupMma& later : f.warpgroup_mmas) *chain_goes_on |= later.d == mma->d;
+  return true;
+}
 
 void async_copy_issue(const AsyncCopy& copy) {
   Fiber& f = self();

@@ -91,14 +91,19 @@ struct WarpgroupMma {
   bool scale_d;
   std::shared_ptr<std::vector<float>> accumulators;
 };
-// A thread's wgmma state: what it issued and not yet waited for, its commits, and whether it has
-// executed wgmma.fence since its last wgmma.wait_group.
-struct WarpgroupMmaQueue {
-  std::vector<WarpgroupMma> pending;
-  int commits = 0;
-  bool fenced = false;
-};
-WarpgroupMmaQueue& warpgroup_mma_queue();  // the calling thread's
+// A thread's wgmma state lives in the scheduler (like cp.async's queue: emulator bookkeeping, out
+// of the race checker's sight). wgmma.fence marks the thread fenced; warpgroup_mma_issue queues
+// an instruction in the open group (false, queueing nothing, when the thread has not executed
+// wgmma.fence since its last wgmma.wait_group); warpgroup_mma_chain gives the accumulators of a
+// pending instruction on d (null when none); warpgroup_mma_commit closes the open group;
+// warpgroup_mma_take_completed hands back, oldest first and one per call, each queued instruction
+// of a committed group that is not among the newest `pending` groups, and whether a later pending
+// one accumulates into the same d; when none is left it returns false and clears the fence.
+void warpgroup_mma_fence();
+bool warpgroup_mma_issue(const WarpgroupMma& mma);
+std::shared_ptr<std::vector<float>> warpgroup_mma_chain(const float* d);
+void warpgroup_mma_commit();
+bool warpgroup_mma_take_completed(int pending, WarpgroupMma* mma, bool* chain_goes_on);
 
 // The shared window: each __shared__ variable of a block also has an address in the block's
 // shared state space, as on a GPU (from 0, the variables in the order the block first touched
@@ -145,7 +150,7 @@ inline float truncated_tf32_at(uint32_t address) {
   return __uint_as_float(bits & ~0x1FFFu);
 }
 
-inline void wgmma_fence() { warpgroup_mma_queue().fenced = true; }
+inline void wgmma_fence() { warpgroup_mma_fence(); }
 
 inline void fence_proxy_async_shared() { async_proxy_fence_shared(); }
 
@@ -153,24 +158,22 @@ inline void fence_proxy_async_shared() { async_proxy_fence_shared(); }
 inline void wgmma_m64nNk8_tf32(float* d, int n, uint64_t descriptor_a, uint64_t descriptor_b,
                                bool scale_d) {
   warpgroup_mma_collective(WarpgroupOperands{descriptor_a, descriptor_b, n, scale_d});
-  WarpgroupMmaQueue& queue = warpgroup_mma_queue();
-  if (!queue.fenced) fault("wgmma.mma_async without a wgmma.fence after the last wait_group");
   decode_wgmma_descriptor(descriptor_a);  // fails now on a mode that is not emulated
   decode_wgmma_descriptor(descriptor_b);
   // The accumulator chain on d: the pending instructions' values, or d's as issued.
-  std::shared_ptr<std::vector<float>> accumulators;
-  for (const WarpgroupMma& earlier : queue.pending) {
-    if (earlier.d == d) accumulators = earlier.accumulators;
+  std::shared_ptr<std::vector<float>> accumulators = warpgroup_mma_chain(d);
+  const bool starts_chain = !accumulators;
+  if (starts_chain) accumulators = std::make_shared<std::vector<float>>(d, d + n / 2);
+  if (!warpgroup_mma_issue(
+          WarpgroupMma{0, d, n, descriptor_a, descriptor_b, scale_d, accumulators})) {
+    fault("wgmma.mma_async without a wgmma.fence after the last wait_group");
   }
-  if (!accumulators) {
-    accumulators = std::make_shared<std::vector<float>>(d, d + n / 2);
+  if (starts_chain) {
     for (int i = 0; i < n / 2; ++i) d[i] = std::nanf("");  // undefined until the wait
   }
-  queue.pending.push_back(
-      WarpgroupMma{queue.commits, d, n, descriptor_a, descriptor_b, scale_d, accumulators});
 }
 
-inline void wgmma_commit_group() { ++warpgroup_mma_queue().commits; }
+inline void wgmma_commit_group() { warpgroup_mma_commit(); }
 
 // This thread's accumulators of one instruction: D(row, col) for each of its n / 2 elements.
 inline void complete_wgmma(const WarpgroupMma& mma) {
@@ -193,17 +196,12 @@ inline void complete_wgmma(const WarpgroupMma& mma) {
 }
 
 inline void wgmma_wait_group(int pending) {
-  WarpgroupMmaQueue& queue = warpgroup_mma_queue();
-  const int complete_below = queue.commits - (pending > 0 ? pending : 0);
-  while (!queue.pending.empty() && queue.pending.front().group < complete_below) {
-    const WarpgroupMma mma = queue.pending.front();
-    queue.pending.erase(queue.pending.begin());
+  WarpgroupMma mma;
+  bool chain_goes_on = false;
+  while (warpgroup_mma_take_completed(pending, &mma, &chain_goes_on)) {
     complete_wgmma(mma);
-    bool chain_goes_on = false;
-    for (const WarpgroupMma& later : queue.pending) chain_goes_on |= later.d == mma.d;
     if (!chain_goes_on) std::memcpy(mma.d, mma.accumulators->data(), sizeof(float) * (mma.n / 2));
   }
-  queue.fenced = false;
 }
 
 }  // namespace emu::ptx
