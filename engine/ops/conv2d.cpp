@@ -6,7 +6,7 @@
 // the precision policy tf32 (engine/precision.h) ours run on TF32 tensor cores
 // (conv2d_*_tensor_core_cuda, or on mma.sync, conv2d_*_mma_cuda, under ENGINE_TC_CONV=mma) and
 // cuDNN in its TF32 math mode (kernels/common/library_math.h); under bf16 ours run on BF16 tensor
-// cores (the WMMA kernels) and cuDNN in BF16.
+// cores (the same choice of kernels) and cuDNN in BF16.
 // Backward computes exactly the gradients asked for: dgrad only when the input's gradient is
 // needed, wgrad only for the weight, db only for the bias — an attack's grad(loss, {x}) never
 // pays for a weight gradient.
@@ -34,10 +34,10 @@ CudaConv cuda_conv() {
   return precision() == Precision::Fp32 ? CudaConv::Ours : CudaConv::OursTensorCore;
 }
 
-// The TF32 tensor-core convolutions on mma.sync (conv2d_mma_cuda.cu) instead of WMMA: under tf32
-// with ENGINE_TC_CONV=mma (engine/backend.h). BF16 has WMMA kernels only.
+// The tensor-core convolutions on mma.sync (conv2d_mma_cuda.cu) instead of WMMA: under tf32 or
+// bf16 with ENGINE_TC_CONV=mma (engine/backend.h).
 bool mma_conv() {
-  return precision() == Precision::Tf32 && tensor_core_conv() == TensorCoreConv::Mma;
+  return precision() != Precision::Fp32 && tensor_core_conv() == TensorCoreConv::Mma;
 }
 
 // dw and/or db (either may be undefined) of a CUDA conv. Our wgrad may split its reduction and
@@ -67,7 +67,7 @@ void wgrad_cuda(const kernels::Conv2dShape& shape, const Tensor& dy, const Tenso
   float* workspace_data = workspace.defined() ? workspace.data<float>() : nullptr;
   if (mma) {
     kernels::conv2d_wgrad_mma_cuda(shape, dy.data<float>(), x.data<float>(), dw_data, db_data,
-                                   workspace_data);
+                                   workspace_data, precision());
   } else if (tensor_core) {
     kernels::conv2d_wgrad_tensor_core_cuda(shape, dy.data<float>(), x.data<float>(), dw_data,
                                            db_data, workspace_data, precision());
@@ -155,7 +155,7 @@ std::vector<Tensor> conv2d_backward(const kernels::Conv2dShape& shape, const Ten
                                   grads[0].data<float>(), precision());
     } else if (want_dx && conv == CudaConv::OursTensorCore && mma_conv()) {
       kernels::conv2d_dgrad_mma_cuda(shape, dy.data<float>(), w_saved.data<float>(),
-                                     grads[0].data<float>());
+                                     grads[0].data<float>(), precision());
     } else if (want_dx && conv == CudaConv::OursTensorCore) {
       kernels::conv2d_dgrad_tensor_core_cuda(shape, dy.data<float>(), w_saved.data<float>(),
                                              grads[0].data<float>(), precision());
@@ -196,7 +196,8 @@ Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias,
       kernels::conv2d_fprop_cudnn(shape, xc.data<float>(), wc.data<float>(), b, y.data<float>(),
                                   precision());
     } else if (conv == CudaConv::OursTensorCore && mma_conv()) {
-      kernels::conv2d_fprop_mma_cuda(shape, xc.data<float>(), wc.data<float>(), b, y.data<float>());
+      kernels::conv2d_fprop_mma_cuda(shape, xc.data<float>(), wc.data<float>(), b, y.data<float>(),
+                                     precision());
     } else if (conv == CudaConv::OursTensorCore) {
       kernels::conv2d_fprop_tensor_core_cuda(shape, xc.data<float>(), wc.data<float>(), b,
                                              y.data<float>(), precision());

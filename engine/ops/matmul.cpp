@@ -7,7 +7,8 @@
 // transpose in place (trans_a / trans_b). CPU tensors use Eigen's GEMM; CUDA tensors (f32) our
 // SGEMM or cuBLAS (in the policy's math mode: kernels/common/library_math.h), whichever
 // engine::gemm_backend() names when the kernel runs (engine/backend.h), or under the precision
-// policy tf32 or bf16 (engine/precision.h) our tensor-core GEMM in that precision; the bias add
+// policy tf32 or bf16 (engine/precision.h) our tensor-core GEMM in that precision (WMMA, or
+// mma.sync under ENGINE_TC_GEMM=mma); the bias add
 // and the bias gradient have CUDA kernels of their own. CPU tensors ignore the policy.
 #include <vector>
 
@@ -37,9 +38,9 @@ Tensor gemm(const Tensor& a, bool trans_a, const Tensor& b, bool trans_b, const 
     if (gemm_backend() == GemmBackend::Cublas) {
       kernels::matmul_cublas_precision(m, n, k, a.data<float>(), b.data<float>(), trans_a, trans_b,
                                        c.data<float>(), /*accumulate=*/false, policy);
-    } else if (policy == Precision::Tf32 && tensor_core_gemm() == TensorCoreGemm::Mma) {
+    } else if (policy != Precision::Fp32 && tensor_core_gemm() == TensorCoreGemm::Mma) {
       kernels::matmul_mma_cuda(m, n, k, a.data<float>(), b.data<float>(), trans_a, trans_b,
-                               c.data<float>(), /*accumulate=*/false);
+                               c.data<float>(), /*accumulate=*/false, policy);
     } else if (policy == Precision::Tf32 && tensor_core_gemm() == TensorCoreGemm::Wgmma) {
       kernels::matmul_wgmma_cuda(m, n, k, a.data<float>(), b.data<float>(), trans_a, trans_b,
                                  c.data<float>(), /*accumulate=*/false);

@@ -4,11 +4,12 @@
 
 namespace engine::kernels {
 
-void conv2d_fprop_mma_cuda(const Conv2dShape&, const float*, const float*, const float*, float*) {
+void conv2d_fprop_mma_cuda(const Conv2dShape&, const float*, const float*, const float*, float*,
+                           Precision) {
   no_cuda("conv2d_fprop_mma_cuda");
 }
 
-void conv2d_dgrad_mma_cuda(const Conv2dShape&, const float*, const float*, float*) {
+void conv2d_dgrad_mma_cuda(const Conv2dShape&, const float*, const float*, float*, Precision) {
   no_cuda("conv2d_dgrad_mma_cuda");
 }
 
@@ -16,7 +17,8 @@ int64_t conv2d_wgrad_mma_cuda_workspace_size(const Conv2dShape&) {
   no_cuda("conv2d_wgrad_mma_cuda_workspace_size");
 }
 
-void conv2d_wgrad_mma_cuda(const Conv2dShape&, const float*, const float*, float*, float*, float*) {
+void conv2d_wgrad_mma_cuda(const Conv2dShape&, const float*, const float*, float*, float*, float*,
+                           Precision) {
   no_cuda("conv2d_wgrad_mma_cuda");
 }
 

@@ -21,7 +21,7 @@
 //   matmul_cublas    cublasSgemm with the row-major <-> column-major swap (matmul_cublas.cu).
 // and, under the precision policy (engine/precision.h) when it is not fp32:
 //   matmul_tensor_core_cuda  our TF32 and BF16 tensor-core GEMM (matmul_tensor_core_cuda.cu);
-//   matmul_mma_cuda          TF32 on mma.sync with a cp.async pipeline (matmul_mma.h).
+//   matmul_mma_cuda          TF32 and BF16 on mma.sync with a cp.async pipeline (matmul_mma.h).
 #pragma once
 
 #include <cstdint>

@@ -1,18 +1,21 @@
-// The TF32 GEMM on mma.sync with a cp.async pipeline (matmul_mma_cuda.cu), and the one-instruction
-// probe that the layout test runs (tests/kernels/mma_sync_test.cpp). Beside the WMMA TF32 GEMM
-// (matmul_tensor_core_cuda.cu); engine::tensor_core_gemm() (engine/backend.h, ENGINE_TC_GEMM)
-// picks between them for matmul under the tf32 precision policy.
+// The TF32 and BF16 GEMM on mma.sync with a cp.async pipeline (matmul_mma_cuda.cu), and the
+// one-instruction probes that the layout test runs (tests/kernels/mma_sync_test.cpp). Beside the
+// WMMA GEMM (matmul_tensor_core_cuda.cu); engine::tensor_core_gemm() (engine/backend.h,
+// ENGINE_TC_GEMM) picks between them for matmul under the tf32 and bf16 precision policies.
 #pragma once
 
 #include <cstdint>
 
+#include "kernels/common/precision.h"
+
 namespace engine::kernels {
 
-// matmul_tensor_core_cuda's contract with Precision::Tf32 (kernels/matmul/matmul.h): C (+)= op(A)
-// op(B) with every operand rounded to TF32 (cvt.rna) and FP32 accumulation; device pointers, the
-// current stream. Tile, pipeline and costs: matmul_mma_cuda.cu.
+// matmul_tensor_core_cuda's contract (kernels/matmul/matmul.h) in `precision`, Tf32 or Bf16 (Fp32
+// is refused): C (+)= op(A) op(B) with every operand rounded to TF32 (cvt.rna) or to BF16 (ties to
+// even, as __float2bfloat16) and FP32 accumulation; device pointers, the current stream. Tile,
+// pipeline and costs: matmul_mma_cuda.cu.
 void matmul_mma_cuda(int64_t m, int64_t n, int64_t k, const float* a, const float* b, bool trans_a,
-                     bool trans_b, float* c, bool accumulate);
+                     bool trans_b, float* c, bool accumulate, Precision precision);
 
 // One mma.sync.m16n8k8 TF32 by one warp, with no layout of its own: lane l's registers are
 // a_registers[4 l + i] (i < 4), b_registers[2 l + i] (i < 2) and c_registers[4 l + i], each A and

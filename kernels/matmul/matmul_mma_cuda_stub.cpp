@@ -5,7 +5,7 @@
 namespace engine::kernels {
 
 void matmul_mma_cuda(int64_t, int64_t, int64_t, const float*, const float*, bool, bool, float*,
-                     bool) {
+                     bool, Precision) {
   no_cuda("matmul_mma_cuda");
 }
 

@@ -45,15 +45,15 @@ k::ConvPass kernel_pass(Pass p) {
   return p == Pass::Wgrad ? k::ConvPass::Wgrad : k::ConvPass::Dgrad;
 }
 
-// Whether our TF32 convolutions run on mma.sync (ENGINE_TC_CONV=mma) rather than WMMA.
+// Whether our TF32 and BF16 convolutions run on mma.sync (ENGINE_TC_CONV=mma) rather than WMMA.
 bool our_conv_on_mma(k::Precision precision) {
-  return precision == k::Precision::Tf32 &&
+  return precision != k::Precision::Fp32 &&
          engine::tensor_core_conv() == engine::TensorCoreConv::Mma;
 }
 
 // One call of our kernel for `pass` on buffers a, b -> out (see bench_conv_pass), in `precision`
 // (the mode's): the tile-width rule for strict FP32, the tensor-core kernels for TF32 and BF16
-// (TF32 on mma.sync under ENGINE_TC_CONV=mma, as engine/ops/conv2d.cpp runs them).
+// (on mma.sync under ENGINE_TC_CONV=mma, as engine/ops/conv2d.cpp runs them).
 void run_our_conv(const k::Conv2dShape& s, Pass pass, const float* a, const float* b, float* out,
                   float* workspace, k::ConvTile tile, k::Precision precision) {
   const bool tensor_cores = precision != k::Precision::Fp32;
@@ -61,7 +61,7 @@ void run_our_conv(const k::Conv2dShape& s, Pass pass, const float* a, const floa
   switch (pass) {
     case Pass::Fprop:
       if (mma) {
-        k::conv2d_fprop_mma_cuda(s, a, b, nullptr, out);
+        k::conv2d_fprop_mma_cuda(s, a, b, nullptr, out, precision);
       } else if (tensor_cores) {
         k::conv2d_fprop_tensor_core_cuda(s, a, b, nullptr, out, precision);
       } else {
@@ -70,7 +70,7 @@ void run_our_conv(const k::Conv2dShape& s, Pass pass, const float* a, const floa
       break;
     case Pass::Dgrad:
       if (mma) {
-        k::conv2d_dgrad_mma_cuda(s, a, b, out);
+        k::conv2d_dgrad_mma_cuda(s, a, b, out, precision);
       } else if (tensor_cores) {
         k::conv2d_dgrad_tensor_core_cuda(s, a, b, out, precision);
       } else {
@@ -79,7 +79,7 @@ void run_our_conv(const k::Conv2dShape& s, Pass pass, const float* a, const floa
       break;
     case Pass::Wgrad:
       if (mma) {
-        k::conv2d_wgrad_mma_cuda(s, a, b, out, nullptr, workspace);
+        k::conv2d_wgrad_mma_cuda(s, a, b, out, nullptr, workspace, precision);
       } else if (tensor_cores) {
         k::conv2d_wgrad_tensor_core_cuda(s, a, b, out, nullptr, workspace, precision);
       } else {
