@@ -30,26 +30,27 @@
 //                         step (engine/cuda_graph.h); the same bits as Eager
 // Eager stays the default until a GPU has timed the captured loop (docs/performance.md).
 //
-// Our TF32 tensor-core GEMM (matmul under the tf32 precision policy, engine/precision.h), chosen
-// the same way by ENGINE_TC_GEMM=wmma|mma|wgmma:
-//   TensorCoreGemm::Wmma  WMMA m16n16k8, 64 x 64 tiles, a register pipeline
-//                         (kernels/matmul/matmul_tensor_core_cuda.cu) [default]
-//   TensorCoreGemm::Mma   mma.sync m16n8k8, 128 x 64 tiles, a 3-stage cp.async pipeline
-//                         (kernels/matmul/matmul_mma_cuda.cu)
-//   TensorCoreGemm::Wgmma wgmma m64n128k8 (sm_90a), 128 x 128 tiles, a 3-stage cp.async pipeline
+// Our TF32 and BF16 tensor-core GEMM (matmul under the tf32 and bf16 precision policies,
+// engine/precision.h), chosen the same way by ENGINE_TC_GEMM=wmma|mma|wgmma:
+//   TensorCoreGemm::Wmma  WMMA m16n16k8 (TF32) / m16n16k16 (BF16), 64 x 64 tiles, a register
+//                         pipeline (kernels/matmul/matmul_tensor_core_cuda.cu) [default]
+//   TensorCoreGemm::Mma   mma.sync m16n8k8 (TF32) / m16n8k16 (BF16), 128 x 64 tiles, a 3-stage
+//                         cp.async pipeline (kernels/matmul/matmul_mma_cuda.cu)
+//   TensorCoreGemm::Wgmma wgmma m64n128k8 (sm_90a), TF32 only (under bf16 matmul runs Wmma),
+//                         128 x 128 tiles, a 3-stage cp.async pipeline
 //                         (kernels/matmul/matmul_wgmma_cuda.cu); on a device that is not compute
 //                         capability 9.0 matmul throws engine::Error (no silent fallback)
 // All round the operands alike and accumulate in FP32; the sums' rounding may differ. Wmma stays
 // the default until a GPU has timed them.
 //
-// Our TF32 tensor-core convolution (conv2d under the tf32 policy), chosen the same way by
-// ENGINE_TC_CONV=wmma|mma:
-//   TensorCoreConv::Wmma  WMMA m16n16k8, 64 x 64 tiles, a register pipeline
+// Our TF32 and BF16 tensor-core convolution (conv2d under the tf32 and bf16 policies), chosen the
+// same way by ENGINE_TC_CONV=wmma|mma:
+//   TensorCoreConv::Wmma  WMMA m16n16k8 / m16n16k16, 64 x 64 tiles, a register pipeline
 //                         (kernels/conv2d/conv2d_tensor_core_cuda.cu) [default]
-//   TensorCoreConv::Mma   mma.sync m16n8k8, 128 x 64 tiles, a 3-stage cp.async pipeline
-//                         (kernels/conv2d/conv2d_mma_cuda.cu), fprop, dgrad and wgrad
-// The same results class (TF32 operands, FP32 sums); Wmma stays the default until a GPU has timed
-// the two.
+//   TensorCoreConv::Mma   mma.sync m16n8k8 / m16n8k16, 128 x 64 tiles, a 3-stage cp.async
+//                         pipeline (kernels/conv2d/conv2d_mma_cuda.cu), fprop, dgrad and wgrad
+// The same results class (operands rounded alike, FP32 sums); Wmma stays the default until a GPU
+// has timed the two.
 #pragma once
 
 #include <string>

@@ -15,7 +15,8 @@
 //   bf16  GEMMs (matmul, linear) and convolutions (conv2d fprop, dgrad, wgrad) on CUDA run on
 //         BF16 tensor cores: operands rounded to 7 mantissa bits (round to nearest, ties to even,
 //         as __float2bfloat16), FP32 accumulation, outputs in FP32 (the same kernel files, tiles
-//         and kernel bodies as tf32). Tensors stay FP32 and only a product's operands are
+//         and kernel bodies as tf32: WMMA, or mma.sync under ENGINE_TC_GEMM / ENGINE_TC_CONV=mma,
+//         engine/backend.h). Tensors stay FP32 and only a product's operands are
 //         rounded, inside the kernel, so batch-norm statistics, losses, optimizer state, the PGD
 //         update and the images are FP32 as in every mode. As under tf32, a convolution's bias,
 //         db and dgrad with C <= 4 (the direct kernel) stay FP32, and conv2d_pool_relu runs

@@ -11,7 +11,7 @@
 #                                    (build-perf), version, the mma.sync layout test
 #                                    (mma-layout), their [cuda] cases (kernel-tests),
 #                                    bench, bench-tc-conv-mma (ENGINE_TC_CONV=mma's tf32
-#                                    conv rows), train-bench:* with the one-pass profiles; a later
+#                                    and bf16 conv rows), train-bench:* with the one-pass profiles; a later
 #                                    plain call runs the rest and skips what this one did
 #
 # Steps, in order: configure build version mma-layout cuda-tests metrics-100k train-vanilla bench
@@ -184,11 +184,12 @@ BENCH_MODES="${GPU_CHECK_BENCH_MODES:-$([ "$PERFORMANCE" = 1 ] && echo fp32,tf32
 run_step bench "dml bench" "$BUILD/dml" bench --json "$BENCH_JSON" --commit "$COMMIT" \
   --precision-modes "$BENCH_MODES"
 if [ -n "${OUT:-}" ] && [ -f "$BENCH_JSON" ]; then cp "$BENCH_JSON" "$OUT/"; fi
-# The A/B of our two TF32 convolutions (engine/backend.h): the bench step timed the default
-# (ENGINE_TC_CONV=wmma); this one the ResNet-18 conv rows in tf32 on mma.sync, 10 repeats to keep
-# the profile in its budget. Into the log, not $OUT.
-run_step bench-tc-conv-mma "dml bench, tf32 convolutions, ENGINE_TC_CONV=mma" \
-  env ENGINE_TC_CONV=mma "$BUILD/dml" bench --precision-modes tf32 --filter "conv " --repeats 10 \
+# The A/B of our two TF32 and BF16 convolutions (engine/backend.h): the bench step timed the
+# default (ENGINE_TC_CONV=wmma); this one the ResNet-18 conv rows in tf32 and bf16 on mma.sync,
+# 10 repeats to keep the profile in its budget (the whole bench step took 5 s in FP32 on the
+# H200). Into the log, not $OUT.
+run_step bench-tc-conv-mma "dml bench, tf32 and bf16 convolutions, ENGINE_TC_CONV=mma" \
+  env ENGINE_TC_CONV=mma "$BUILD/dml" bench --precision-modes tf32,bf16 --filter "conv " --repeats 10 \
   --commit "$COMMIT"
 # Whole training steps against PyTorch on the same GPU (docs/performance.md):
 # tools/peers/pytorch_train_step.py times the config in PyTorch (P0 robrank as-is, P1 best eager,
