@@ -11,8 +11,9 @@
 #                                    (build-perf), version, the mma.sync layout test
 #                                    (mma-layout), their [cuda] cases (kernel-tests),
 #                                    bench, bench-tc-conv-mma (ENGINE_TC_CONV=mma's tf32
-#                                    and bf16 conv rows), train-bench:* with the one-pass profiles; a later
-#                                    plain call runs the rest and skips what this one did
+#                                    and bf16 conv rows), train-bench:* with the one-pass
+#                                    profiles; a later plain call runs the rest and skips what
+#                                    this one did
 #
 # Steps, in order: configure build version mma-layout cuda-tests metrics-100k train-vanilla bench
 # bench-tc-conv-mma memcheck:<test program> train-bench:{vanilla,est,act} racecheck:<...>
