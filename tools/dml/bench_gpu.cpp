@@ -13,6 +13,7 @@
 #include "tools/dml/bench_gpu.h"
 
 #include <algorithm>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -22,6 +23,8 @@
 #include "kernels/bench/timer.h"
 #include "kernels/common/cuda_runtime.h"
 #include "kernels/matmul/matmul.h"
+#include "kernels/matmul/matmul_mma.h"
+#include "kernels/matmul/matmul_wgmma.h"
 #include "kernels/optim/optim.h"
 #include "kernels/pgd_step/pgd_step.h"
 #include "tools/dml/bench_accuracy.h"
@@ -258,7 +261,28 @@ void bench_adam(Context& ctx, std::vector<Row>& rows) {
 // ---- (5) SGEMM, ours vs cuBLAS: 4096^3, and an attack's skinny backward -----------------------
 // "gemm 128x512x10000" is dQ = dD X in an attack step's backward through its gallery distances
 // (128 queries, D = 512, the 10,000-image Fashion-MNIST gallery): 4 output tiles, the shape
-// matmul_cuda's split-K is for.
+// matmul_cuda's split-K is for. In strict FP32 one row per shape (matmul_cuda); in a tensor-core
+// mode one row per kernel that ENGINE_TC_GEMM can choose (gemm_kernel_names, bench_table.h), so
+// one run compares them side by side against the same cuBLAS timing.
+
+namespace {
+
+// Our GEMM `kernel` ("" = strict FP32, else wmma, mma or wgmma) in `precision`; throws where the
+// kernel cannot run (wgmma off compute capability 9.0, with the reason).
+void our_gemm(const std::string& kernel, k::Precision precision, int64_t m, int64_t n, int64_t kk,
+              const float* a, const float* b, float* c) {
+  if (kernel.empty()) {
+    k::matmul_cuda(m, n, kk, a, b, false, false, c, false);
+  } else if (kernel == "wmma") {
+    k::matmul_tensor_core_cuda(m, n, kk, a, b, false, false, c, false, precision);
+  } else if (kernel == "mma") {
+    k::matmul_mma_cuda(m, n, kk, a, b, false, false, c, false, precision);
+  } else {
+    k::matmul_wgmma_cuda(m, n, kk, a, b, false, false, c, false);
+  }
+}
+
+}  // namespace
 
 void bench_gemm(Context& ctx, const PrecisionMode& mode, std::vector<Row>& rows) {
   struct Shape {
@@ -267,7 +291,12 @@ void bench_gemm(Context& ctx, const PrecisionMode& mode, std::vector<Row>& rows)
   };
   for (const Shape& s :
        {Shape{"gemm 4096", 4096, 4096, 4096}, Shape{"gemm 128x512x10000", 128, 512, 10000}}) {
-    if (!matches_filter(s.name, ctx.options.filter)) continue;
+    std::vector<std::string> kernels;
+    for (const std::string& kernel : gemm_kernel_names(mode.gemm)) {
+      const std::string name = kernel.empty() ? s.name : std::string(s.name) + " " + kernel;
+      if (matches_filter(name, ctx.options.filter)) kernels.push_back(kernel);
+    }
+    if (kernels.empty()) continue;
     struct Set {
       Tensor a, b, c;
     };
@@ -278,56 +307,64 @@ void bench_gemm(Context& ctx, const PrecisionMode& mode, std::vector<Row>& rows)
       sets.push_back({device_uniform(ctx, s.m * s.k, -1.0, 1.0),
                       device_uniform(ctx, s.k * s.n, -1.0, 1.0), device_empty(s.m * s.n)});
     }
-    Row row;
-    row.workload = s.name;
-    row.precision = mode.name;
-    row.measure = Measure::Flops;
-    row.work = 2.0 * double(s.m) * double(s.n) * double(s.k);
-    set_ceiling(row, ctx, mode.gemm);
-    // Ours as the engine runs a GEMM in this precision (engine/ops/matmul.cpp).
-    auto ours_once = [&](const Set& t) {
-      if (mode.gemm == k::Precision::Fp32) {
-        k::matmul_cuda(s.m, s.n, s.k, ptr(t.a), ptr(t.b), false, false, ptr(t.c), false);
-      } else {
-        k::matmul_tensor_core_cuda(s.m, s.n, s.k, ptr(t.a), ptr(t.b), false, false, ptr(t.c), false,
-                                   mode.gemm);
-      }
+    const Set& first = sets[0];
+    const std::vector<float> a = host_copy(first.a), b = host_copy(first.b);
+    auto reference = [&](int64_t index) {
+      return gemm_reference(s.n, s.k, a.data(), b.data(), index);
     };
+
+    // cuBLAS in this mode, timed once for every row of the shape.
     auto peer_once = [&](const Set& t) {
       k::matmul_cublas_precision(s.m, s.n, s.k, ptr(t.a), ptr(t.b), false, false, ptr(t.c), false,
                                  mode.gemm);
     };
-    const Set& first = sets[0];
-    row.not_implemented = not_implemented_message([&] { ours_once(first); });
-    if (!row.not_implemented.empty()) {
-      rows.push_back(row);
-      continue;
-    }
-    row.ours = time_launches(ctx.options, [&](int64_t i) { ours_once(sets[size_t(i % count)]); });
-    ours_once(first);
-    const std::vector<float> ours_out = host_copy(first.c);
     const std::string peer_missing = not_implemented_message([&] { peer_once(first); });
+    std::optional<Stats> peer_ms;
     std::vector<float> peer_out;
     if (peer_missing.empty()) {
-      row.peer = "cuBLAS";
-      row.peer_ms =
-          time_launches(ctx.options, [&](int64_t i) { peer_once(sets[size_t(i % count)]); });
+      peer_ms = time_launches(ctx.options, [&](int64_t i) { peer_once(sets[size_t(i % count)]); });
       peer_once(first);
       peer_out = host_copy(first.c);
-    } else {
-      row.note = "peer skipped: " + peer_missing;
     }
-    const std::vector<float> a = host_copy(first.a), b = host_copy(first.b);
-    const SampledErrors errors = sampled_errors(ours_out, peer_out, [&](int64_t index) {
-      return gemm_reference(s.n, s.k, a.data(), b.data(), index);
-    });
-    row.ours_error = errors.ours;
-    row.peer_error = errors.peer;
-    const k::SplitK split = k::matmul_cuda_splits(s.m, s.n, s.k);
-    if (mode.gemm == k::Precision::Fp32 && split.splits > 1) {
-      row.note = "ours: split-K, " + std::to_string(split.splits) + " chunks";
+
+    for (const std::string& kernel : kernels) {
+      Row row;
+      row.workload = kernel.empty() ? s.name : std::string(s.name) + " " + kernel;
+      row.precision = mode.name;
+      row.measure = Measure::Flops;
+      row.work = 2.0 * double(s.m) * double(s.n) * double(s.k);
+      set_ceiling(row, ctx, mode.gemm);
+      auto ours_once = [&](const Set& t) {
+        our_gemm(kernel, mode.gemm, s.m, s.n, s.k, ptr(t.a), ptr(t.b), ptr(t.c));
+      };
+      if (kernel == "wgmma" && k::wgmma_unsupported_reason()[0] != '\0') {
+        row.not_implemented = k::wgmma_unsupported_reason();  // this GPU or build has no wgmma
+        rows.push_back(row);
+        continue;
+      }
+      row.not_implemented = not_implemented_message([&] { ours_once(first); });
+      if (!row.not_implemented.empty()) {
+        rows.push_back(row);
+        continue;
+      }
+      row.ours = time_launches(ctx.options, [&](int64_t i) { ours_once(sets[size_t(i % count)]); });
+      ours_once(first);
+      const std::vector<float> ours_out = host_copy(first.c);
+      if (peer_ms) {
+        row.peer = "cuBLAS";
+        row.peer_ms = peer_ms;
+      } else {
+        row.note = "peer skipped: " + peer_missing;
+      }
+      const SampledErrors errors = sampled_errors(ours_out, peer_out, reference);
+      row.ours_error = errors.ours;
+      row.peer_error = errors.peer;
+      const k::SplitK split = k::matmul_cuda_splits(s.m, s.n, s.k);
+      if (kernel.empty() && split.splits > 1) {
+        row.note = "ours: split-K, " + std::to_string(split.splits) + " chunks";
+      }
+      rows.push_back(row);
     }
-    rows.push_back(row);
   }
 }
 

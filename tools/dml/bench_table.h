@@ -261,9 +261,23 @@ inline std::vector<std::string> workload_names(int64_t batch) {
   }
   names.push_back("pgd step");
   names.push_back("adam resnet18");
-  names.push_back("gemm 4096");
-  names.push_back("gemm 128x512x10000");
+  for (const char* shape : {"gemm 4096", "gemm 128x512x10000"}) {
+    names.push_back(shape);
+    for (const char* kernel : {"wmma", "mma", "wgmma"}) {
+      names.push_back(std::string(shape) + " " + kernel);
+    }
+  }
   return names;
+}
+
+// The GEMM kernels dml bench times in `precision`, as ENGINE_TC_GEMM spells them (engine/
+// backend.h): "" (strict FP32, matmul_cuda) in fp32; wmma, mma and wgmma (TF32 only) in the
+// tensor-core modes.
+inline std::vector<std::string> gemm_kernel_names(engine::kernels::Precision precision) {
+  using engine::kernels::Precision;
+  if (precision == Precision::Fp32) return {""};
+  if (precision == Precision::Tf32) return {"wmma", "mma", "wgmma"};
+  return {"wmma", "mma"};
 }
 
 inline bool matches_filter(const std::string& name, const std::string& filter) {
