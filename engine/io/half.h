@@ -17,6 +17,8 @@
 #include <cstdint>
 #include <cstring>
 
+#include "kernels/operand_round/operand_round.h"
+
 namespace engine {
 
 inline uint32_t f32_bits(float value) {
@@ -80,14 +82,11 @@ inline uint16_t f32_to_f16(float value) {
 
 inline float bf16_to_f32(uint16_t b) { return f32_from_bits(static_cast<uint32_t>(b) << 16); }
 
+// The BF16 rounding of the precision policy's CPU products (kernels/operand_round), whose upper
+// half is the bf16 pattern: round to nearest even on the 16 dropped bits, overflow carrying into
+// inf (0x7F80), NaN quiet with its top payload bits kept.
 inline uint16_t f32_to_bf16(float value) {
-  const uint32_t bits = f32_bits(value);
-  if ((bits & 0x7FFFFFFFu) > 0x7F800000u) {  // NaN: quiet, keep the top payload bits
-    return static_cast<uint16_t>((bits >> 16) | 0x0040u);
-  }
-  // Round to nearest even on the 16 dropped bits; overflow carries into inf (0x7F80).
-  const uint32_t rounding = 0x7FFFu + ((bits >> 16) & 1u);
-  return static_cast<uint16_t>((bits + rounding) >> 16);
+  return static_cast<uint16_t>(f32_bits(kernels::round_to_bf16_cpu(value)) >> 16);
 }
 
 }  // namespace engine

@@ -6,7 +6,10 @@
 // the precision policy tf32 (engine/precision.h) ours run on TF32 tensor cores
 // (conv2d_*_tensor_core_cuda, or on mma.sync, conv2d_*_mma_cuda, under ENGINE_TC_CONV=mma) and
 // cuDNN in its TF32 math mode (kernels/common/library_math.h); under bf16 ours run on BF16 tensor
-// cores (the same choice of kernels) and cuDNN in BF16.
+// cores (the same choice of kernels) and cuDNN in BF16. CPU f32 tensors follow tf32 and bf16 by rounding
+// copies of each pass's two operands as our tensor-core kernels do (fprop x and w, dgrad dy and
+// w, wgrad dy and x; bias, db and the first-layer dgrad, dgrad_keeps_fp32, stay FP32) and
+// summing in the im2col GEMM's FP32 order; f64 tensors never round.
 // Backward computes exactly the gradients asked for: dgrad only when the input's gradient is
 // needed, wgrad only for the weight, db only for the bias — an attack's grad(loss, {x}) never
 // pays for a weight gradient.
@@ -74,6 +77,42 @@ void wgrad_cuda(const kernels::Conv2dShape& shape, const Tensor& dy, const Tenso
   } else {
     kernels::conv2d_wgrad_cuda(shape, dy.data<float>(), x.data<float>(), dw_data, db_data,
                                workspace_data, tile);
+  }
+}
+
+// Whether dgrad keeps FP32 operands under tf32 and bf16: our CUDA dgrads (strict, WMMA and
+// mma.sync) hand a first layer, C <= 4 and R S <= 2048, to the direct FP32 kernel in every
+// precision (launch_dgrad_direct_for_first_layer and kDirectDgradDefaultMaxC,
+// kDirectDgradFilterTaps in kernels/conv2d/conv2d_geometry.cuh, a CUDA-only header, hence the
+// bounds restated here). The CPU has one dgrad for every C, but its rounding follows this rule so
+// that CPU and CUDA round the same operands: an attack's input gradient through conv1 stays FP32
+// on both. tests/ops/precision_cpu_test.cpp holds the CPU to the emulated CUDA path on
+// both sides of the bound, so a change to one rule without the other fails there.
+bool dgrad_keeps_fp32(const kernels::Conv2dShape& shape) {
+  return shape.C <= 4 && shape.R * shape.S <= 2048;
+}
+
+// The CPU backward (f32) under tf32 or bf16: dgrad and dw multiply rounded copies of their
+// operands (dgrad's only when dgrad_keeps_fp32 says no), db sums the unrounded dy in FP32, as
+// the tensor-core kernels' db does.
+void cpu_backward_rounded(const kernels::Conv2dShape& shape, const Tensor& dy,
+                          const Tensor& x_saved, const Tensor& w_saved,
+                          std::vector<Tensor>& grads) {
+  const Tensor dy_rounded = detail::cpu_rounded_operand(dy);
+  if (grads[0].defined()) {
+    const bool fp32 = dgrad_keeps_fp32(shape);
+    const Tensor w_operand = fp32 ? w_saved : detail::cpu_rounded_operand(w_saved);
+    kernels::conv2d_dgrad_fast_cpu<float>(shape, (fp32 ? dy : dy_rounded).data<float>(),
+                                          w_operand.data<float>(), grads[0].data<float>());
+  }
+  if (grads[1].defined()) {
+    const Tensor x_rounded = detail::cpu_rounded_operand(x_saved);
+    kernels::conv2d_wgrad_fast_cpu<float>(shape, dy_rounded.data<float>(), x_rounded.data<float>(),
+                                          grads[1].data<float>(), nullptr);
+  }
+  if (grads[2].defined()) {
+    kernels::conv2d_wgrad_fast_cpu<float>(shape, dy.data<float>(), x_saved.data<float>(), nullptr,
+                                          grads[2].data<float>());
   }
 }
 
@@ -166,6 +205,10 @@ std::vector<Tensor> conv2d_backward(const kernels::Conv2dShape& shape, const Ten
     if (want_dw || want_db) wgrad_cuda(shape, dy, x_saved, grads[1], grads[2]);
     return grads;
   }
+  if (policy_rounds_operands(dy)) {
+    cpu_backward_rounded(shape, dy, x_saved, w_saved, grads);
+    return grads;
+  }
   dispatch_floating(dtype, "conv2d backward", [&](auto zero) {
     using T = decltype(zero);
     if (want_dx) {
@@ -206,9 +249,12 @@ Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias,
                                  conv_tile());
     }
   } else {
+    // Under tf32 and bf16 (f32): rounded copies of x and w, the bias added in FP32.
+    const Tensor x_operand = detail::cpu_rounded_operand(xc);
+    const Tensor w_operand = detail::cpu_rounded_operand(wc);
     detail::dispatch_floating(x.dtype(), "conv2d", [&](auto zero) {
       using T = decltype(zero);
-      kernels::conv2d_fprop_fast_cpu<T>(shape, xc.data<T>(), wc.data<T>(),
+      kernels::conv2d_fprop_fast_cpu<T>(shape, x_operand.data<T>(), w_operand.data<T>(),
                                         bc.defined() ? bc.data<T>() : nullptr, y.data<T>());
     });
   }

@@ -8,9 +8,9 @@
 // the conv output's gradient, and conv2d's own backward (dgrad, wgrad, db as asked) does the rest.
 // The window index is one byte per output; the engine has no byte dtype, so it lives in an I64
 // tensor of ceil(outputs / 8) elements used as raw bytes, never seen outside this op.
-// The fused forward kernel is strict FP32: under the precision policies tf32 and bf16
-// (engine/precision.h) a CUDA call runs the op's definition unfused instead, so that its
-// convolution is conv2d's tensor-core one in that precision.
+// The fused forward kernel and its CPU reference are strict FP32: under the precision policies
+// tf32 and bf16 (engine/precision.h) an f32 call, CUDA or CPU, runs the op's definition unfused
+// instead, so that its convolution is conv2d's, with operands rounded in that precision.
 #include <utility>
 #include <vector>
 
@@ -18,7 +18,6 @@
 #include "engine/ops.h"
 #include "engine/ops/conv2d_internal.h"
 #include "engine/ops/op_utils.h"
-#include "engine/precision.h"
 #include "kernels/conv2d_pool_relu/conv2d_pool_relu.h"
 
 namespace engine {
@@ -36,7 +35,7 @@ Tensor conv2d_pool_relu(const Tensor& x, const Tensor& weight, const Tensor& bia
   ENGINE_CHECK(P >= 2 && Q >= 2, "conv2d_pool_relu: the conv output ", P, "x", Q,
                " is smaller than the 2x2 pool window (x ", shape_str(x.shape()), ", weight ",
                shape_str(weight.shape()), ")");
-  if (x.device().is_cuda() && precision() != Precision::Fp32) {
+  if (detail::policy_rounds_operands(x)) {
     return relu(max_pool2d(conv2d(x, weight, bias, options), Pool2dOptions{}));
   }
   const Tensor xc = x.contiguous();

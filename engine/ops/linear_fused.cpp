@@ -7,7 +7,8 @@
 // ENGINE_GEMM=cublas they run cuBLAS and the unfused bias and ReLU kernels instead, so the GEMM
 // backend keeps its meaning. Under the precision policy tf32 or bf16 (engine/precision.h) they
 // run as the unfused ops, whose linear is the tensor-core GEMM in that precision (the fused
-// epilogue lives in the strict SGEMM's tile only), as conv2d_pool_relu does under tf32. CPU tensors
+// epilogue lives in the strict SGEMM's tile only), as conv2d_pool_relu does under tf32; so do CPU
+// f32 tensors, whose linear then rounds its operands as the GPU's. Otherwise CPU tensors
 // (f32, f64) run the kernels' references, the compositions of the plain-loop reference ops (slow:
 // for checking, e.g. the f64 gradient checks). Backward: ReLU's mask read from the output, or
 // l2_normalize's backward, then linear's.
@@ -34,9 +35,10 @@ const float* optional_data(const Tensor& t) { return t.defined() ? t.data<float>
 
 bool use_cublas() { return gemm_backend() == GemmBackend::Cublas; }
 
-// Whether a CUDA op runs as its unfused ops: on our GEMM under a tensor-core precision.
+// Whether an op runs as its unfused ops: under a tensor-core precision, on our CUDA GEMM or on
+// the CPU (f32), whose fused references do not round (cuBLAS rounds in its own math mode).
 bool unfused_for_precision(const Tensor& x) {
-  return x.device().is_cuda() && !use_cublas() && precision() != Precision::Fp32;
+  return detail::policy_rounds_operands(x) && !(x.device().is_cuda() && use_cublas());
 }
 
 // z = x W^T (+ b), then relu when asked, through cuBLAS (in the precision policy's math mode)

@@ -8,8 +8,11 @@
 // SGEMM or cuBLAS (in the policy's math mode: kernels/common/library_math.h), whichever
 // engine::gemm_backend() names when the kernel runs (engine/backend.h), or under the precision
 // policy tf32 or bf16 (engine/precision.h) our tensor-core GEMM in that precision (WMMA, or
-// mma.sync under ENGINE_TC_GEMM=mma); the bias add
-// and the bias gradient have CUDA kernels of their own. CPU tensors ignore the policy.
+// mma.sync or wgmma as ENGINE_TC_GEMM says); the bias add
+// and the bias gradient have CUDA kernels of their own. CPU f32 tensors follow the policy too:
+// under tf32 or bf16 the CPU GEMM multiplies copies of both operands rounded as the tensor-core
+// GEMM rounds them (every pass: C, dA, dB; y, dx, dW), with its own FP32 accumulation; the bias
+// add and db stay FP32 on both devices.
 #include <vector>
 
 #include "engine/autograd.h"
@@ -53,10 +56,14 @@ Tensor gemm(const Tensor& a, bool trans_a, const Tensor& b, bool trans_b, const 
     }
     return c;
   }
+  // Under tf32 and bf16 the CPU multiplies the operands CUDA's tensor cores would (rounded
+  // copies; f32 only), summed in the CPU GEMM's FP32 order.
+  const Tensor a_operand = detail::cpu_rounded_operand(a);
+  const Tensor b_operand = detail::cpu_rounded_operand(b);
   detail::dispatch_floating(a.dtype(), op, [&](auto zero) {
     using T = decltype(zero);
-    kernels::matmul_fast_cpu<T>(m, n, k, a.data<T>(), b.data<T>(), trans_a, trans_b, c.data<T>(),
-                                /*accumulate=*/false);
+    kernels::matmul_fast_cpu<T>(m, n, k, a_operand.data<T>(), b_operand.data<T>(), trans_a, trans_b,
+                                c.data<T>(), /*accumulate=*/false);
   });
   return c;
 }

@@ -1,5 +1,8 @@
 #include "engine/ops/op_utils.h"
 
+#include "engine/precision.h"
+#include "kernels/operand_round/operand_round.h"
+
 namespace engine::detail {
 
 void check_defined(const Tensor& t, const char* op, const char* arg) {
@@ -48,6 +51,19 @@ Shape broadcast_shapes(const Shape& a, const Shape& b, const char* op) {
     out[i] = da == 1 ? db : da;
   }
   return out;
+}
+
+bool policy_rounds_operands(const Tensor& t) {
+  return precision() != Precision::Fp32 && t.dtype() == DType::F32;
+}
+
+Tensor cpu_rounded_operand(const Tensor& t) {
+  if (!policy_rounds_operands(t)) return t;
+  ENGINE_CHECK(t.device().is_cpu() && t.is_contiguous(),
+               "cpu_rounded_operand: expected a contiguous CPU tensor, got ", t.str());
+  Tensor rounded = Tensor::empty(t.shape(), DType::F32, t.device());
+  kernels::round_operands_cpu(precision(), t.numel(), t.data<float>(), rounded.data<float>());
+  return rounded;
 }
 
 }  // namespace engine::detail

@@ -35,4 +35,13 @@ void dispatch_floating(DType dtype, const char* op, Fn&& fn) {
   }
 }
 
+// The precision policy (engine/precision.h) on a GEMM's or convolution's operands: whether the
+// product rounds them, i.e. the policy is tf32 or bf16 and `t` is f32 (every CUDA tensor, and
+// CPU f32 tensors; f64 tensors are the exact reference and never round).
+bool policy_rounds_operands(const Tensor& t);
+// A CPU product's operand as the policy's tensor cores take it: a new tensor holding contiguous
+// `t`'s values rounded by kernels/operand_round (TF32 or BF16, stored as f32), or `t` itself,
+// no copy, when policy_rounds_operands(t) is false. The caller's tensor is never modified.
+Tensor cpu_rounded_operand(const Tensor& t);
+
 }  // namespace engine::detail

@@ -7,7 +7,8 @@
 // C2F2's two layers, ResNet-like 3x3 layers and wgrad's split-K path; each pass must also differ
 // from the strict FP32 kernels' result (so a kernel that silently ran FP32 fails); a hand-worked
 // 1x1 convolution whose operands round (a tie down to even, a tie up to even, a carry into the
-// exponent), through the engine; the dispatch of engine::conv2d under bf16 (the BF16 kernels'
+// exponent), through the engine, on CUDA and on the CPU (which rounds the same operands:
+// engine/precision.h); the dispatch of engine::conv2d under bf16 (the BF16 kernels'
 // bits forward and backward) and conv2d_pool_relu under bf16.
 //
 // Tolerance: conv2d_tensor_core_test_util.h's, with its reasons: a product of two BF16 values (at
@@ -77,11 +78,11 @@ const double kE = 2.0 - power_of_two(-9);
 // A 1x1 convolution of one pixel with C = 8 channels (above the direct dgrad's 4) and K = 1:
 // x = (a, e, 0, ..., 0), w = (b, ..., b), dy = a. Then y = a b + e b, dx_c = a b for every c,
 // dw = (a a, a e, 0, ..., 0) (the zeros add exactly).
-HandPasses hand_passes() {
+HandPasses hand_passes(const Device& device) {
   std::vector<double> x_values(8, 0.0);
   x_values[0] = kA;
   x_values[1] = kE;
-  return conv_tensor_core_test::one_pixel_passes(x_values, kB, kA);
+  return conv_tensor_core_test::one_pixel_passes(x_values, kB, kA, device);
 }
 
 }  // namespace
@@ -114,9 +115,10 @@ TEST_CASE("conv2d bf16 cuda: wgrad's split-K path matches the reference", "[conv
   require_bf16_conv_matches(s, 701);
 }
 
-TEST_CASE("conv2d bf16 cuda: operands are rounded to bf16 (ties to even, carry), by hand",
-          "[conv2d][cuda][bf16]") {
-  REQUIRE_CUDA_OR_SKIP();
+namespace {
+
+// The hand-worked passes on `device`, strict under fp32 and rounded under bf16.
+void check_hand_passes(const Device& device) {
   // The test's own rounding agrees with the hand-rounded operands.
   CHECK(tensor_core_test::round_to_bf16(kA) == 1.0);
   CHECK(tensor_core_test::round_to_bf16(kB) == 1.0 + power_of_two(-6));
@@ -132,7 +134,7 @@ TEST_CASE("conv2d bf16 cuda: operands are rounded to bf16 (ties to even, carry),
   std::vector<double> dw_strict(8, 0.0);
   dw_strict[0] = 1.0 + power_of_two(-7) + power_of_two(-16);
   dw_strict[1] = 2.0 + power_of_two(-7) - power_of_two(-9) - power_of_two(-17);
-  const HandPasses strict = hand_passes();
+  const HandPasses strict = hand_passes(device);
   CHECK(strict.y == std::vector<double>{strict_y});
   CHECK(strict.dx == std::vector<double>(8, strict_ab));
   CHECK(strict.dw == dw_strict);
@@ -140,13 +142,26 @@ TEST_CASE("conv2d bf16 cuda: operands are rounded to bf16 (ties to even, carry),
   // BF16: a -> 1, b -> 1 + 2^-6, e -> 2. y = (1 + 2) (1 + 2^-6) = 3 + 3 2^-6; dx_c = 1 + 2^-6;
   // dw = (1 1, 1 2, 0, ...) = (1, 2, 0, ...).
   PrecisionScope bf16(Precision::Bf16);
-  const HandPasses rounded = hand_passes();
+  const HandPasses rounded = hand_passes(device);
   CHECK(rounded.y == std::vector<double>{3.0 + 3 * power_of_two(-6)});
   CHECK(rounded.dx == std::vector<double>(8, 1.0 + power_of_two(-6)));
   std::vector<double> dw_bf16(8, 0.0);
   dw_bf16[0] = 1.0;
   dw_bf16[1] = 2.0;
   CHECK(rounded.dw == dw_bf16);
+}
+
+}  // namespace
+
+TEST_CASE("conv2d bf16 cuda: operands are rounded to bf16 (ties to even, carry), by hand",
+          "[conv2d][cuda][bf16]") {
+  REQUIRE_CUDA_OR_SKIP();
+  check_hand_passes(Device::cuda());
+}
+
+TEST_CASE("conv2d bf16 cpu: operands are rounded to bf16 (ties to even, carry) as on cuda",
+          "[conv2d][bf16]") {
+  check_hand_passes(Device::cpu());
 }
 
 TEST_CASE("conv2d cuda: under bf16 the op runs the bf16 tensor-core kernels, forward and backward",

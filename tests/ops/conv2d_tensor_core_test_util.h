@@ -1,5 +1,6 @@
 // Helpers shared by the tensor-core convolution tests (conv2d_tf32_cuda_test.cpp,
-// conv2d_bf16_cuda_test.cpp, conv2d_mma_cuda_test.cpp): shapes, and the check of fprop, dgrad and
+// conv2d_bf16_cuda_test.cpp, conv2d_mma_cuda_test.cpp) and the CPU's emulation of them
+// (conv2d_precision_cpu_test.cpp): shapes, and the check of fprop, dgrad and
 // wgrad (kernels/conv2d/conv2d_tensor_core_cuda.cu) in one precision against a CPU reference that
 // rounds both operands of every product as that precision does (tensor_core_test_util.h's
 // roundings, written with frexp, not with the emulator's bit trick) and sums in double.
@@ -107,17 +108,17 @@ struct HandPasses {
 };
 
 inline HandPasses one_pixel_passes(const std::vector<double>& x_values, double w_value,
-                                   double dy_value) {
-  using engine::Device;
+                                   double dy_value,
+                                   const engine::Device& device = engine::Device::cuda()) {
   using engine::DType;
   using engine::Tensor;
   const int64_t C = int64_t(x_values.size());
-  Tensor x = test::f64(x_values, {1, C, 1, 1}).to(DType::F32).to(Device::cuda());
-  Tensor w = Tensor::full({1, C, 1, 1}, w_value, DType::F32, Device::cuda());
+  Tensor x = test::f64(x_values, {1, C, 1, 1}).to(DType::F32).to(device);
+  Tensor w = Tensor::full({1, C, 1, 1}, w_value, DType::F32, device);
   x.set_requires_grad(true);
   w.set_requires_grad(true);
   const Tensor y = engine::conv2d(x, w, Tensor(), engine::Conv2dOptions{});
-  const Tensor dy = Tensor::full({1, 1, 1, 1}, dy_value, DType::F32, Device::cuda());
+  const Tensor dy = Tensor::full({1, 1, 1, 1}, dy_value, DType::F32, device);
   const std::vector<Tensor> g = engine::grad({y}, {x, w}, {dy});
   return {y.to_vector(), g[0].to_vector(), g[1].to_vector()};
 }
@@ -162,43 +163,89 @@ inline DevicePasses run_tensor_core_conv(engine::kernels::Precision precision,
   return {y.to_vector(), dx.to_vector(), dw.to_vector(), db.to_vector()};
 }
 
-// `got` (fprop, dgrad and wgrad: dw and db, of some tensor-core kernels on `in`) vs the f64
-// reference on operands rounded by `rounding`, with the header's bound; db must be
-// conv2d_wgrad_cuda's FP32 sum, bit for bit.
-inline void require_passes_match(const tensor_core_test::OperandRounding& rounding,
-                                 const engine::kernels::Conv2dShape& s, const ConvInputs& in,
-                                 const DevicePasses& got) {
+// y, dx, dw and db of engine::conv2d (with the bias) and its backward on `device`, under the
+// current precision policy, for `in`.
+inline DevicePasses engine_conv_passes(const engine::kernels::Conv2dShape& s, const ConvInputs& in,
+                                       const engine::Device& device) {
+  using engine::Tensor;
+  Tensor x = in.x.to(device).detach(), w = in.w.to(device).detach(), b = in.b.to(device).detach();
+  for (Tensor* t : {&x, &w, &b}) t->set_requires_grad(true);
+  engine::Conv2dOptions options;
+  options.stride_h = s.stride_h, options.stride_w = s.stride_w;
+  options.pad_h = s.pad_h, options.pad_w = s.pad_w;
+  options.dilation_h = s.dilation_h, options.dilation_w = s.dilation_w;
+  const Tensor y = engine::conv2d(x, w, b, options);
+  const std::vector<Tensor> g = engine::grad({y}, {x, w, b}, {in.dy.to(device)});
+  return {y.to_vector(), g[0].to_vector(), g[1].to_vector(), g[2].to_vector()};
+}
+
+// The f64 reference of y, dx and dw on operands rounded by `rounding` (dgrad's unrounded for
+// C <= 4: the direct FP32 kernel), each with S, its sum of product magnitudes (plus |bias|), and
+// L, its number of FP32 additions: the header's bound is L 2^-23 S.
+struct RoundedReference {
+  std::vector<double> y, y_magnitude, dx, dx_magnitude, dw, dw_magnitude;
+  int64_t y_additions, dx_additions, dw_additions;
+};
+
+inline RoundedReference rounded_reference(const tensor_core_test::OperandRounding& rounding,
+                                          const engine::kernels::Conv2dShape& s,
+                                          const ConvInputs& in) {
   namespace k = engine::kernels;
   using tensor_core_test::magnitudes;
   using tensor_core_test::rounded;
-  INFO(describe(s));
   const std::vector<double> xr = rounded(in.x.to_vector(), rounding);
   const std::vector<double> wr = rounded(in.w.to_vector(), rounding);
   const std::vector<double> dyr = rounded(in.dy.to_vector(), rounding), b64 = in.b.to_vector();
-
+  RoundedReference ref;
   // fprop: C R S products and the bias.
-  std::vector<double> y_ref(got.y.size()), y_mag(y_ref.size());
-  k::conv2d_fprop_cpu<double>(s, xr.data(), wr.data(), b64.data(), y_ref.data());
+  ref.y.resize(size_t(s.N * s.K * s.out_h() * s.out_w()));
+  ref.y_magnitude.resize(ref.y.size());
+  k::conv2d_fprop_cpu<double>(s, xr.data(), wr.data(), b64.data(), ref.y.data());
   k::conv2d_fprop_cpu<double>(s, magnitudes(xr).data(), magnitudes(wr).data(),
-                              magnitudes(b64).data(), y_mag.data());
-  require_within("y", got.y, y_ref, y_mag, s.C * s.R * s.S + 1);
+                              magnitudes(b64).data(), ref.y_magnitude.data());
+  ref.y_additions = s.C * s.R * s.S + 1;
 
   // dgrad: at most K R S taps per pixel; C <= 4 is the direct FP32 kernel, unrounded.
   const bool direct = s.C <= 4;
   const std::vector<double> dy_used = direct ? in.dy.to_vector() : dyr;
   const std::vector<double> w_used = direct ? in.w.to_vector() : wr;
-  std::vector<double> dx_ref(got.dx.size()), dx_mag(dx_ref.size());
-  k::conv2d_dgrad_cpu<double>(s, dy_used.data(), w_used.data(), dx_ref.data());
+  ref.dx.resize(size_t(s.N * s.C * s.H * s.W));
+  ref.dx_magnitude.resize(ref.dx.size());
+  k::conv2d_dgrad_cpu<double>(s, dy_used.data(), w_used.data(), ref.dx.data());
   k::conv2d_dgrad_cpu<double>(s, magnitudes(dy_used).data(), magnitudes(w_used).data(),
-                              dx_mag.data());
-  require_within("dx", got.dx, dx_ref, dx_mag, s.K * s.R * s.S);
+                              ref.dx_magnitude.data());
+  ref.dx_additions = s.K * s.R * s.S;
 
-  // wgrad: N P Q products and at most 64 partial sums; db is conv2d_wgrad_cuda's FP32 sum, bits.
-  std::vector<double> dw_ref(got.dw.size()), dw_mag(dw_ref.size());
-  k::conv2d_wgrad_cpu<double>(s, dyr.data(), xr.data(), dw_ref.data(), nullptr);
-  k::conv2d_wgrad_cpu<double>(s, magnitudes(dyr).data(), magnitudes(xr).data(), dw_mag.data(),
-                              nullptr);
-  require_within("dw", got.dw, dw_ref, dw_mag, s.N * s.out_h() * s.out_w() + 64);
+  // wgrad: N P Q products and at most 64 partial sums (split-K's; the CPU's chunks, at most N).
+  ref.dw.resize(size_t(s.K * s.C * s.R * s.S));
+  ref.dw_magnitude.resize(ref.dw.size());
+  k::conv2d_wgrad_cpu<double>(s, dyr.data(), xr.data(), ref.dw.data(), nullptr);
+  k::conv2d_wgrad_cpu<double>(s, magnitudes(dyr).data(), magnitudes(xr).data(),
+                              ref.dw_magnitude.data(), nullptr);
+  ref.dw_additions = s.N * s.out_h() * s.out_w() + 64;
+  return ref;
+}
+
+// `got`'s y, dx and dw (of some convolution on `in` whose operands round as `rounding` says)
+// vs rounded_reference, with the header's bound.
+inline void require_rounded_passes_within(const tensor_core_test::OperandRounding& rounding,
+                                          const engine::kernels::Conv2dShape& s,
+                                          const ConvInputs& in, const DevicePasses& got) {
+  INFO(describe(s));
+  const RoundedReference ref = rounded_reference(rounding, s, in);
+  require_within("y", got.y, ref.y, ref.y_magnitude, ref.y_additions);
+  require_within("dx", got.dx, ref.dx, ref.dx_magnitude, ref.dx_additions);
+  require_within("dw", got.dw, ref.dw, ref.dw_magnitude, ref.dw_additions);
+}
+
+// require_rounded_passes_within for the tensor-core kernels' `got`, and db must be
+// conv2d_wgrad_cuda's FP32 sum, bit for bit.
+inline void require_passes_match(const tensor_core_test::OperandRounding& rounding,
+                                 const engine::kernels::Conv2dShape& s, const ConvInputs& in,
+                                 const DevicePasses& got) {
+  namespace k = engine::kernels;
+  require_rounded_passes_within(rounding, s, in, got);
+  INFO(describe(s));
   const engine::Tensor xd = in.x.to(engine::Device::cuda()), dyd = in.dy.to(engine::Device::cuda());
   engine::Tensor db_strict = zeros_cuda({s.K});
   k::conv2d_wgrad_cuda(s, dyd.data<float>(), xd.data<float>(), nullptr, db_strict.data<float>(),

@@ -3,9 +3,10 @@
 // nearest, ties away from zero, as cvt.rna.tf32.f32; written with frexp and std::round, not with
 // the emulator's bit trick) and sums in double, over odd sizes, strides, padding and dilation,
 // C2F2's two layers and ResNet-like 3x3 layers; a hand-worked 1x1 convolution whose operands
-// round; the dispatch of engine::conv2d under the precision policy (tf32 runs these kernels, fp32
-// the strict kernels with their bits unchanged, cuDNN runs in its TF32 mode); conv2d_pool_relu
-// under tf32. The BF16 kernels' tests are conv2d_bf16_cuda_test.cpp.
+// round (also on the CPU, which rounds the same operands: engine/precision.h); the dispatch of
+// engine::conv2d under the precision policy (tf32 runs these kernels, fp32 the strict kernels with
+// their bits unchanged, cuDNN runs in its TF32 mode); conv2d_pool_relu under tf32. The BF16
+// kernels' tests are conv2d_bf16_cuda_test.cpp.
 //
 // Tolerance: conv2d_tensor_core_test_util.h's (FP32 summation-order error only, L 2^-23 S with L
 // the reduction's length), with its reasons; the hand-worked case pins the rounding itself.
@@ -64,10 +65,28 @@ const double kStrictSquare = 1.0 + std::ldexp(1.0, -10) + std::ldexp(1.0, -22);
 // The engine's three passes of a 1x1 convolution of one pixel, C = 8 channels (above the direct
 // dgrad's 4), K = 1: x = (a, 0, ..., 0), w = (b, ..., b), dy = a. Then y = a b, dx_c = a b for
 // every c, dw = (a a, 0, ..., 0): each output one product (the zeros add exactly).
-HandPasses hand_passes() {
+HandPasses hand_passes(const Device& device) {
   std::vector<double> x_values(8, 0.0);
   x_values[0] = kA;
-  return conv_tensor_core_test::one_pixel_passes(x_values, kB, kA);
+  return conv_tensor_core_test::one_pixel_passes(x_values, kB, kA, device);
+}
+
+// The hand-worked passes on `device`, strict under fp32 and rounded under tf32.
+void check_hand_passes(const Device& device) {
+  const HandPasses strict = hand_passes(device);
+  CHECK(strict.y == std::vector<double>{kStrictProduct});
+  CHECK(strict.dx == std::vector<double>(8, kStrictProduct));
+  std::vector<double> dw_strict(8, 0.0);
+  dw_strict[0] = kStrictSquare;
+  CHECK(strict.dw == dw_strict);
+
+  PrecisionScope tf32(Precision::Tf32);
+  const HandPasses rounded = hand_passes(device);
+  CHECK(rounded.y == std::vector<double>{kTf32Product});
+  CHECK(rounded.dx == std::vector<double>(8, kTf32Product));
+  std::vector<double> dw_tf32(8, 0.0);
+  dw_tf32[0] = kTf32Square;
+  CHECK(rounded.dw == dw_tf32);
 }
 
 }  // namespace
@@ -103,20 +122,12 @@ TEST_CASE("conv2d tf32 cuda: wgrad's split-K path matches the reference", "[conv
 TEST_CASE("conv2d tf32 cuda: operands are rounded to tf32 (cvt.rna), by hand, through the engine",
           "[conv2d][cuda][tf32]") {
   REQUIRE_CUDA_OR_SKIP();
-  const HandPasses strict = hand_passes();
-  CHECK(strict.y == std::vector<double>{kStrictProduct});
-  CHECK(strict.dx == std::vector<double>(8, kStrictProduct));
-  std::vector<double> dw_strict(8, 0.0);
-  dw_strict[0] = kStrictSquare;
-  CHECK(strict.dw == dw_strict);
+  check_hand_passes(Device::cuda());
+}
 
-  PrecisionScope tf32(Precision::Tf32);
-  const HandPasses rounded = hand_passes();
-  CHECK(rounded.y == std::vector<double>{kTf32Product});
-  CHECK(rounded.dx == std::vector<double>(8, kTf32Product));
-  std::vector<double> dw_tf32(8, 0.0);
-  dw_tf32[0] = kTf32Square;
-  CHECK(rounded.dw == dw_tf32);
+TEST_CASE("conv2d tf32 cpu: operands are rounded to tf32 (cvt.rna) as on cuda, by hand",
+          "[conv2d][tf32]") {
+  check_hand_passes(Device::cpu());
 }
 
 TEST_CASE("conv2d cuda: fp32 runs the strict kernels with their bits; tf32 the tensor-core ones",

@@ -5,9 +5,9 @@
 // and against the exact product of the unrounded operands: odd shapes (not multiples of the
 // 64 x 64 x 16 tile, odd M, N and K), all four transposes, overwriting and accumulating;
 // hand-worked 1 x 1 x 1 products whose operands round (a tie to even each way); the matmul op
-// under the bf16 policy on CUDA and on the CPU, and with cuBLAS (the same BF16 product). The
-// tolerances and their reasons are in tensor_core_test_util.h (BF16's products are exact in
-// FP32 too: 8 + 8 significant bits).
+// under the bf16 policy on CUDA and on the CPU (which rounds the same operands), and with cuBLAS
+// (the same BF16 product). The tolerances and their reasons are in tensor_core_test_util.h (BF16's
+// products are exact in FP32 too: 8 + 8 significant bits).
 #include <catch2/catch.hpp>
 
 #include <cfenv>
@@ -87,9 +87,11 @@ TEST_CASE("bf16 rounding reference: ties to even, and values rounded by hand", "
   CHECK(round_to_bf16(0.0) == 0.0);
 }
 
-TEST_CASE("matmul: CPU tensors ignore bf16", "[matmul][bf16]") {
-  PrecisionScope bf16(Precision::Bf16);
+TEST_CASE("matmul: CPU f32 tensors round the operands to bf16 with ties to even, as on cuda",
+          "[matmul][bf16]") {
   CHECK(hand_product(Device::cpu()).to_vector()[0] == kStrictProduct);
+  PrecisionScope bf16(Precision::Bf16);
+  CHECK(hand_product(Device::cpu()).to_vector()[0] == kBf16Product);
 }
 
 TEST_CASE("matmul bf16 cuda: operands are rounded to bf16 with ties to even, by hand",

@@ -49,14 +49,16 @@ const double kTf32Product = 1.0 + 3 * std::ldexp(1.0, -10) + std::ldexp(1.0, -19
 
 }  // namespace
 
-TEST_CASE("matmul: CPU tensors ignore tf32 and bf16", "[matmul][tf32]") {
+TEST_CASE("matmul: CPU f32 tensors round the operands as the tf32 and bf16 kernels do",
+          "[matmul][tf32]") {
+  CHECK(hand_product(Device::cpu()).to_vector()[0] == kStrictProduct);
   {
     PrecisionScope tf32(Precision::Tf32);
-    CHECK(hand_product(Device::cpu()).to_vector()[0] == kStrictProduct);
+    CHECK(hand_product(Device::cpu()).to_vector()[0] == kTf32Product);
   }
-  // Under BF16 both operands would round to 1 (2^-10 + 2^-11 is below half of BF16's ulp 2^-7).
+  // Under BF16 both operands round to 1 (2^-10 + 2^-11 is below half of BF16's ulp 2^-7).
   PrecisionScope bf16(Precision::Bf16);
-  CHECK(hand_product(Device::cpu()).to_vector()[0] == kStrictProduct);
+  CHECK(hand_product(Device::cpu()).to_vector()[0] == 1.0);
 }
 
 TEST_CASE("matmul cuda: the tf32 policy runs matmul on the tf32 kernel, fp32 stays strict",

@@ -131,9 +131,10 @@ const char kBackendUsage[] =
     "                      cuDNN's, for validation (also ENGINE_CONV=...)\n"
     "  --gemm ours|cublas  dense GEMM on CUDA tensors: our tiled SGEMM (default) or cuBLAS's\n"
     "                      (also ENGINE_GEMM=...); CPU tensors ignore both\n"
-    "  --precision fp32|tf32|bf16  GEMMs on CUDA tensors: strict FP32 (default), TF32 tensor\n"
-    "                      cores, BF16 tensor cores; convolutions stay FP32 and CPU\n"
-    "                      tensors ignore it; dml train: overrides the config key `precision`\n";
+    "  --precision fp32|tf32|bf16  GEMMs and convolutions: strict FP32 (default), or operands\n"
+    "                      rounded to TF32 or BF16 with FP32 accumulation (tensor cores on\n"
+    "                      CUDA; the same rounding on CPU f32 tensors); dml train: overrides\n"
+    "                      the config key `precision`\n";
 
 void take_backend_options(Args& args) {
   try {
