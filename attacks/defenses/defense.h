@@ -191,7 +191,7 @@ std::unique_ptr<Defense> make_defense(const DefenseOptions& options);
 // that loss on the micro-batch's own embeddings.
 struct AttackedBatch {
   engine::Tensor adversarial;  // x~, shaped as the images
-  engine::Tensor clean_loss;   // the configured loss on the clean embeddings, detached (logged)
+  engine::Tensor clean_loss;  // EST: the configured loss on the clean embeddings, detached (logged)
   PgdTrace trace;
 };
 AttackedBatch est_attack(const PgdOptions& pgd, TrainingContext& context,
@@ -200,5 +200,24 @@ AttackedBatch est_attack(const PgdOptions& pgd, TrainingContext& context,
 // loss, its logs ("clean_loss", "adversarial_loss", then the attack's) and passes (common.h).
 StepResult adversarial_loss_result(const engine::Tensor& adversarial_loss,
                                    const engine::Tensor& clean_loss, const PgdTrace& trace);
+
+// SES's parts (ses.cpp), for train.mining_scope "global" likewise: its attack mines nothing and its
+// loss is the configured loss of the clean embeddings plus a per-row term, so the trainer makes
+// each micro-batch's x~ and shifts alone and mines the loss over the step. step() is ses_attack,
+// the two train-mode forwards f(x) and f(x~), the configured loss of f(x), ses_embedding_shift
+// and ses_loss_result of its mean.
+// The ES adversary on `images` against their clean (eval-mode) embeddings; clean_loss is left
+// undefined (SES trains on its clean loss, in train mode, rather than logging one).
+AttackedBatch ses_attack(const PgdOptions& pgd, TrainingContext& context,
+                         const engine::Tensor& images);
+// Each row's embedding shift between `shifted` = f(x~) and `clean` = f(x) ([rows, D] each), [rows]:
+// ||n(f(x~)) - n(f(x)) + 1e-6|| for N, 1 - cos for C, ||n(f(x~)) - f(x) + 1e-6|| for E (n: L2
+// normalization; robrank's quirk for E, docs/defenses.md).
+engine::Tensor ses_embedding_shift(const engine::Tensor& shifted, const engine::Tensor& clean,
+                                   losses::Metric metric);
+// SES's step result: loss = clean_loss + weight * mean_shift, logs "clean_loss" and
+// "embedding_shift", then the attack's, and passes (common.h).
+StepResult ses_loss_result(const engine::Tensor& clean_loss, const engine::Tensor& mean_shift,
+                           double weight, const PgdTrace& trace);
 
 }  // namespace attacks::defenses

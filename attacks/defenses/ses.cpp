@@ -27,28 +27,13 @@ class Ses : public Defense {
 
   StepResult step(TrainingContext& context, const engine::Tensor& images,
                   const engine::Tensor& labels) override {
-    const engine::Tensor reference = clean_embeddings(context.model, images);
-    PgdTrace trace;
-    const engine::Tensor adversarial = embedding_shift_adversary(
-        context.model, images, reference, context.metric, options_.pgd, context.mining, &trace);
+    const AttackedBatch attacked = ses_attack(options_.pgd, context, images);
     const engine::Tensor clean = context.model(images);
-    const engine::Tensor shifted = context.model(adversarial);
+    const engine::Tensor shifted = context.model(attacked.adversarial);
     const engine::Tensor clean_loss = context.loss(clean, labels, context.mining);
-    engine::Tensor shift;
-    if (context.metric == losses::Metric::C) {
-      shift = losses::row_distance(shifted, clean, losses::Metric::C);
-    } else {
-      const engine::Tensor other = context.metric == losses::Metric::N
-                                       ? losses::embed_for_metric(clean, losses::Metric::N)
-                                       : clean;
-      shift = losses::row_distance(losses::embed_for_metric(shifted, losses::Metric::N), other,
-                                   losses::Metric::E);
-    }
-    const engine::Tensor mean_shift = engine::mean(shift);
-    const engine::Tensor loss = clean_loss + mean_shift * options_.ses_weight;
-    return adversarial_step_result(
-        loss, {{"clean_loss", clean_loss.detach()}, {"embedding_shift", mean_shift.detach()}},
-        trace);
+    const engine::Tensor mean_shift =
+        engine::mean(ses_embedding_shift(shifted, clean, context.metric));
+    return ses_loss_result(clean_loss, mean_shift, options_.ses_weight, attacked.trace);
   }
 
  private:
@@ -56,6 +41,31 @@ class Ses : public Defense {
 };
 
 }  // namespace
+
+AttackedBatch ses_attack(const PgdOptions& pgd, TrainingContext& context,
+                         const engine::Tensor& images) {
+  AttackedBatch attacked;
+  const engine::Tensor reference = clean_embeddings(context.model, images);
+  attacked.adversarial = embedding_shift_adversary(context.model, images, reference, context.metric,
+                                                   pgd, context.mining, &attacked.trace);
+  return attacked;
+}
+
+engine::Tensor ses_embedding_shift(const engine::Tensor& shifted, const engine::Tensor& clean,
+                                   losses::Metric metric) {
+  if (metric == losses::Metric::C) return losses::row_distance(shifted, clean, losses::Metric::C);
+  const engine::Tensor other =
+      metric == losses::Metric::N ? losses::embed_for_metric(clean, losses::Metric::N) : clean;
+  return losses::row_distance(losses::embed_for_metric(shifted, losses::Metric::N), other,
+                              losses::Metric::E);
+}
+
+StepResult ses_loss_result(const engine::Tensor& clean_loss, const engine::Tensor& mean_shift,
+                           double weight, const PgdTrace& trace) {
+  const engine::Tensor loss = clean_loss + mean_shift * weight;
+  return adversarial_step_result(
+      loss, {{"clean_loss", clean_loss.detach()}, {"embedding_shift", mean_shift.detach()}}, trace);
+}
 
 std::unique_ptr<Defense> make_ses(const DefenseOptions& options) {
   return std::make_unique<Ses>(options);

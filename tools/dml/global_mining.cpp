@@ -15,14 +15,16 @@ namespace dml {
 
 namespace {
 
-// Why global mining is not defined for `recipe`, or "" where it is (none, EST): the training
+// Why global mining is not defined for `recipe`, or "" where it is (none, EST, SES): the training
 // loss's triplets can be mined over the gathered batch only when the recipe's attack mines nothing
-// and its loss is the configured loss on one set of embeddings (docs/distributed.md).
+// and its loss is the configured loss on one set of embeddings, plus at most a per-row term (SES's
+// shift) whose mean is taken over the gathered rows (docs/distributed.md).
 std::string global_mining_refusal(attacks::defenses::Recipe recipe) {
   using attacks::defenses::Recipe;
   switch (recipe) {
     case Recipe::None:
     case Recipe::Est:
+    case Recipe::Ses:
       return "";
     case Recipe::Rest:
     case Recipe::Act:
@@ -33,10 +35,6 @@ std::string global_mining_refusal(attacks::defenses::Recipe recipe) {
       return "its attack perturbs the images of triplets mined from the batch and its loss is "
              "on those triplets' rows, so a global scope would need the attack to see other ranks' "
              "images";
-    case Recipe::Ses:
-      return "its loss adds a per-row embedding-shift term to the mined loss of the clean "
-             "embeddings; mining that loss globally is well defined (the shift term stays local) "
-             "but not built";
     case Recipe::Mdprop:
       return "its attack picks targets among the batch's images of other classes, so a global "
              "scope would need the attack to see other ranks' images";

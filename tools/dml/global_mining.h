@@ -33,14 +33,16 @@ namespace dml {
 // UsageError, naming the config key, when mining_scope "global" cannot run with `config` over
 // more than one micro-batch (step_cut says how the step is cut): the loss must mine triplets
 // (triplet or contrastive; the others mine nothing or, as margin, inside their own loss), and the
-// defense must be none or EST (its attack mines nothing and it trains on the configured loss of
-// the adversarial embeddings, so each micro-batch's x~ is made locally and the loss mined over the
-// step); the others' refusal says why (docs/distributed.md, "Global mining").
+// defense must be none, EST or SES (their attack mines nothing; EST trains on the configured loss
+// of the adversarial embeddings, SES on that of the clean ones plus a per-row embedding shift, so
+// each micro-batch's x~ (and shifts) are made locally and the loss mined over the step); the
+// others' refusal says why (docs/distributed.md, "Global mining").
 void check_global_mining(const TrainConfig& config, const std::string& step_cut);
 
 // The step's embeddings E, detached, on the device of `local`: every micro-batch's rows of every
 // rank in the batch's order, given this rank's micro-batches' embeddings in order (an MPI
-// all-gather of their bytes, exact; in one process the rows concatenated).
+// all-gather of their bytes, exact; in one process the rows concatenated). SES's per-row shifts
+// ([rows, 1]) are gathered the same way.
 engine::Tensor gather_step_embeddings(const std::vector<engine::Tensor>& local);
 
 // E with rows [first_row, first_row + live.size(0)) replaced by `live`: the only rows of the
