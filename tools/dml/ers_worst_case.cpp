@@ -7,6 +7,7 @@
 #include <limits>
 
 #include "attacks/profiles.h"
+#include "engine/dist/communicator.h"
 #include "kernels/common/check.h"
 #include "metrics/clustering.h"
 #include "metrics/distance.h"
@@ -34,20 +35,25 @@ WorstCaseOptions take_worst_case_options(Args& args) {
 
 attacks::SanityVerdict check_gallery_not_collapsed(const attacks::Gallery& gallery, uint64_t seed,
                                                    double* nmi, double* pi_ratio) {
-  const metrics::Points points =
-      metrics::make_points(gallery.embeddings, gallery.metric, "the gallery");
-  const double nmi_value = metrics::clustering_nmi(points, gallery.labels, seed);
-  // pi_ratio on unit rows for E too, as evaluate_embeddings reports it (metrics/spread.h).
-  const double ratio =
-      gallery.metric == metrics::Metric::E
-          ? metrics::embedding_spread(
-                metrics::make_points(points.x.data(), points.n, points.d, metrics::Metric::N),
-                gallery.labels)
-                .ratio
-          : metrics::embedding_spread(points, gallery.labels).ratio;
-  if (nmi != nullptr) *nmi = nmi_value;
-  if (pi_ratio != nullptr) *pi_ratio = ratio;
-  return attacks::check_not_collapsed(nmi_value, ratio);
+  // {NMI, pi_ratio}. Every rank holds the same gallery (gathered exactly), so all would compute the
+  // same values: rank 0 alone runs the k-means and sends them (docs/distributed.md).
+  double values[2] = {0.0, 0.0};
+  if (engine::dist::world().rank == 0) {
+    const metrics::Points points =
+        metrics::make_points(gallery.embeddings, gallery.metric, "the gallery");
+    values[0] = metrics::clustering_nmi(points, gallery.labels, seed);
+    // pi_ratio on unit rows for E too, as evaluate_embeddings reports it (metrics/spread.h).
+    values[1] = gallery.metric == metrics::Metric::E
+                    ? metrics::embedding_spread(metrics::make_points(points.x.data(), points.n,
+                                                                     points.d, metrics::Metric::N),
+                                                gallery.labels)
+                          .ratio
+                    : metrics::embedding_spread(points, gallery.labels).ratio;
+  }
+  if (engine::dist::world().size > 1) engine::dist::broadcast(values, sizeof(values), 0);
+  if (nmi != nullptr) *nmi = values[0];
+  if (pi_ratio != nullptr) *pi_ratio = values[1];
+  return attacks::check_not_collapsed(values[0], values[1]);
 }
 
 namespace {

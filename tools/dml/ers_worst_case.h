@@ -35,7 +35,8 @@ struct WorstCaseOptions {
 };
 WorstCaseOptions take_worst_case_options(Args& args);
 
-// The collapse check (d) on the gallery's clean embeddings: k-means NMI and pi_ratio.
+// The collapse check (d) on the gallery's clean embeddings: k-means NMI and pi_ratio. Over
+// several MPI ranks rank 0 computes them and broadcasts them; every rank takes part.
 attacks::SanityVerdict check_gallery_not_collapsed(const attacks::Gallery& gallery, uint64_t seed,
                                                    double* nmi = nullptr,
                                                    double* pi_ratio = nullptr);
