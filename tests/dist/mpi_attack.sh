@@ -10,11 +10,8 @@
 # Usage: mpi_attack.sh DML WORK_DIR TRAIN_ARGS...
 dml=$1 dir=$2
 shift 2
-. "$(dirname "$0")/mpirun_env.sh"
-rm -rf "$dir" && mkdir -p "$dir" || exit 1
-fail() { echo "FAIL: $*"; cat "$dir/log"; exit 1; }
-"$dml" train "$@" --set output_dir="$dir/run" > "$dir/log" 2>&1 || fail "dml train"
-without_seconds() { sed 's/"seconds":[-+.0-9eE]*//g' "$1"; }
+. "$(dirname "$0")/mpi_test_start.sh"
+train_tiny_model "$@"
 for spec in CA:pm=+:W=2:eps=0.03:alpha=0.01:pgditer=2 QA:pm=-:M=2:eps=0.03:alpha=0.01:pgditer=2; do
   attack_args="attack --checkpoint $dir/run/model.safetensors --attack $spec --device cpu --json
     --max-images 14 --batch-size 4"

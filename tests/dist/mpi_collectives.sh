@@ -4,9 +4,7 @@
 # guards the test itself) with a non-zero exit code and a message that says what happened.
 # Usage: mpi_collectives.sh DIST_SELFTEST WORK_DIR
 selftest=$1 dir=$2
-. "$(dirname "$0")/mpirun_env.sh"
-rm -rf "$dir" && mkdir -p "$dir" || exit 1
-fail() { echo "FAIL: $*"; cat "$dir/log"; exit 1; }
+. "$(dirname "$0")/mpi_test_start.sh"
 
 $mpirun "$selftest" collectives > "$dir/log" 2>&1 || fail "collectives (exit $?)"
 grep -q "collectives ok (2 ranks)" "$dir/log" || fail "collectives: no ok line"

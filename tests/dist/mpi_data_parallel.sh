@@ -4,11 +4,9 @@
 # plain one over the concatenated batch.
 # Usage: mpi_data_parallel.sh DATA_PARALLEL_SELFTEST WORK_DIR
 selftest=$1 dir=$2
-. "$(dirname "$0")/mpirun_env.sh"
-rm -rf "$dir" && mkdir -p "$dir" || exit 1
-fail() { echo "FAIL: $*"; cat "$dir/log"; exit 1; }
+. "$(dirname "$0")/mpi_test_start.sh"
 for mode in overlap sync-bn; do
-  # shellcheck disable=SC2086 # $mpirun (mpirun_env.sh) is a command line, split on purpose
+  # shellcheck disable=SC2086 # $mpirun (mpi_test_start.sh) is a command line, split on purpose
   timeout 120 $mpirun "$selftest" $mode > "$dir/log" 2>&1 || fail "$mode (exit $?)"
   grep -q "^$mode ok" "$dir/log" || fail "$mode: no ok line"
   cat "$dir/log"

@@ -12,14 +12,11 @@
 # Usage: mpi_ers.sh DML WORK_DIR TRAIN_ARGS...
 dml=$1 dir=$2
 shift 2
-. "$(dirname "$0")/mpirun_env.sh"
-rm -rf "$dir" && mkdir -p "$dir" || exit 1
-fail() { echo "FAIL: $*"; cat "$dir/log"; exit 1; }
-"$dml" train "$@" --set output_dir="$dir/run" > "$dir/log" 2>&1 || fail "dml train"
+. "$(dirname "$0")/mpi_test_start.sh"
+train_tiny_model "$@"
 ers_args="ers --checkpoint $dir/run/model.safetensors --profile rob28 --device cpu --json
   --max-images 3 --batch-size 1"
 worst_args="--worst-case 1 --sanity-images 2"
-without_seconds() { sed 's/"seconds":[-+.0-9eE]*//g' "$1"; }
 # Fails unless the printed JSON ($1, $2) and the --out files ($3, $4) agree beyond the seconds.
 same_results() {
   [ "$(wc -l < "$2")" -eq 1 ] || fail "two ranks printed more than one line"

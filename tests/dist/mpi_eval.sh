@@ -6,10 +6,8 @@
 # Usage: mpi_eval.sh DML WORK_DIR TRAIN_ARGS...
 dml=$1 dir=$2
 shift 2
-. "$(dirname "$0")/mpirun_env.sh"
-rm -rf "$dir" && mkdir -p "$dir" || exit 1
-fail() { echo "FAIL: $*"; cat "$dir/log"; exit 1; }
-"$dml" train "$@" --set output_dir="$dir/run" > "$dir/log" 2>&1 || fail "dml train"
+. "$(dirname "$0")/mpi_test_start.sh"
+train_tiny_model "$@"
 eval_args="eval --checkpoint $dir/run/model.safetensors --device cpu --json --max-images 300
   --batch-size 64"
 # shellcheck disable=SC2086

@@ -7,12 +7,10 @@
 # refused with one process; a single process's checkpoint is refused with 2 ranks. Synchronized
 # batch norm trains over 2 ranks.
 # Usage: mpi_train.sh DML WORK_DIR TRAIN_ARGS...  (TRAIN_ARGS: 8 pairs per batch, one epoch of 4)
-# shellcheck disable=SC2086 # $mpirun (mpirun_env.sh) is a command line, split on purpose
+# shellcheck disable=SC2086 # $mpirun (mpi_test_start.sh) is a command line, split on purpose
 dml=$1 dir=$2
 shift 2
-. "$(dirname "$0")/mpirun_env.sh"
-rm -rf "$dir" && mkdir -p "$dir" || exit 1
-fail() { echo "FAIL: $*"; cat "$dir/log"; exit 1; }
+. "$(dirname "$0")/mpi_test_start.sh"
 same_run() {
   cmp "$1/model.safetensors" "$2/model.safetensors" || fail "weights differ: $1 $2"
   cmp "$1/metrics.json" "$2/metrics.json" || fail "metrics.json differs: $1 $2"

@@ -3,12 +3,10 @@
 # the job with an error naming the killed rank, within DML_DIST_TIMEOUT_S (the other rank waits
 # in a gradient all-reduce; no hang), and leaves the last checkpoint intact: dml eval reads it.
 # Usage: mpi_train_rank_dies.sh DML WORK_DIR TRAIN_ARGS...
-# shellcheck disable=SC2086 # $mpirun (mpirun_env.sh) is a command line, split on purpose
+# shellcheck disable=SC2086 # $mpirun (mpi_test_start.sh) is a command line, split on purpose
 dml=$1 dir=$2
 shift 2
-. "$(dirname "$0")/mpirun_env.sh"
-rm -rf "$dir" && mkdir -p "$dir" || exit 1
-fail() { echo "FAIL: $*"; cat "$dir/log"; exit 1; }
+. "$(dirname "$0")/mpi_test_start.sh"
 limit=10
 # Long enough (400 steps) that the kill lands mid-run; a checkpoint every 3 steps.
 DML_DIST_TIMEOUT_S=$limit timeout 120 $mpirun -x DML_DIST_TIMEOUT_S "$dml" train "$@" \
