@@ -29,7 +29,8 @@ namespace dml {
 
 namespace {
 
-const char* kUsage =
+// The usage around the list of datasets, which is data::dataset_names() (usage()).
+const char* kUsageToData =
     "usage: dml embed --model NAME --embedding-dim D --weights FILE\n"
     "                 (--input images.npy | --data NAME [--split test] [--root DIR]\n"
     "                  [--transform robrank|revisiting])\n"
@@ -43,9 +44,11 @@ const char* kUsage =
     "  --weights FILE       safetensors, or a torch.save .pth/.pt/.ckpt state dict, with the\n"
     "                       model's state (torchvision names for ResNets)\n"
     "  --input FILE         float32 (or float64) .npy [N, C, H, W] with pixels in [0, 1]\n"
-    "  --data NAME          a dataset instead (fashion-mnist, mnist, cub200, cars196, sop)\n"
+    "  --data NAME          a dataset instead: ";
+const char* kUsageFromData =
+    "\n"
     "  --split SPLIT        train or test (default test)\n"
-    "  --root DIR           the dataset's directory\n"
+    "  --root DIR           the dataset's directory (synthetic: its shape, docs/config.md)\n"
     "  --transform R        CUB/CARS/SOP image recipe: robrank (resize 256x256, center crop 224;\n"
     "                       default) or revisiting (shorter side 256, center crop 224)\n"
     "  --out FILE           output .npy (written atomically; an existing file is refused)\n"
@@ -56,6 +59,12 @@ const char* kUsage =
     "  --batch-size B       images per forward pass (default 256)\n"
     "  --bn-branches K      batch-norm branches of the weights (default 1); branch 0 embeds\n"
     "  --bn-branch k        embed through BN branch k instead (0 <= k < K)\n";
+
+std::string usage() {
+  std::string datasets;
+  for (const std::string& n : data::dataset_names()) datasets += (datasets.empty() ? "" : ", ") + n;
+  return kUsageToData + datasets + kUsageFromData;
+}
 
 // "embed: 2560/10000 images" on stderr, overwritten in place on a terminal, else about every 10%.
 class Progress {
@@ -109,7 +118,7 @@ engine::Tensor embed_file(models::Model& model, const std::string& path, int64_t
 
 int run_embed(Args& args) {
   if (args.take_flag("--help") || args.take_flag("-h")) {
-    std::fputs(kUsage, stdout);
+    std::fputs(usage().c_str(), stdout);
     return 0;
   }
   models::ModelConfig config;

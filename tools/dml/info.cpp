@@ -17,7 +17,8 @@ namespace dml {
 
 namespace {
 
-const char* kUsage =
+// The usage around the list of datasets, which is data::dataset_names() (usage()).
+const char* kUsageToData =
     "usage: dml info --model NAME [--embedding-dim D] [--bn-branches K] [--frozen-bn]\n"
     "       dml info --data NAME [--root DIR]\n"
     "\n"
@@ -26,16 +27,22 @@ const char* kUsage =
     "  --embedding-dim D    embedding dimension (default 512; 1000 gives torchvision's counts)\n"
     "  --bn-branches K      batch-norm branches (default 1; MDProp uses 3)\n"
     "  --frozen-bn          eval-mode batch norm while training (robrank's freeze_bn)\n"
-    "  --data NAME          fashion-mnist, mnist, cub200, cars196, sop: prints split sizes and\n"
-    "                       class counts\n"
+    "  --data NAME          ";
+const char* kUsageFromData =
+    ":\n"
+    "                       prints split sizes and class counts\n"
     "  --root DIR           the dataset's directory (fashion-mnist defaults to the Debian\n"
-    "                       package's /usr/share/datasets/fashion-mnist)\n";
+    "                       package's /usr/share/datasets/fashion-mnist); for synthetic (tests\n"
+    "                       and benchmarks only) its shape, e.g. size=32,classes=10\n"
+    "                       (docs/config.md)\n";
 
 std::string join(const std::vector<std::string>& items) {
   std::string out;
   for (const std::string& item : items) out += (out.empty() ? "" : ", ") + item;
   return out;
 }
+
+std::string usage() { return kUsageToData + join(data::dataset_names()) + kUsageFromData; }
 
 int info_model(const std::string& name, Args& args) {
   models::ModelConfig config;
@@ -98,7 +105,7 @@ int info_data(const std::string& name, Args& args) {
 
 int run_info(Args& args) {
   if (args.take_flag("--help") || args.take_flag("-h")) {
-    std::fputs(kUsage, stdout);
+    std::fputs(usage().c_str(), stdout);
     return 0;
   }
   std::optional<std::string> model = args.take_optional("--model");
