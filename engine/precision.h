@@ -1,5 +1,6 @@
 // The precision policy: one setting for the whole program saying which arithmetic the matrix
-// products on CUDA tensors use (kernels/common/precision.h defines the values).
+// products use, on CUDA tensors and (emulated, see below) on CPU f32 tensors
+// (kernels/common/precision.h defines the values).
 //
 //   fp32  strict IEEE single precision, every operand bit used: the bits of every run before the
 //         policy existed. The default, because it is what reproduces those runs and their
@@ -8,10 +9,12 @@
 //   tf32  GEMMs (matmul, linear) and convolutions (conv2d fprop, dgrad, wgrad) on CUDA run on
 //         TF32 tensor cores: operands rounded to 10 mantissa bits (round to nearest, ties away
 //         from zero), FP32 accumulation (kernels/matmul/matmul_tensor_core_cuda.cu,
-//         kernels/conv2d/conv2d_tensor_core_cuda.cu). A convolution's bias, db and dgrad with
-//         C <= 4 (the direct kernel) stay FP32, and conv2d_pool_relu runs unfused so that its
-//         convolution is the TF32 one. With GemmBackend::Cublas or ConvBackend::Cudnn the
-//         libraries run in their TF32 math modes (kernels/common/library_math.h).
+//         kernels/conv2d/conv2d_tensor_core_cuda.cu, or the mma.sync / wgmma kernels that
+//         ENGINE_TC_GEMM / ENGINE_TC_CONV name, engine/backend.h). A convolution's bias, db
+//         and dgrad with C <= 4 (the direct kernel) stay FP32, and conv2d_pool_relu runs
+//         unfused so that its convolution is the TF32 one. With GemmBackend::Cublas or
+//         ConvBackend::Cudnn the libraries run in their TF32 math modes
+//         (kernels/common/library_math.h).
 //   bf16  GEMMs (matmul, linear) and convolutions (conv2d fprop, dgrad, wgrad) on CUDA run on
 //         BF16 tensor cores: operands rounded to 7 mantissa bits (round to nearest, ties to even,
 //         as __float2bfloat16), FP32 accumulation, outputs in FP32 (the same kernel files, tiles

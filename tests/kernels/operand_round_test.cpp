@@ -104,7 +104,7 @@ std::vector<float> tf32_on_device(const std::vector<float>& inputs, bool mma) {
   Tensor c = Tensor::zeros({m, 1}, DType::F32, Device::cuda());
   if (mma) {
     k::matmul_mma_cuda(m, 1, 1, a.data<float>(), b.data<float>(), false, false, c.data<float>(),
-                       false);
+                       false, k::Precision::Tf32);
   } else {
     k::matmul_tensor_core_cuda(m, 1, 1, a.data<float>(), b.data<float>(), false, false,
                                c.data<float>(), false, k::Precision::Tf32);
