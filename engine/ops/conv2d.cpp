@@ -6,9 +6,9 @@
 // the precision policy tf32 (engine/precision.h) ours run on TF32 tensor cores
 // (conv2d_*_tensor_core_cuda, or on mma.sync, conv2d_*_mma_cuda, under ENGINE_TC_CONV=mma) and
 // cuDNN in its TF32 math mode (kernels/common/library_math.h); under bf16 ours run on BF16 tensor
-// cores (the same choice of kernels) and cuDNN in BF16. CPU f32 tensors follow tf32 and bf16 by rounding
-// copies of each pass's two operands as our tensor-core kernels do (fprop x and w, dgrad dy and
-// w, wgrad dy and x; bias, db and the first-layer dgrad, dgrad_keeps_fp32, stay FP32) and
+// cores (the same choice of kernels) and cuDNN in BF16. CPU f32 tensors follow tf32 and bf16 by
+// rounding copies of each pass's two operands as our tensor-core kernels do (fprop x and w, dgrad
+// dy and w, wgrad dy and x; bias, db and the first-layer dgrad, dgrad_keeps_fp32, stay FP32) and
 // summing in the im2col GEMM's FP32 order; f64 tensors never round.
 // Backward computes exactly the gradients asked for: dgrad only when the input's gradient is
 // needed, wgrad only for the weight, db only for the bias — an attack's grad(loss, {x}) never
