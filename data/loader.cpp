@@ -25,17 +25,35 @@ engine::Generator sample_generator(uint64_t seed, int64_t epoch, int64_t batch_n
   return engine::Generator(key);
 }
 
+engine::Tensor Batch::image_rows(int64_t begin, int64_t end) const {
+  const int64_t decoded_end = first_row + images.size(0);
+  ENGINE_CHECK(begin >= first_row && end <= decoded_end && begin <= end, "loader: rows ", begin,
+               "..", end, " of batch ", number, " were not decoded (this process decoded rows ",
+               first_row, "..", decoded_end, " of ", size(), ")");
+  return images.slice(0, begin - first_row, end - first_row);
+}
+
 Batch load_batch(const Dataset& dataset, const std::vector<int64_t>& indices, uint64_t seed,
                  int64_t epoch, int64_t batch_number) {
+  return load_batch(dataset, indices, seed, epoch, batch_number,
+                    RowRange{0, static_cast<int64_t>(indices.size())});
+}
+
+Batch load_batch(const Dataset& dataset, const std::vector<int64_t>& indices, uint64_t seed,
+                 int64_t epoch, int64_t batch_number, RowRange decoded) {
   const engine::Shape shape = dataset.image_shape();
   const int64_t per_image = engine::shape_numel(shape);
   const int64_t b = static_cast<int64_t>(indices.size());
-  engine::Shape batch_shape = {b};
+  ENGINE_CHECK(decoded.begin >= 0 && decoded.begin <= decoded.end && decoded.end <= b,
+               "loader: rows ", decoded.begin, "..", decoded.end,
+               " to decode are not within batch ", batch_number, "'s ", b, " rows");
+  engine::Shape batch_shape = {decoded.end - decoded.begin};
   batch_shape.insert(batch_shape.end(), shape.begin(), shape.end());
 
   Batch out;
   out.number = batch_number;
   out.indices = indices;
+  out.first_row = decoded.begin;
   out.images = engine::Tensor::empty(batch_shape);
   std::vector<int64_t> labels(indices.size());
   float* dst = out.images.data<float>();
@@ -44,14 +62,16 @@ Batch load_batch(const Dataset& dataset, const std::vector<int64_t>& indices, ui
     ENGINE_CHECK(index >= 0 && index < dataset.size(), "loader: index ", index, " in batch ",
                  batch_number, " is out of range for ", dataset.name(), " ", dataset.split(), " (",
                  dataset.size(), " images)");
+    labels[static_cast<std::size_t>(j)] = dataset.label(index);
+    if (j < decoded.begin || j >= decoded.end) continue;  // another rank's row
+    // The slot's own generator: the same pixels whichever rows this process decodes.
     engine::Generator gen = sample_generator(seed, epoch, batch_number, j);
     const engine::Tensor image = dataset.image(index, gen).contiguous();
     ENGINE_CHECK(image.shape() == shape && image.dtype() == engine::DType::F32,
                  "loader: ", dataset.name(), " image ", index, " is ", image.str(),
                  ", expected f32", engine::shape_str(shape));
-    std::memcpy(dst + j * per_image, image.data<float>(),
+    std::memcpy(dst + (j - decoded.begin) * per_image, image.data<float>(),
                 static_cast<std::size_t>(per_image) * sizeof(float));
-    labels[static_cast<std::size_t>(j)] = dataset.label(index);
   }
   out.labels = engine::Tensor::from_indices(labels, {b});
   return out;
@@ -92,8 +112,11 @@ void BatchLoader::stop_workers() {
 BatchLoader::Result BatchLoader::load(int64_t position) const {
   Result result;
   try {
-    result.batch = load_batch(dataset_, batches_[static_cast<std::size_t>(position)], options_.seed,
-                              options_.epoch, options_.first_batch + position);
+    const std::vector<int64_t>& indices = batches_[static_cast<std::size_t>(position)];
+    const int64_t b = static_cast<int64_t>(indices.size());
+    const RowRange decoded = options_.decoded_rows ? options_.decoded_rows(b) : RowRange{0, b};
+    result.batch = load_batch(dataset_, indices, options_.seed, options_.epoch,
+                              options_.first_batch + position, decoded);
   } catch (...) {
     result.error = std::current_exception();
   }

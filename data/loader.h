@@ -11,6 +11,10 @@
 // (BatchSampler::state().batch), and every sample gets the same generator, hence the same
 // pixels, as in the uninterrupted run.
 //
+// A rank of data-parallel training decodes only its own rows of each batch (decoded_rows below;
+// docs/distributed.md): the other rows keep their indices and labels, and since each row's
+// generator depends on its slot alone, a decoded row has the bytes it has in a whole batch.
+//
 // Dataset::image() is called concurrently from the workers, so it must be thread-safe (ours
 // are: they only read immutable state and files).
 #pragma once
@@ -18,6 +22,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <exception>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <thread>
@@ -29,11 +34,22 @@
 
 namespace data {
 
+// Rows [begin, end) of a batch.
+struct RowRange {
+  int64_t begin = 0;
+  int64_t end = 0;
+};
+
 struct Batch {
   int64_t number = 0;            // batch number within its epoch
-  std::vector<int64_t> indices;  // data set indices, in batch order
-  engine::Tensor images;         // f32 [B, C, H, W]
-  engine::Tensor labels;         // I64 [B]
+  std::vector<int64_t> indices;  // data set indices, in batch order (all B rows)
+  engine::Tensor images;  // f32 [rows decoded, C, H, W]: batch rows first_row, first_row + 1..
+  int64_t first_row = 0;  // the batch row of images' row 0 (0 unless only some were decoded)
+  engine::Tensor labels;  // I64 [B], every row's
+
+  int64_t size() const { return static_cast<int64_t>(indices.size()); }  // B
+  // Images of batch rows [begin, end), which must have been decoded (an error names them).
+  engine::Tensor image_rows(int64_t begin, int64_t end) const;
 };
 
 struct LoaderOptions {
@@ -42,6 +58,8 @@ struct LoaderOptions {
   int64_t first_batch = 0;  // batch number of the first batch given (resume)
   int num_workers = 2;      // 0 = load on the caller's thread when next() asks
   int prefetch = 4;         // batches ready or being loaded ahead of the consumer (>= 1)
+  // The rows of a batch of B rows to decode (a data-parallel rank's share); empty: all B.
+  std::function<RowRange(int64_t batch_size)> decoded_rows;
 };
 
 // The generator of the sample in slot `slot` of batch number `batch_number` of `epoch`.
@@ -51,6 +69,10 @@ engine::Generator sample_generator(uint64_t seed, int64_t epoch, int64_t batch_n
 // One batch, synchronously (what each worker does; also the reference the tests compare to).
 Batch load_batch(const Dataset& dataset, const std::vector<int64_t>& indices, uint64_t seed,
                  int64_t epoch, int64_t batch_number);
+// The same with only rows `decoded` decoded (labels of all rows); each row's pixels are those of
+// the whole batch's row.
+Batch load_batch(const Dataset& dataset, const std::vector<int64_t>& indices, uint64_t seed,
+                 int64_t epoch, int64_t batch_number, RowRange decoded);
 
 class BatchLoader {
  public:

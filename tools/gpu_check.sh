@@ -15,7 +15,8 @@
 #                                    profiles; a later plain call runs the rest and skips what
 #                                    this one did
 #
-# Steps, in order: configure build version mma-layout cuda-tests metrics-100k train-vanilla bench
+# Steps, in order: configure build version mma-layout cuda-tests metrics-100k train-vanilla
+# train-nccl bench
 # bench-tc-conv-mma memcheck:<test program> train-bench:{vanilla,est,act} racecheck:<...>
 # initcheck:<...> cpu-tests
 # (a name before ':' selects all). Nothing runs after a failed configure or build, or when the
@@ -171,11 +172,54 @@ train_vanilla() {
   cat "$dir/metrics.json"
   if [ -n "${OUT:-}" ]; then cp "$dir/log.jsonl" "$OUT/train-vanilla-cuda.log.jsonl"; fi
 }
-export -f metrics_100k train_vanilla
+# Issue 35 point 5: data-parallel training with one MPI rank per GPU (at most 2) on CUDA equals
+# one process's run with train.micro_batches = that many ranks, as the CPU tests
+# (dist.mpi_train_equals_micro_batches) check: "equal" is the same bytes of model.safetensors and
+# metrics.json, and of log.jsonl without its wall-clock images_per_s. Two ranks are bit for bit
+# (the gradient sum g0 + g1 is one commutative addition; docs/distributed.md), more are not, so
+# a machine with more GPUs runs 2. With one GPU, mpirun -n 1 is a world of one: it checks the MPI
+# start on the GPU machine, but no collective runs (the NCCL all-reduce needs 2 GPUs).
+# Skipped, with a line saying why, where mpirun is missing or dml was built without MPI.
+# shellcheck disable=SC2317
+train_nccl() {
+  local dir="$STATE/train-nccl" ranks
+  if ! command -v mpirun > /dev/null; then
+    echo "train-nccl: skipped: mpirun not found (Debian's openmpi-bin)"
+    return 0
+  fi
+  if ! ldd "$BUILD/dml" | grep -q libmpi; then
+    echo "train-nccl: skipped: $BUILD/dml was built without MPI (libopenmpi-dev missing)"
+    return 0
+  fi
+  ldd "$BUILD/dml" | grep -q libnccl || echo "train-nccl: dml has no NCCL: host all-reduce"
+  ranks="$(nvidia-smi --list-gpus | grep -c '^GPU')"
+  if [ "$ranks" -gt 2 ]; then ranks=2; fi
+  if [ "$ranks" -lt 2 ]; then echo "train-nccl: 1 GPU: one rank, no collective runs"; fi
+  local args=(train --config configs/quick.json --device cuda --overwrite --set epochs=1
+    --set model.embedding_dim=16 --set sampler.pairs_per_batch=8
+    --set sampler.max_batches_per_epoch=4 --set eval.max_images=100 --set seed=3
+    --set model.name=c2f2-bn --set defense.name=est --set defense.pgd.steps=1)
+  "$BUILD/dml" "${args[@]}" --set train.micro_batches="$ranks" --set output_dir="$dir/one" ||
+    return 1
+  timeout 300 mpirun --allow-run-as-root --mca btl_vader_single_copy_mechanism none \
+    -n "$ranks" "$BUILD/dml" "${args[@]}" --set output_dir="$dir/ranks" || return 1
+  local file status=0
+  for file in model.safetensors metrics.json; do
+    cmp "$dir/one/$file" "$dir/ranks/$file" || status=1
+  done
+  cmp <(sed 's/"images_per_s":[^,}]*//' "$dir/one/log.jsonl") \
+    <(sed 's/"images_per_s":[^,}]*//' "$dir/ranks/log.jsonl") || status=1
+  if [ "$status" = 0 ]; then
+    echo "train-nccl: $ranks rank(s) wrote the bytes of one process with train.micro_batches $ranks"
+  fi
+  return "$status"
+}
+export -f metrics_100k train_vanilla train_nccl
 METRICS_SECONDS="${GPU_CHECK_METRICS_SECONDS:-120}"
 export BUILD STATE METRICS_SECONDS
 run_step metrics-100k "dml metrics, 100,000 x 512, CUDA and CPU" bash -c metrics_100k
 run_step train-vanilla "dml train configs/fashion/vanilla.json --device cuda" bash -c train_vanilla
+run_step train-nccl "mpirun -n GPUs dml train --device cuda against one process" bash -c train_nccl
 
 # ---- benchmark ----
 BENCH_JSON="$STATE/${LOG_NAME%.md}.json"

@@ -144,6 +144,55 @@ TEST_CASE("loader: pixels depend on seed and epoch, a resumed epoch gets the sam
         std::vector<double>(v.begin() + 6, v.end()));
 }
 
+TEST_CASE("loader: a rank decodes only its rows, each with the bytes of the whole batch's row",
+          "[data]") {
+  // Rank 1 of 2 takes rows 4-7 of a batch of 8 (indices 10..17): only those 4 images are
+  // decoded, every row keeps its index and label, and row 5 (index 15) has the pixels of row 5
+  // of the batch one process loads whole, since a row's generator depends on its slot alone.
+  const std::vector<int64_t> indices = {10, 11, 12, 13, 14, 15, 16, 17};
+  for (int workers : {0, 2}) {
+    NoisyDataset dataset(20);
+    data::LoaderOptions options;
+    options.seed = 3;
+    options.epoch = 1;
+    options.first_batch = 2;
+    options.num_workers = workers;
+    options.decoded_rows = [](int64_t batch_size) {
+      CHECK(batch_size == 8);
+      return data::RowRange{4, 8};
+    };
+    data::BatchLoader loader(dataset, {indices}, options);
+    data::Batch part;
+    REQUIRE(loader.next(part));
+    CHECK(dataset.calls_.load() == 4);
+    CHECK(part.size() == 8);
+    CHECK(part.first_row == 4);
+    CHECK(part.indices == indices);
+    CHECK(part.images.shape() == engine::Shape{4, 1, 2, 3});
+    CHECK(part.labels.to_indices() == std::vector<int64_t>{1, 2, 0, 1, 2, 0, 1, 2});
+
+    const data::Batch whole = data::load_batch(dataset, indices, 3, 1, 2);
+    CHECK(dataset.calls_.load() == 4 + 8);
+    const std::vector<double> all = whole.images.to_vector();
+    const std::vector<double> row_5 = part.image_rows(5, 6).to_vector();
+    CHECK(row_5 == std::vector<double>(all.begin() + 5 * 6, all.begin() + 6 * 6));
+    for (double px : row_5) {
+      CHECK(px >= 15.0);
+      CHECK(px < 16.0);
+    }
+    CHECK(part.image_rows(4, 8).to_vector() == std::vector<double>(all.begin() + 4 * 6, all.end()));
+    CHECK_THROWS_WITH(part.image_rows(3, 5),
+                      Contains("rows 3..5 of batch 2 were not decoded") && Contains("rows 4..8"));
+  }
+  NoisyDataset dataset(20);
+  CHECK_THROWS_WITH(data::load_batch(dataset, indices, 3, 1, 2, data::RowRange{6, 9}),
+                    Contains("rows 6..9 to decode are not within batch 2's 8 rows"));
+  // Without a selection, every row is decoded and image_rows reads any of them.
+  const data::Batch whole = data::load_batch(dataset, indices, 3, 1, 2);
+  CHECK(whole.first_row == 0);
+  CHECK(whole.image_rows(0, 8).shape() == engine::Shape{8, 1, 2, 3});
+}
+
 TEST_CASE("loader errors: a failing image is rethrown with its batch, others still load",
           "[data]") {
   NoisyDataset dataset(9, /*bad=*/4);

@@ -55,6 +55,26 @@ TEST_CASE("micro-batches: contiguous whole pairs of the SPC-2 batch", "[tools]")
   CHECK_THROWS_WITH(dml::micro_batch_rows(9, 0, 2), Contains("not whole pairs"));
 }
 
+TEST_CASE("micro-batches: a rank decodes the rows of its own micro-batches only", "[tools]") {
+  // 2 ranks of 1 micro-batch, a batch of 4 pairs = 8 rows: rank 0 rows 0-3, rank 1 rows 4-7.
+  CHECK(dml::rank_rows(8, 0, 1, 2).begin == 0);
+  CHECK(dml::rank_rows(8, 0, 1, 2).end == 4);
+  CHECK(dml::rank_rows(8, 1, 1, 2).begin == 4);
+  CHECK(dml::rank_rows(8, 1, 1, 2).end == 8);
+  // 2 ranks of 2 micro-batches, 8 pairs = 16 rows: rank 1 runs micro-batches 2 and 3 of 4,
+  // pairs 4-7, rows 8-15.
+  CHECK(dml::rank_rows(16, 1, 2, 2).begin == 8);
+  CHECK(dml::rank_rows(16, 1, 2, 2).end == 16);
+  // The epoch's last batch of 5 pairs over 2 ranks: pairs 0-2 (rows 0-5) and 3-4 (rows 6-9).
+  CHECK(dml::rank_rows(10, 0, 1, 2).end == 6);
+  CHECK(dml::rank_rows(10, 1, 1, 2).begin == 6);
+  CHECK(dml::rank_rows(10, 1, 1, 2).end == 10);
+  // One process of 3 micro-batches decodes all rows.
+  CHECK(dml::rank_rows(12, 0, 3, 1).begin == 0);
+  CHECK(dml::rank_rows(12, 0, 3, 1).end == 12);
+  CHECK_THROWS_WITH(dml::rank_rows(2, 1, 1, 2), Contains("sampler.drop_last"));
+}
+
 TEST_CASE("micro-batches: each draws from its own range of the mining stream", "[tools]") {
   engine::Generator mining(7);
   mining.offset = 10;

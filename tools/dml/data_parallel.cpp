@@ -79,6 +79,14 @@ RowRange micro_batch_rows(int64_t batch_images, int64_t g, int64_t micro_batches
   return RowRange{2 * pairs.begin, 2 * pairs.end};
 }
 
+RowRange rank_rows(int64_t batch_images, int64_t rank, int64_t micro_batches_per_rank,
+                   int64_t ranks) {
+  const int64_t total = micro_batches_per_rank * ranks;
+  const int64_t first = rank * micro_batches_per_rank;
+  return RowRange{micro_batch_rows(batch_images, first, total).begin,
+                  micro_batch_rows(batch_images, first + micro_batches_per_rank - 1, total).end};
+}
+
 engine::Generator micro_batch_generator(const engine::Generator& mining, int64_t g) {
   engine::Generator gen(mining.seed);
   gen.offset = mining.offset + static_cast<uint64_t>(g) * kMicroBatchBlocks;

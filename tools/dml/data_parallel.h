@@ -3,22 +3,23 @@
 //
 // The global batch of a step (one SPC-2 batch from the one deterministic sampler, the same on
 // every rank) is cut into G = N ranks x M micro-batches of whole pairs, contiguous and in order:
-// rank r takes micro-batches r*M .. r*M+M-1. Each micro-batch is a batch of its own: the
-// defense's attack, the triplet mining (scope "local", robrank's DDP) and the batch-norm
-// statistics (per replica; train.batch_norm synchronized sums them over the ranks instead,
-// engine/nn/batch_norm_sync.h) see only its rows, and its mining draws come from a stream of its
-// own (micro_batch_generator), so what micro-batch g decides does not depend on which rank runs it.
-// The step's gradient is the mean of the G micro-batches' gradients: each rank sums its own in
-// order, the ranks' sums are all-reduced (summed) in buckets that start during the backward of
-// the rank's last micro-batch, and the sum is multiplied by 1/G. With N = 2 ranks of M = 1 and one
-// process with M = 2 the two sums are g0 + g1 and g1 + g0, equal in IEEE arithmetic, so the runs
-// are equal bit for bit.
+// rank r takes micro-batches r*M .. r*M+M-1, and decodes only their rows (rank_rows). Each
+// micro-batch is a batch of its own: the defense's attack, the triplet mining (scope "local",
+// robrank's DDP) and the batch-norm statistics (per replica; train.batch_norm synchronized sums
+// them over the ranks instead, engine/nn/batch_norm_sync.h) see only its rows, and its mining draws
+// come from a stream of its own (micro_batch_generator), so what micro-batch g decides does not
+// depend on which rank runs it. The step's gradient is the mean of the G micro-batches' gradients:
+// each rank sums its own in order, the ranks' sums are all-reduced (summed) in buckets that start
+// during the backward of the rank's last micro-batch, and the sum is multiplied by 1/G. With N = 2
+// ranks of M = 1 and one process with M = 2 the two sums are g0 + g1 and g1 + g0, equal in IEEE
+// arithmetic, so the runs are equal bit for bit.
 #pragma once
 
 #include <cstdint>
 #include <string>
 #include <vector>
 
+#include "data/loader.h"
 #include "engine/nn/module.h"
 #include "engine/optim/optimizer.h"
 #include "engine/random.h"
@@ -43,11 +44,14 @@ void check_micro_batches(const TrainConfig& config);
 // The rows of micro-batch g (of G) of an SPC-2 batch [a0, p0, a1, p1, ...]: its share of the
 // batch's pairs (engine::dist::share_of: contiguous, the first ones one pair more when the last,
 // smaller batch of an epoch does not divide).
-struct RowRange {
-  int64_t begin = 0;
-  int64_t end = 0;
-};
+using RowRange = data::RowRange;
 RowRange micro_batch_rows(int64_t batch_images, int64_t g, int64_t micro_batches);
+
+// The rows of rank `rank`'s micro-batches (rank * M .. rank * M + M - 1 of ranks * M, M =
+// micro_batches_per_rank): the only rows of each batch it decodes (TrainingRun::loader_options),
+// contiguous. With 2 ranks of 1 micro-batch and a batch of 8 rows, rank 1's are rows 4..7.
+RowRange rank_rows(int64_t batch_images, int64_t rank, int64_t micro_batches_per_rank,
+                   int64_t ranks);
 
 // Each micro-batch draws its mining and attack randomness from its own range of the mining
 // stream: micro-batch g of a step that starts at offset O draws from offset O + g * 2^32 blocks,

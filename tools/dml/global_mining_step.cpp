@@ -101,11 +101,11 @@ StepOutcome TrainingRun::step_with_global_mining(const data::Batch& batch, int64
   std::vector<int64_t> first_rows;
   for (int64_t m = 0; m < local; ++m) {
     if (m > 0) restore_buffers(*model_, buffers_before);
-    const RowRange rows = micro_batch_rows(batch.images.size(0), first + m, total);
+    const RowRange rows = micro_batch_rows(batch.size(), first + m, total);
     engine::Generator gen = micro_batch_generator(mining_, first + m);
     attacks::defenses::TrainingContext context = context_with(gen);
     parts.push_back(embed_micro_batch(config_, context,
-                                      batch.images.slice(0, rows.begin, rows.end).to(device_),
+                                      batch.image_rows(rows.begin, rows.end).to(device_),
                                       batch.labels.slice(0, rows.begin, rows.end).to(device_)));
     check_micro_batch_draws(gen, mining_, first + m);
     first_rows.push_back(rows.begin);

@@ -244,6 +244,15 @@ data::LoaderOptions TrainingRun::loader_options(int64_t epoch, int64_t first) co
   loader_options.epoch = epoch;
   loader_options.first_batch = first;
   loader_options.num_workers = static_cast<int>(config_.num_workers);
+  // Over MPI ranks each decodes (and augments) only its micro-batches' rows; every rank still
+  // draws the whole batch's indices from the one sampler, and each row its own generator.
+  const engine::dist::World& world = engine::dist::world();
+  if (world.size > 1) {
+    const int64_t rank = world.rank, per_rank = config_.micro_batches, ranks = world.size;
+    loader_options.decoded_rows = [rank, per_rank, ranks](int64_t batch_images) {
+      return rank_rows(batch_images, rank, per_rank, ranks);
+    };
+  }
   return loader_options;
 }
 
@@ -347,8 +356,8 @@ StepOutcome TrainingRun::step_in_micro_batches(const data::Batch& batch, int64_t
   int64_t passes = 0;
   for (int64_t m = 0; m < local; ++m) {
     if (m > 0) restore_buffers(*model_, buffers_before);
-    const RowRange rows = micro_batch_rows(batch.images.size(0), first + m, total);
-    const engine::Tensor images = batch.images.slice(0, rows.begin, rows.end).to(device_);
+    const RowRange rows = micro_batch_rows(batch.size(), first + m, total);
+    const engine::Tensor images = batch.image_rows(rows.begin, rows.end).to(device_);
     const engine::Tensor labels = batch.labels.slice(0, rows.begin, rows.end).to(device_);
     engine::Generator gen = micro_batch_generator(mining_, first + m);
     attacks::defenses::TrainingContext context = context_with(gen);
@@ -382,15 +391,14 @@ StepOutcome TrainingRun::finish_micro_batch_step(
   if (loss_optimizer_) loss_optimizer_->step();
   run_.window_passes += step_passes;
   run_.passes += step_passes;
-  record_step_time(started.start, started.counters_at_start, batch.images.size(0),
-                   started.passes_before);
+  record_step_time(started.start, started.counters_at_start, batch.size(), started.passes_before);
   sampler_->next();
   ++run_.step;
   run_.window_loss_sum += means[0];
   ++run_.window_batches;
   StepOutcome outcome;
   outcome.loss = means[0];
-  outcome.images = batch.images.size(0);
+  outcome.images = batch.size();
   for (size_t k = 0; k < log_names.size(); ++k) {
     outcome.defense_logs.emplace_back(log_names[k],
                                       engine::Tensor::scalar(means[k + 1], engine::DType::F64));
