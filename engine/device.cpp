@@ -20,6 +20,8 @@ int cuda_device_count() {
   return count;
 }
 
+void use_cuda_device(int ordinal) { kernels::cuda_set_device(ordinal); }
+
 Device default_device() { return cuda_available() ? Device::cuda(0) : Device::cpu(); }
 
 Device parse_device(const std::string& text) {

@@ -26,6 +26,12 @@ struct Device {
 int cuda_device_count();
 inline bool cuda_available() { return cuda_device_count() > 0; }
 
+// Makes the visible GPU `ordinal` this process's GPU: the one that cuda:0 names from then on (the
+// engine, its kernels, cuBLAS and cuDNN run on the current device). For a process that is one of
+// several ranks on a machine (engine::dist::rank_cuda_device); call it before the first CUDA
+// tensor. Throws engine::Error when CUDA refuses.
+void use_cuda_device(int ordinal);
+
 // CUDA when a GPU is present, else CPU (the default of `--device`).
 Device default_device();
 

@@ -78,4 +78,9 @@ struct Share {
 };
 Share share_of(int64_t total, int rank, int size);
 
+// The CUDA device (ordinal among the `visible_gpus` this process sees) that rank `w` computes on:
+// its rank among the processes of its machine, one GPU per process, as NCCL requires. Throws
+// engine::Error naming the counts when the machine runs more ranks than it shows GPUs.
+int rank_cuda_device(const World& w, int visible_gpus);
+
 }  // namespace engine::dist

@@ -49,7 +49,12 @@ bool built_with_nccl() { return true; }
 void start_nccl() {
   if (communicator() != nullptr) return;
   const World& w = world();
-  check_cuda(cudaSetDevice(w.local_rank), "cudaSetDevice (the rank's local device)");
+  // The rank's GPU was made current when its device was chosen (engine::dist::rank_cuda_device);
+  // a communicator on another device than the rank's tensors would fail inside NCCL.
+  int current = -1;
+  check_cuda(cudaGetDevice(&current), "cudaGetDevice");
+  ENGINE_CHECK(current == w.local_rank, "NCCL: rank ", w.rank, " computes on GPU ", current,
+               " but its local rank is ", w.local_rank, " (one GPU per rank)");
   ncclUniqueId id;
   if (w.rank == 0) check_nccl(ncclGetUniqueId(&id), "ncclGetUniqueId");
   broadcast(&id, sizeof id, 0);

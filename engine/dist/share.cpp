@@ -17,4 +17,14 @@ Share share_of(int64_t total, int rank, int size) {
   return share;
 }
 
+int rank_cuda_device(const World& w, int visible_gpus) {
+  ENGINE_CHECK(w.local_rank >= 0 && w.local_rank < w.local_size, "rank_cuda_device: local rank ",
+               w.local_rank, " of ", w.local_size);
+  ENGINE_CHECK(w.local_rank < visible_gpus, "rank ", w.rank, " is process ", w.local_rank + 1,
+               " of ", w.local_size, " on its machine, which shows ", visible_gpus,
+               " CUDA device(s): start at most one rank per GPU (mpirun -n / --map-by), or run on "
+               "cpu");
+  return w.local_rank;
+}
+
 }  // namespace engine::dist

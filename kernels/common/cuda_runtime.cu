@@ -36,6 +36,10 @@ int cuda_multiprocessor_count() {
   return sms;
 }
 
+void cuda_set_device(int device) {
+  CUDA_CHECK(cudaSetDevice(device), "cudaSetDevice(", device, ")");
+}
+
 void* cuda_malloc(std::size_t bytes) {
   void* ptr = nullptr;
   cudaError_t status = cudaMalloc(&ptr, bytes);

@@ -14,6 +14,8 @@ namespace engine::kernels {
 int cuda_device_count();
 const char* cuda_device_name(int device);  // e.g. "NVIDIA H100 80GB HBM3"
 int cuda_multiprocessor_count();           // SMs of the current device (132 on an H100 SXM)
+void cuda_set_device(int device);          // cudaSetDevice for the calling thread (the only one
+                                           // that runs CUDA work)
 
 void* cuda_malloc(std::size_t bytes);  // throws engine::Error naming the size on failure (OOM)
 void cuda_free(void* ptr);

@@ -8,6 +8,7 @@ namespace engine::kernels {
 int cuda_device_count() { return 0; }
 const char* cuda_device_name(int) { no_cuda("cuda_device_name"); }
 int cuda_multiprocessor_count() { no_cuda("cuda_multiprocessor_count"); }
+void cuda_set_device(int) { no_cuda("cuda_set_device"); }
 void* cuda_malloc(std::size_t) { no_cuda("cuda_malloc"); }
 void cuda_free(void*) { no_cuda("cuda_free"); }
 void cuda_memcpy_host_to_device(void*, const void*, std::size_t) {

@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include <cstdlib>
+#include <string>
 
 #include "engine/dist/communicator.h"
 #include "kernels/common/check.h"
@@ -23,6 +24,29 @@ TEST_CASE("share_of: contiguous shares in rank order, the first total % size one
   CHECK(share_of(7, 0, 1).end == 7);
   CHECK_THROWS_AS(share_of(7, 1, 1), engine::Error);
   CHECK_THROWS_AS(share_of(-1, 0, 1), engine::Error);
+}
+
+TEST_CASE("rank_cuda_device: each rank of a machine takes the GPU of its local rank") {
+  using engine::dist::rank_cuda_device;
+  using engine::dist::World;
+  // Two machines of two ranks each, two GPUs each: global rank 3 is local rank 1 -> GPU 1.
+  World w;
+  w.rank = 3;
+  w.size = 4;
+  w.local_rank = 1;
+  w.local_size = 2;
+  CHECK(rank_cuda_device(w, 2) == 1);
+  CHECK(rank_cuda_device(w, 8) == 1);
+  // Two ranks on a machine that shows one GPU: NCCL cannot put both on it; the error says so.
+  try {
+    (void)rank_cuda_device(w, 1);
+    FAIL("two ranks on one GPU were accepted");
+  } catch (const engine::Error& e) {
+    CHECK(std::string(e.what()).find(
+              "rank 3 is process 2 of 2 on its machine, which shows 1 CUDA") != std::string::npos);
+  }
+  // A world of one takes GPU 0.
+  CHECK(rank_cuda_device(World{}, 1) == 0);
 }
 
 TEST_CASE("a process not started by mpirun is a world of one whose collectives copy") {

@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "engine/backend.h"
+#include "engine/dist/communicator.h"
 #include "engine/precision.h"
 #include "kernels/common/check.h"
 
@@ -197,6 +198,12 @@ engine::Device parse_device_option(const std::optional<std::string>& text,
   if (device.is_cuda() && device.index != 0) {
     throw UsageError(what + ": " + device.str() +
                      ": dml runs on one GPU, cuda:0 (pick it with CUDA_VISIBLE_DEVICES)");
+  }
+  // One of several ranks: cuda:0 becomes this rank's own GPU, its local rank among the visible
+  // ones, before the first CUDA tensor (docs/distributed.md, "One process per device").
+  const engine::dist::World& w = engine::dist::world();
+  if (device.is_cuda() && w.size > 1) {
+    engine::use_cuda_device(engine::dist::rank_cuda_device(w, engine::cuda_device_count()));
   }
   return device;
 }
