@@ -9,6 +9,7 @@
 #include <cstring>
 #include <vector>
 
+#include "engine/io/half.h"
 #include "kernels/bf16_round/bf16_round.h"
 #include "kernels/common/cuda_runtime.h"
 #include "tests/support/cuda_guard.h"
@@ -17,22 +18,10 @@ namespace k = engine::kernels;
 
 namespace {
 
-float from_bits(uint32_t bits) {
-  float value;
-  std::memcpy(&value, &bits, sizeof value);
-  return value;
-}
-
-uint32_t bits_of(float value) {
-  uint32_t bits;
-  std::memcpy(&bits, &value, sizeof bits);
-  return bits;
-}
-
 // round_to_bf16_cuda on the device over `inputs` (FP32 bit patterns): the BF16 bit patterns.
 std::vector<uint16_t> round_on_device(const std::vector<uint32_t>& inputs) {
   std::vector<float> x;
-  for (uint32_t bits : inputs) x.push_back(from_bits(bits));
+  for (uint32_t bits : inputs) x.push_back(engine::f32_from_bits(bits));
   const size_t n = x.size();
   void* x_device = k::cuda_malloc(n * sizeof(float));
   void* y_device = k::cuda_malloc(n * sizeof(uint16_t));
@@ -59,7 +48,7 @@ std::vector<uint32_t> widen_on_device(const std::vector<uint16_t>& inputs) {
   k::cuda_free(x_device);
   k::cuda_free(y_device);
   std::vector<uint32_t> bits;
-  for (float value : y) bits.push_back(bits_of(value));
+  for (float value : y) bits.push_back(engine::f32_bits(value));
   return bits;
 }
 
