@@ -7,7 +7,9 @@
 #                         [--set KEY=VALUE]... [--ers-images N]
 #
 # --set goes to `dml train` (e.g. epochs for a quick check); --ers-images attacks only the first N
-# test images (default all, as the papers do).
+# test images (default all, as the papers do). The ERS runs in the precision the model was trained
+# in (--set precision=P, else the config's "precision" key, else dml's default fp32): `dml ers`
+# evaluates in its own process's setting, so it is given --precision P (docs/gpu.md).
 # Writes DIR (default runs/repro/<config name>): run/ (the training output), train.log, ers.json,
 # ers.log; the ERS uses --robrank-compat so it compares with the published tables. When $OUT is
 # set (the device tool's output folder) the logs and JSON files are copied there too.
@@ -27,18 +29,27 @@ DML="$ROOT/build/dml"
 DIR="$ROOT/runs/repro/$NAME"
 SETS=()
 ERS_IMAGES=0
+PRECISION=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --device) DEVICE="$2"; shift 2 ;;
     --profile) PROFILE="$2"; shift 2 ;;
     --dml) DML="$2"; shift 2 ;;
     --out) DIR="$2"; shift 2 ;;
-    --set) SETS+=(--set "$2"); shift 2 ;;
+    --set)
+      SETS+=(--set "$2")
+      case "$2" in precision=*) PRECISION="${2#precision=}" ;; esac
+      shift 2 ;;
     --ers-images) ERS_IMAGES="$2"; shift 2 ;;
     *) echo "tools/repro.sh: unknown option $1" >&2; exit 2 ;;
   esac
 done
 [ -f "$CONFIG" ] || { echo "tools/repro.sh: no config $CONFIG" >&2; exit 2; }
+if [ -z "$PRECISION" ]; then
+  PRECISION="$(sed -n 's/.*"precision"[[:space:]]*:[[:space:]]*"\([a-z0-9]*\)".*/\1/p' "$CONFIG" | head -n 1)"
+fi
+ERS_PRECISION=()
+if [ -n "$PRECISION" ]; then ERS_PRECISION=(--precision "$PRECISION"); fi
 source "$ROOT/tools/gpu_env.sh"  # on a GPU machine: carried libraries and Fashion-MNIST
 [ -x "$DML" ] || { echo "tools/repro.sh: no dml program at $DML (build it first)" >&2; exit 2; }
 mkdir -p "$DIR"
@@ -70,10 +81,11 @@ fi
 
 # 2. ERS (skipped once ers.json says complete).
 if ! grep -q '"complete": true' "$DIR/ers.json" 2>/dev/null; then
-  echo "==> dml ers --profile $PROFILE (log: $DIR/ers.log)"
+  echo "==> dml ers --profile $PROFILE ${ERS_PRECISION[*]:-} (log: $DIR/ers.log)"
   start=$SECONDS
   "$DML" ers --checkpoint "$DIR/run/model.safetensors" --profile "$PROFILE" --device "$DEVICE" \
-    --max-images "$ERS_IMAGES" --robrank-compat --out "$DIR/ers.json" --resume 2>&1 |
+    --max-images "$ERS_IMAGES" --robrank-compat "${ERS_PRECISION[@]}" --out "$DIR/ers.json" \
+    --resume 2>&1 |
     tee -a "$DIR/ers.log"
   echo "[ers: $((SECONDS - start)) s in this call]" | tee -a "$DIR/ers.log"
 fi
