@@ -122,6 +122,16 @@ const char* mdprop_reduction_name(MdpropReduction reduction) {
   return reduction == MdpropReduction::Sum ? "sum" : "mean";
 }
 
+ActAnchor parse_act_anchor(const std::string& name) {
+  if (name == "normalized") return ActAnchor::Normalized;
+  if (name == "unnormalized") return ActAnchor::Unnormalized;
+  engine::fail("defense option act.anchor must be normalized or unnormalized, got '", name, "'");
+}
+
+const char* act_anchor_name(ActAnchor anchor) {
+  return anchor == ActAnchor::Normalized ? "normalized" : "unnormalized";
+}
+
 namespace {
 
 void check_finite_at_least(double value, double minimum, const char* what) {

@@ -121,6 +121,21 @@ struct MdpropOptions {
   bool shared_bn = false;
 };
 
+// ACT's anchor embedding in its training loss (robrank defenses/pnp.py, pnp_training_step):
+//   Normalized    a train-mode forward of the clean anchors, L2-normalized for metrics N and C
+//                 like f(p~) and f(n~): robrank since its issue #7 (2021-07-10, d20df3a),
+//                 "normalized"
+//   Unnormalized  robrank before it (2021-06, when its FGSM models rc2f2pf/rc2f2df were added):
+//                 the anchors' rows of the clean eval-mode forward, with gradient, NOT normalized,
+//                 against normalized f(p~) and f(n~); for metric N the loss is then
+//                 relu(||f(a) - f^(p~)|| - ||f(a) - f^(n~)|| + m), "unnormalized". C and E
+//                 normalize the same way in both (1 - cos ignores norms; E normalizes nothing),
+//                 so there only the anchor forward's mode differs (a model with BN).
+enum class ActAnchor { Normalized, Unnormalized };
+// "normalized" or "unnormalized"; anything else throws engine::Error naming act.anchor.
+ActAnchor parse_act_anchor(const std::string& name);
+const char* act_anchor_name(ActAnchor anchor);
+
 // Every option of every recipe, with the papers' defaults for 28x28 images (docs/defenses.md: the
 // defense attack is eps = 77/255, alpha = 3/255, 32 steps). A recipe reads only its own fields.
 // `dml train` fills this from the config's "defense" object (docs/config.md), where every name
@@ -131,6 +146,7 @@ struct DefenseOptions {
   double ses_weight = 1.0;  // SES: weight of the embedding-shift term (robrank: 1.0)
   HmOptions hm;
   MdpropOptions mdprop;
+  ActAnchor act_anchor = ActAnchor::Normalized;  // ACT (above); robrank today: Normalized
 };
 
 // Throws engine::Error naming the option when a value is out of range.

@@ -344,6 +344,18 @@ TEST_CASE("config: defense.hm.loss_upper and defense.hm.ics_margin (HM supplemen
              Contains("config key 'defense.hm.ics_margin' must be a number, got a string"));
 }
 
+TEST_CASE("config: defense.act.anchor (robrank's ACT anchor before and after its issue #7)",
+          "[tools][config]") {
+  const dml::TrainConfig d = resolve(json::object());
+  CHECK(d.defense.act_anchor == attacks::defenses::ActAnchor::Normalized);
+  CHECK(d.resolved["defense"]["act"]["anchor"] == "normalized");
+  const dml::TrainConfig s = resolve({{"defense", {{"act", {{"anchor", "unnormalized"}}}}}});
+  CHECK(s.defense.act_anchor == attacks::defenses::ActAnchor::Unnormalized);
+  CHECK_THAT(usage_error({{"defense", {{"act", {{"anchor", "raw"}}}}}}),
+             Contains("config key 'defense.act.anchor' must be one of normalized, unnormalized, "
+                      "got \"raw\""));
+}
+
 TEST_CASE("config: defense.mdprop.shared_bn (MDProp Appendix C.2) needs one BN branch",
           "[tools][config]") {
   CHECK_FALSE(resolve(json::object()).defense.mdprop.shared_bn);

@@ -36,7 +36,8 @@ json defense_schema() {
               {"mdprop",
                {{"targets", d.mdprop.targets},
                 {"reduction", attacks::defenses::mdprop_reduction_name(d.mdprop.reduction)},
-                {"shared_bn", d.mdprop.shared_bn}}}};
+                {"shared_bn", d.mdprop.shared_bn}}},
+              {"act", {{"anchor", attacks::defenses::act_anchor_name(d.act_anchor)}}}};
 }
 
 attacks::defenses::DefenseOptions resolve_defense(const ConfigChecker& c, const TrainConfig& t) {
@@ -84,6 +85,8 @@ attacks::defenses::DefenseOptions resolve_defense(const ConfigChecker& c, const 
   d.mdprop.reduction = attacks::defenses::parse_mdprop_reduction(
       c.one_of("defense.mdprop.reduction", {"sum", "mean"}));
   d.mdprop.shared_bn = c.flag("defense.mdprop.shared_bn");
+  d.act_anchor = attacks::defenses::parse_act_anchor(
+      c.one_of("defense.act.anchor", {"normalized", "unnormalized"}));
   if (attacks::defenses::needs_triplet_loss(d.recipe) && t.sampler_name != "spc2") {
     c.fail("defense.name", "mines SPC-2 triplets: it needs sampler.name \"spc2\"",
            c.at("defense.name"));
