@@ -38,13 +38,13 @@
 // convolution (fprop, dgrad, wgrad) multiply copies of their operands rounded exactly as the
 // tensor-core kernels round them (kernels/operand_round: cvt.rna for TF32, __float2bfloat16 for
 // BF16, bit for bit), in every pass the CUDA kernels round and no other: bias, db and dgrad with
-// C <= 4 (engine/ops/conv2d.cpp's dgrad_keeps_fp32) stay FP32, and the fused linear and
-// conv2d_pool_relu ops run unfused. The products of rounded operands are exact in FP32; the sums
-// are the CPU's FP32 sums, in its own order (Eigen's blocking, the im2col chunks), not the tensor
-// cores', so CPU and CUDA agree to FP32 accumulation error, not bit for bit. The rule is what our
-// kernels do; ConvBackend::Cudnn's dgrad for C <= 4 and cuBLAS's TF32 are the libraries' own.
-// Under fp32 the CPU makes no copies and its bits are those of every run before. f64 tensors (the
-// exact reference of the tests and gradient checks) never round.
+// C <= 4 (kernels::dgrad_is_first_layer, kernels/conv2d/conv2d.h) stay FP32, and the fused linear
+// and conv2d_pool_relu ops run unfused. The products of rounded operands are exact in FP32; the
+// sums are the CPU's FP32 sums, in its own order (Eigen's blocking, the im2col chunks), not the
+// tensor cores', so CPU and CUDA agree to FP32 accumulation error, not bit for bit. The rule is
+// what our kernels do; ConvBackend::Cudnn's dgrad for C <= 4 and cuBLAS's TF32 are the libraries'
+// own. Under fp32 the CPU makes no copies and its bits are those of every run before. f64 tensors
+// (the exact reference of the tests and gradient checks) never round.
 //
 // The setting is process-wide (all threads), like engine/backend.h's, and read when an op runs.
 // It starts as fp32 and unset; set_precision() sets it (`--precision` on every dml subcommand,

@@ -15,23 +15,14 @@
 
 #include <cmath>
 #include <cstdint>
-#include <cstring>
 
+#include "kernels/common/float_bits.h"
 #include "kernels/operand_round/operand_round.h"
 
 namespace engine {
 
-inline uint32_t f32_bits(float value) {
-  uint32_t bits;
-  std::memcpy(&bits, &value, sizeof bits);
-  return bits;
-}
-
-inline float f32_from_bits(uint32_t bits) {
-  float value;
-  std::memcpy(&value, &bits, sizeof value);
-  return value;
-}
+using kernels::f32_bits;  // kernels/common/float_bits.h
+using kernels::f32_from_bits;
 
 inline float f16_to_f32(uint16_t h) {
   const uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;

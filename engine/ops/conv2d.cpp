@@ -8,11 +8,10 @@
 // cuDNN in its TF32 math mode (kernels/common/library_math.h); under bf16 ours run on BF16 tensor
 // cores (the same choice of kernels) and cuDNN in BF16. CPU f32 tensors follow tf32 and bf16 by
 // rounding copies of each pass's two operands as our tensor-core kernels do (fprop x and w, dgrad
-// dy and w, wgrad dy and x; bias, db and the first-layer dgrad, dgrad_keeps_fp32, stay FP32) and
-// summing in the im2col GEMM's FP32 order; f64 tensors never round.
-// Backward computes exactly the gradients asked for: dgrad only when the input's gradient is
-// needed, wgrad only for the weight, db only for the bias — an attack's grad(loss, {x}) never
-// pays for a weight gradient.
+// dy and w, wgrad dy and x; bias, db and the first-layer dgrad, kernels::dgrad_is_first_layer, stay
+// FP32) and summing in the im2col GEMM's FP32 order; f64 tensors never round. Backward computes
+// exactly the gradients asked for: dgrad only when the input's gradient is needed, wgrad only for
+// the weight, db only for the bias — an attack's grad(loss, {x}) never pays for a weight gradient.
 #include <utility>
 #include <vector>
 
@@ -80,27 +79,16 @@ void wgrad_cuda(const kernels::Conv2dShape& shape, const Tensor& dy, const Tenso
   }
 }
 
-// Whether dgrad keeps FP32 operands under tf32 and bf16: our CUDA dgrads (strict, WMMA and
-// mma.sync) hand a first layer, C <= 4 and R S <= 2048, to the direct FP32 kernel in every
-// precision (launch_dgrad_direct_for_first_layer and kDirectDgradDefaultMaxC,
-// kDirectDgradFilterTaps in kernels/conv2d/conv2d_geometry.cuh, a CUDA-only header, hence the
-// bounds restated here). The CPU has one dgrad for every C, but its rounding follows this rule so
-// that CPU and CUDA round the same operands: an attack's input gradient through conv1 stays FP32
-// on both. tests/ops/precision_cpu_test.cpp holds the CPU to the emulated CUDA path on
-// both sides of the bound, so a change to one rule without the other fails there.
-bool dgrad_keeps_fp32(const kernels::Conv2dShape& shape) {
-  return shape.C <= 4 && shape.R * shape.S <= 2048;
-}
-
 // The CPU backward (f32) under tf32 or bf16: dgrad and dw multiply rounded copies of their
-// operands (dgrad's only when dgrad_keeps_fp32 says no), db sums the unrounded dy in FP32, as
-// the tensor-core kernels' db does.
+// operands (dgrad's only outside the first-layer rule, kernels::dgrad_is_first_layer, so that CPU
+// and CUDA round the same operands: an attack's input gradient through conv1 stays FP32 on both),
+// db sums the unrounded dy in FP32, as the tensor-core kernels' db does.
 void cpu_backward_rounded(const kernels::Conv2dShape& shape, const Tensor& dy,
                           const Tensor& x_saved, const Tensor& w_saved,
                           std::vector<Tensor>& grads) {
   const Tensor dy_rounded = detail::cpu_rounded_operand(dy);
   if (grads[0].defined()) {
-    const bool fp32 = dgrad_keeps_fp32(shape);
+    const bool fp32 = kernels::dgrad_is_first_layer(shape);
     const Tensor w_operand = fp32 ? w_saved : detail::cpu_rounded_operand(w_saved);
     kernels::conv2d_dgrad_fast_cpu<float>(shape, (fp32 ? dy : dy_rounded).data<float>(),
                                           w_operand.data<float>(), grads[0].data<float>());

@@ -58,6 +58,18 @@ inline double conv2d_bytes(const Conv2dShape& s) {
   return 4.0 * (x + w + y);
 }
 
+// The first-layer dgrad rule, one definition for every backend: a layer with C <= 4 input
+// channels and R S <= 2048 filter taps (an image layer such as C2F2's conv1) gets its input
+// gradient from the direct FP32 kernel in every precision, because an implicit GEMM's
+// 32-to-128-column tile over C would be mostly zero columns (conv2d_dgrad_direct_cuda.cu). The
+// CUDA dgrads (strict, WMMA, mma.sync) launch by it; the CPU's rounded backward under tf32/bf16
+// (engine/ops/conv2d.cpp) keeps FP32 operands by it, so both round the same operands.
+constexpr int64_t kFirstLayerDgradMaxC = 4;
+constexpr int64_t kFirstLayerDgradMaxTaps = 2048;  // the direct kernel's filter chunk, in float4
+inline bool dgrad_is_first_layer(const Conv2dShape& s) {
+  return s.C <= kFirstLayerDgradMaxC && s.R * s.S <= kFirstLayerDgradMaxTaps;
+}
+
 // ---- reference: plain loops ----
 // y = x * w (+ bias when bias != nullptr).
 template <typename T>

@@ -136,7 +136,7 @@ void conv2d_detail::launch_dgrad_direct(const Geometry& g, const float* dy, cons
 bool conv2d_detail::launch_dgrad_direct_for_first_layer(const Conv2dShape& shape, const Geometry& g,
                                                         const float* dy, const float* w, float* dx,
                                                         const char* op) {
-  if (g.C > kDirectDgradDefaultMaxC || g.R * g.S > kDirectDgradFilterTaps) return false;
+  if (!dgrad_is_first_layer(shape)) return false;
   describe_next_launch({"conv2d_dgrad_direct", conv2d_flops(shape), conv2d_bytes(shape)});
   launch_dgrad_direct(g, dy, w, dx, op);
   return true;

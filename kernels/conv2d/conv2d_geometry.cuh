@@ -272,9 +272,9 @@ __device__ __forceinline__ float wgrad_b(const Geometry& g, const float* __restr
 // layer; the GEMM's 128-column tile would be mostly zeros), conv2d_dgrad_direct_cuda takes any
 // C <= kDirectDgradMaxC; both need ceil(C / 4) R S <= kDirectDgradFilterTaps (one filter chunk
 // in shared memory holds at least one output channel).
-constexpr int kDirectDgradDefaultMaxC = 4;
+constexpr int kDirectDgradDefaultMaxC = int(kFirstLayerDgradMaxC);  // conv2d.h's first-layer rule
 constexpr int kDirectDgradMaxC = 32;
-constexpr int kDirectDgradFilterTaps = 2048;  // float4 per chunk: 32 KiB of shared memory
+constexpr int kDirectDgradFilterTaps = int(kFirstLayerDgradMaxTaps);  // float4: 32 KiB of smem
 
 // dgrad's grid has one z-slice per phase: sh sw of them, at most 65535 (both dgrad paths).
 inline void check_dgrad_phases(const Geometry& g, const char* op) {
@@ -287,10 +287,10 @@ inline void check_dgrad_phases(const Geometry& g, const char* op) {
 void launch_dgrad_direct(const Geometry& g, const float* dy, const float* w, float* dx,
                          const char* op);
 
-// The first-layer rule both dgrad launchers (conv2d_dgrad_cuda, conv2d_dgrad_tensor_core_cuda)
-// follow: when C <= kDirectDgradDefaultMaxC and R S <= kDirectDgradFilterTaps (a first layer,
-// whose GEMM tile would be mostly zero columns) it describes and launches the direct FP32 kernel
-// and returns true; otherwise it launches nothing and returns false. Same preconditions on g as
+// The first-layer rule every dgrad launcher (conv2d_dgrad_cuda, conv2d_dgrad_tensor_core_cuda,
+// conv2d_dgrad_mma_cuda) follows: when dgrad_is_first_layer(shape) (conv2d.h) it describes and
+// launches the direct FP32 kernel and returns true; otherwise it launches nothing and returns
+// false. Same preconditions on g as
 // launch_dgrad_direct, save the C bound it checks itself.
 bool launch_dgrad_direct_for_first_layer(const Conv2dShape& shape, const Geometry& g,
                                          const float* dy, const float* w, float* dx,

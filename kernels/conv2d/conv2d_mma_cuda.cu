@@ -254,12 +254,7 @@ void conv2d_dgrad_mma_cuda(const Conv2dShape& shape, const float* dy, const floa
   const Geometry g = geometry(shape, op);
   if (g.N == 0 || g.H == 0 || g.W == 0) return;
   check_dgrad_phases(g, op);
-  if (g.C <= kDirectDgradDefaultMaxC && g.R * g.S <= kDirectDgradFilterTaps) {
-    // A first layer: the direct FP32 kernel, as the WMMA path (the header says why).
-    describe_next_launch({"conv2d_dgrad_direct", conv2d_flops(shape), conv2d_bytes(shape)});
-    launch_dgrad_direct(g, dy, w, dx, op);
-    return;
-  }
+  if (launch_dgrad_direct_for_first_layer(shape, g, dy, w, dx, op)) return;
   // Phase (0, 0) has the most pixels: ceil(H / sh) ceil(W / sw) per image.
   const int64_t rows = int64_t(g.N) * ceil_div(g.H, g.sh) * ceil_div(g.W, g.sw);
   const dim3 grid(blocks_for(rows, kTileM), blocks_for(g.C, kTileN), g.sh * g.sw);

@@ -4,6 +4,8 @@
 // objective at the clean images and its direction) is in contract_test.cpp.
 #include <catch2/catch.hpp>
 
+#include <utility>
+
 #include "attacks/defenses/act.h"
 #include "attacks/defenses/common.h"
 #include "attacks/defenses/defense.h"
@@ -16,6 +18,27 @@ namespace {
 using engine::Tensor;
 using losses::Metric;
 using losses::Miner;
+
+// ACT's steps 1-2 re-derived on the twin from public pieces: mining with band 1.0 on the clean
+// eval-mode embeddings, then PGD (attacks/pgd.h) in eval mode on the stacked [P; N] images
+// descending mean_i d(f^(p~_i), f^(n~_i)). Returns the triplets and the adversarial [P~; N~].
+struct MinedAndCollapsed {
+  losses::Triplets triplets;
+  Tensor adversarial_pn;
+};
+
+MinedAndCollapsed mine_and_collapse_on_twin(defense_test::TwinSetup& s) {
+  models::Model& m = *s.twin.model;
+  losses::Triplets t = s.mine_on_twin().triplets;
+  const int64_t b = t.size();
+  Tensor adversarial_pn =
+      s.pgd_on_twin(engine::concat({t.positive, t.negative}, 0), [&](const Tensor& x, int64_t) {
+        const Tensor e = losses::embed_for_metric(m.forward(x), Metric::N);
+        return engine::mean(
+            losses::row_distance(e.slice(0, 0, b), e.slice(0, b, 2 * b), Metric::N));
+      });
+  return {std::move(t), std::move(adversarial_pn)};
+}
 
 }  // namespace
 
@@ -41,21 +64,14 @@ TEST_CASE(
     "in a second forward",
     "[defenses]") {
   // act.cpp steps 1-3 re-derived on a twin (same weights, same stream) from public pieces:
-  // mining with band 1.0 on the clean eval-mode embeddings, PGD (attacks/pgd.h) in eval mode on
-  // the stacked [P; N] images descending mean_i d(f^(p~_i), f^(n~_i)), then train-mode forwards
-  // f([P~; N~]) and f(A) (a BN model: the batch statistics show the grouping) and the triplet
-  // loss with the loss margin.
+  // mine_and_collapse_on_twin (steps 1-2), then train-mode forwards f([P~; N~]) and f(A) (a BN
+  // model: the batch statistics show the grouping) and the triplet loss with the loss margin.
   defense_test::TwinSetup s(83, 24, 93);
   models::Model& m = *s.twin.model;
-  const losses::Triplets t = s.mine_on_twin().triplets;
+  const MinedAndCollapsed mc = mine_and_collapse_on_twin(s);
+  const losses::Triplets& t = mc.triplets;
   const int64_t b = t.size();
-  const Tensor adversarial_pn =
-      s.pgd_on_twin(engine::concat({t.positive, t.negative}, 0), [&](const Tensor& x, int64_t) {
-        const Tensor e = losses::embed_for_metric(m.forward(x), Metric::N);
-        return engine::mean(
-            losses::row_distance(e.slice(0, 0, b), e.slice(0, b, 2 * b), Metric::N));
-      });
-  const Tensor pn = m.forward(adversarial_pn);
+  const Tensor pn = m.forward(mc.adversarial_pn);
   const Tensor anchors = m.forward(engine::index_select(s.batch.images, t.anchor));
   const double expected =
       losses::triplet_loss_rows(anchors, pn.slice(0, 0, b), pn.slice(0, b, 2 * b), Metric::N, 0.2)
@@ -100,15 +116,10 @@ TEST_CASE(
   // f^(p~), f^(n~) (metric E's distance, which normalizes nothing).
   defense_test::TwinSetup s(83, 24, 93);
   models::Model& m = *s.twin.model;
-  const losses::Triplets t = s.mine_on_twin().triplets;
+  const MinedAndCollapsed mc = mine_and_collapse_on_twin(s);
+  const losses::Triplets& t = mc.triplets;
   const int64_t b = t.size();
-  const Tensor adversarial_pn =
-      s.pgd_on_twin(engine::concat({t.positive, t.negative}, 0), [&](const Tensor& x, int64_t) {
-        const Tensor e = losses::embed_for_metric(m.forward(x), Metric::N);
-        return engine::mean(
-            losses::row_distance(e.slice(0, 0, b), e.slice(0, b, 2 * b), Metric::N));
-      });
-  const Tensor pn = m.forward(adversarial_pn);
+  const Tensor pn = m.forward(mc.adversarial_pn);
   m.eval();
   const Tensor anchors = m.forward(engine::index_select(s.batch.images, t.anchor));
   m.train();

@@ -7,12 +7,12 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 #include <string>
 #include <vector>
 
 #include "engine/backend.h"
 #include "engine/tensor.h"
+#include "kernels/common/float_bits.h"
 #include "kernels/conv2d/conv2d.h"
 #include "tests/support/cuda_guard.h"
 #include "tests/support/tensors.h"
@@ -93,10 +93,7 @@ Outputs run(const Conv2dShape& s, const Inputs& in, ConvTile tile) {
 std::vector<uint32_t> bits(const std::vector<double>& values) {
   std::vector<uint32_t> out;
   for (double v : values) {
-    const float f = static_cast<float>(v);
-    uint32_t u;
-    std::memcpy(&u, &f, sizeof u);
-    out.push_back(u);
+    out.push_back(engine::kernels::f32_bits(static_cast<float>(v)));
   }
   return out;
 }

@@ -76,44 +76,41 @@ TEST_CASE("config: precision is fp32 by default, tf32 or bf16 by name, else an e
                     Catch::Contains("--precision: unknown precision 'TF32'"));
 }
 
-TEST_CASE("dml train: the precision is stored with the run, a CPU run trains in tf32",
-          "[tools][train]") {
+namespace {
+
+// Trains the tiny config in fp32 and in `precision` (tf32 or bf16) on the CPU: both runs store
+// their precision, the CPU's products round their operands in `precision` (other weights than
+// fp32's), and `dml eval` of the rounded run prints the precision it was trained in beside the
+// one it evaluates in.
+void check_cpu_run_in(const std::string& precision) {
   RestorePrecision restore;
   test::TempDir dir;
-  const std::string fp32_dir = dir.file("fp32"), tf32_dir = dir.file("tf32");
+  const std::string fp32_dir = dir.file("fp32"), rounded_dir = dir.file(precision);
   train_tiny_and_check_stored(fp32_dir, "fp32");
-  train_tiny_and_check_stored(tf32_dir, "tf32");
-  // The CPU's products round their operands to TF32: other weights than fp32's.
+  train_tiny_and_check_stored(rounded_dir, precision);
   CHECK(tensor_bytes(fp32_dir + "/model.safetensors") !=
-        tensor_bytes(tf32_dir + "/model.safetensors"));
+        tensor_bytes(rounded_dir + "/model.safetensors"));
 
-  // dml eval prints both: the run's precision and the one it evaluates in.
   engine::set_precision(engine::Precision::Fp32);
   const std::string printed = test::output_of(1, dir.file("stdout.txt"), [&] {
-    dml::Args args({"--checkpoint", tf32_dir + "/model.safetensors", "--device", "cpu", "--root",
+    dml::Args args({"--checkpoint", rounded_dir + "/model.safetensors", "--device", "cpu", "--root",
                     tiny_training::data_root(), "--max-images", "10"});
     CHECK(dml::run_eval(args) == 0);
   });
-  CHECK_THAT(printed, Catch::Contains("precision   trained in tf32, evaluated in fp32\n"));
+  CHECK_THAT(printed,
+             Catch::Contains("precision   trained in " + precision + ", evaluated in fp32\n"));
+}
+
+}  // namespace
+
+TEST_CASE("dml train: the precision is stored with the run, a CPU run trains in tf32",
+          "[tools][train]") {
+  check_cpu_run_in("tf32");
 }
 
 TEST_CASE("dml train: precision bf16 runs on the CPU and is stored with the run",
           "[tools][train]") {
-  RestorePrecision restore;
-  test::TempDir dir;
-  const std::string fp32_dir = dir.file("fp32"), bf16_dir = dir.file("bf16");
-  train_tiny_and_check_stored(fp32_dir, "fp32");
-  train_tiny_and_check_stored(bf16_dir, "bf16");
-  CHECK(tensor_bytes(fp32_dir + "/model.safetensors") !=
-        tensor_bytes(bf16_dir + "/model.safetensors"));
-
-  engine::set_precision(engine::Precision::Fp32);
-  const std::string printed = test::output_of(1, dir.file("stdout.txt"), [&] {
-    dml::Args args({"--checkpoint", bf16_dir + "/model.safetensors", "--device", "cpu", "--root",
-                    tiny_training::data_root(), "--max-images", "10"});
-    CHECK(dml::run_eval(args) == 0);
-  });
-  CHECK_THAT(printed, Catch::Contains("precision   trained in bf16, evaluated in fp32\n"));
+  check_cpu_run_in("bf16");
 }
 
 TEST_CASE("dml --precision on any subcommand sets the policy, dml train stores it over the key",

@@ -12,6 +12,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -127,6 +128,127 @@ std::vector<AttackSummary> finished_attacks(const std::string& path, const nlohm
   return finished;
 }
 
+// The attacks of `profile`, parsed; an unknown name is a usage error.
+std::vector<attacks::AttackSpec> profile_attack_specs(const std::string& profile) {
+  std::vector<attacks::AttackSpec> specs;
+  try {
+    for (const std::string& text : attacks::profile_specs(profile)) {
+      specs.push_back(attacks::parse_attack_spec(text));
+    }
+  } catch (const engine::Error& e) {
+    throw UsageError(std::string("--profile: ") + e.what());
+  }
+  return specs;
+}
+
+// The ten raw ERS columns (CA+ ... GTT) from the summaries of an ERS profile's attacks.
+metrics::ErsRow ers_raw_row(const std::vector<AttackSummary>& summaries,
+                            const std::string& profile) {
+  metrics::ErsRow raw{};
+  const std::vector<attacks::ErsSource>& sources = attacks::ers_sources();
+  for (size_t c = 0; c < sources.size(); ++c) {
+    bool found = false;
+    for (const AttackSummary& s : summaries) {
+      if (s.label == sources[c].attack) {
+        raw[c] = adversarial_value(s, sources[c].measure);
+        found = true;
+      }
+    }
+    ENGINE_CHECK(found, "profile ", profile, " has no ", sources[c].attack, " attack");
+  }
+  return raw;
+}
+
+// The attacks done so far and what identifies the run: the JSON that `dml ers` prints and, with
+// --out, rank 0 rewrites (atomically) after every attack, with "complete": false until the last,
+// so an interrupted hour-long run keeps what it finished.
+struct ErsReport {
+  ErsReport(const AttackSetup& setup_, std::string checkpoint_, std::string weights_hash_,
+            std::string profile_, std::string out_path_, const ErsWorstCase* worst_)
+      : setup(setup_),
+        checkpoint(std::move(checkpoint_)),
+        weights_hash(std::move(weights_hash_)),
+        profile(std::move(profile_)),
+        out_path(std::move(out_path_)),
+        worst(worst_) {}
+
+  const AttackSetup& setup;
+  std::string checkpoint, weights_hash, profile, out_path;
+  const ErsWorstCase* worst;  // --worst-case, else nullptr
+  std::vector<AttackSummary> summaries;
+  nlohmann::ordered_json attacks_json = nlohmann::ordered_json::array();
+  double seconds = 0.0;
+
+  void add(const AttackSummary& summary) {
+    summaries.push_back(summary);
+    attacks_json.push_back(attack_summary_json(summary));
+  }
+
+  nlohmann::ordered_json write(bool complete) const {
+    nlohmann::ordered_json out;
+    out["checkpoint"] = checkpoint;
+    out["weights_fnv1a64"] = weights_hash;
+    out["profile"] = profile;
+    out["metric"] = losses::metric_name(setup.metric);
+    out["batch_size"] = setup.run.batch_size;
+    out["dataset"] = setup.dataset + ":" + setup.split;
+    out["images"] = summaries.empty() ? 0 : summaries.front().images;
+    out["robrank_compat"] = setup.run.robrank_compat;
+    out["seed"] = setup.run.seed;
+    out["random_streams"] = kRandomStreams;
+    out["device"] = setup.device.str();
+    out["seconds"] = seconds;
+    out["complete"] = complete;
+    const bool is_ers = attacks::is_ers_profile(profile);
+    if (complete && is_ers) {
+      const metrics::ErsRow raw = ers_raw_row(summaries, profile);
+      for (size_t c = 0; c < raw.size(); ++c) out[metrics::ers_column_names()[c]] = raw[c];
+      out["ers"] = metrics::empirical_robustness_score(raw);
+    }
+    if (attacks::is_curve_profile(profile)) {
+      out["curve"] = curve_results_json(profile, setup.dataset, summaries);
+    }
+    out["attacks"] = attacks_json;
+    if (worst) {
+      out["worst_case"] = worst->worst_case_json(complete && is_ers);
+      if (complete) out["sanity"] = worst->sanity_json();
+    }
+    if (!out_path.empty() && writes_results()) {
+      engine::detail::write_file_atomically(out_path, out.dump(2) + "\n");
+    }
+    return out;
+  }
+};
+
+// The finished report as a table: one row per attack measure, then the ERS row (ERS profiles),
+// the curve tables (curve profiles) and the worst case (--worst-case).
+void print_ers_report(const ErsReport& report, const nlohmann::ordered_json& out) {
+  const AttackSetup& setup = report.setup;
+  std::printf("profile %s on %s %s (%lld images), %s, %.0fs\n\n", report.profile.c_str(),
+              setup.dataset.c_str(), setup.split.c_str(),
+              static_cast<long long>(out["images"].get<int64_t>()), setup.device.str().c_str(),
+              report.seconds);
+  std::printf("%-52s %-16s %10s %12s %10s\n", "attack", "measure", "clean", "adversarial",
+              "max|delta|");
+  for (const AttackSummary& s : report.summaries) {
+    for (size_t m = 0; m < s.names.size(); ++m) {
+      std::printf("%-52s %-16s %10.3f %12.3f %10.5f\n", m == 0 ? s.spec.c_str() : "",
+                  s.names[m].c_str(), s.clean[m], s.adversarial[m], s.perturbation.max_delta);
+    }
+  }
+  const bool is_ers = attacks::is_ers_profile(report.profile);
+  if (is_ers) {
+    const metrics::ErsRow raw = ers_raw_row(report.summaries, report.profile);
+    std::printf("\n");
+    for (const std::string& name : metrics::ers_column_names()) std::printf("%7s", name.c_str());
+    std::printf("%7s\n", "ERS");
+    for (double v : raw) std::printf("%7.3g", v);
+    std::printf("%7.1f\n", metrics::empirical_robustness_score(raw));
+  }
+  if (attacks::is_curve_profile(report.profile)) print_curve_tables(out.at("curve"));
+  if (report.worst) report.worst->print(is_ers);
+}
+
 }  // namespace
 
 int run_ers(Args& args) {
@@ -146,14 +268,7 @@ int run_ers(Args& args) {
   refuse_output_over_input(out_path, "--out", options.checkpoint, "--checkpoint");
   if (resume && out_path.empty()) throw UsageError("--resume needs --out (the file to resume)");
   check_result_file(out_path, "--out", existing);
-  std::vector<attacks::AttackSpec> specs;
-  try {
-    for (const std::string& text : attacks::profile_specs(profile)) {
-      specs.push_back(attacks::parse_attack_spec(text));
-    }
-  } catch (const engine::Error& e) {
-    throw UsageError(std::string("--profile: ") + e.what());
-  }
+  std::vector<attacks::AttackSpec> specs = profile_attack_specs(profile);
   AttackSetup setup = setup_attack(options);
   if (!writes_results()) setup.run.progress = false;  // several MPI ranks: rank 0 shows progress
   const std::string weights_hash = file_fnv1a64(options.checkpoint);
@@ -174,58 +289,8 @@ int run_ers(Args& args) {
                    collapse.passed ? "passed" : "FLAGGED", collapse.detail.c_str());
     }
   }
+  ErsReport report(setup, options.checkpoint, weights_hash, profile, out_path, worst.get());
 
-  // The JSON of the attacks done so far; with --out rank 0 rewrites it (atomically) after every
-  // attack, with "complete": false until the last, so an interrupted hour-long run keeps what it
-  // finished.
-  nlohmann::ordered_json attacks_json = nlohmann::ordered_json::array();
-  std::vector<AttackSummary> summaries;
-  double seconds = 0.0;
-  const bool is_ers = attacks::is_ers_profile(profile);
-  metrics::ErsRow raw{};
-  auto results = [&](bool complete) {
-    nlohmann::ordered_json out;
-    out["checkpoint"] = options.checkpoint;
-    out["weights_fnv1a64"] = weights_hash;
-    out["profile"] = profile;
-    out["metric"] = losses::metric_name(setup.metric);
-    out["batch_size"] = setup.run.batch_size;
-    out["dataset"] = setup.dataset + ":" + setup.split;
-    out["images"] = summaries.empty() ? 0 : summaries.front().images;
-    out["robrank_compat"] = setup.run.robrank_compat;
-    out["seed"] = setup.run.seed;
-    out["random_streams"] = kRandomStreams;
-    out["device"] = setup.device.str();
-    out["seconds"] = seconds;
-    out["complete"] = complete;
-    if (complete && is_ers) {
-      const std::vector<attacks::ErsSource>& sources = attacks::ers_sources();
-      for (size_t c = 0; c < sources.size(); ++c) {
-        bool found = false;
-        for (const AttackSummary& s : summaries) {
-          if (s.label == sources[c].attack) {
-            raw[c] = adversarial_value(s, sources[c].measure);
-            found = true;
-          }
-        }
-        ENGINE_CHECK(found, "profile ", profile, " has no ", sources[c].attack, " attack");
-        out[metrics::ers_column_names()[c]] = raw[c];
-      }
-      out["ers"] = metrics::empirical_robustness_score(raw);
-    }
-    if (attacks::is_curve_profile(profile)) {
-      out["curve"] = curve_results_json(profile, setup.dataset, summaries);
-    }
-    out["attacks"] = attacks_json;
-    if (worst) {
-      out["worst_case"] = worst->worst_case_json(complete && is_ers);
-      if (complete) out["sanity"] = worst->sanity_json();
-    }
-    if (!out_path.empty() && writes_results()) {
-      engine::detail::write_file_atomically(out_path, out.dump(2) + "\n");
-    }
-    return out;
-  };
   std::vector<AttackSummary> finished;  // --resume: what the previous run wrote
   // Rank 0's file (the one it wrote), so every rank skips the same attacks.
   const std::optional<std::string> previous_text =
@@ -237,7 +302,7 @@ int run_ers(Args& args) {
     if (worst) worst->restore(out_path, previous);
     finished =
         finished_attacks(out_path, previous, options.checkpoint, weights_hash, profile, setup);
-    for (const AttackSummary& f : finished) seconds += f.seconds;
+    for (const AttackSummary& f : finished) report.seconds += f.seconds;
     if (writes_results()) {
       std::fprintf(stderr, "ers: resuming %s: %zu of %zu attacks already done\n", out_path.c_str(),
                    finished.size(), specs.size());
@@ -249,47 +314,23 @@ int run_ers(Args& args) {
     auto done = std::find_if(finished.begin(), finished.end(),
                              [&](const AttackSummary& f) { return f.spec == canonical; });
     if (done != finished.end()) {
-      summaries.push_back(*done);
-      attacks_json.push_back(attack_summary_json(summaries.back()));
+      report.add(*done);
     } else {
-      summaries.push_back(
-          run_attack(*setup.trained.model, setup.images, setup.gallery, spec,
-                     worst ? worst->single_run_settings(setup.run, spec) : setup.run));
-      attacks_json.push_back(attack_summary_json(summaries.back()));
-      seconds += summaries.back().seconds;
-      if (summaries.size() < specs.size()) results(false);
+      report.add(run_attack(*setup.trained.model, setup.images, setup.gallery, spec,
+                            worst ? worst->single_run_settings(setup.run, spec) : setup.run));
+      report.seconds += report.summaries.back().seconds;
+      if (report.summaries.size() < specs.size()) report.write(false);
     }
-    if (worst) worst->run_restarts(setup, spec, [&] { results(false); });
+    if (worst) worst->run_restarts(setup, spec, [&] { report.write(false); });
   }
   if (worst) worst->run_sanity(setup, specs);
-  const nlohmann::ordered_json out = results(true);
+  const nlohmann::ordered_json out = report.write(true);
   if (!writes_results()) return 0;
-
   if (setup.json) {
     std::printf("%s\n", out.dump().c_str());
-    return 0;
+  } else {
+    print_ers_report(report, out);
   }
-  std::printf("profile %s on %s %s (%lld images), %s, %.0fs\n\n", profile.c_str(),
-              setup.dataset.c_str(), setup.split.c_str(),
-              static_cast<long long>(out["images"].get<int64_t>()), setup.device.str().c_str(),
-              seconds);
-  std::printf("%-52s %-16s %10s %12s %10s\n", "attack", "measure", "clean", "adversarial",
-              "max|delta|");
-  for (const AttackSummary& s : summaries) {
-    for (size_t m = 0; m < s.names.size(); ++m) {
-      std::printf("%-52s %-16s %10.3f %12.3f %10.5f\n", m == 0 ? s.spec.c_str() : "",
-                  s.names[m].c_str(), s.clean[m], s.adversarial[m], s.perturbation.max_delta);
-    }
-  }
-  if (is_ers) {
-    std::printf("\n");
-    for (const std::string& name : metrics::ers_column_names()) std::printf("%7s", name.c_str());
-    std::printf("%7s\n", "ERS");
-    for (double v : raw) std::printf("%7.3g", v);
-    std::printf("%7.1f\n", metrics::empirical_robustness_score(raw));
-  }
-  if (attacks::is_curve_profile(profile)) print_curve_tables(out.at("curve"));
-  if (worst) worst->print(is_ers);
   return 0;
 }
 
