@@ -36,10 +36,10 @@
 //                         pipeline (kernels/matmul/matmul_tensor_core_cuda.cu) [default]
 //   TensorCoreGemm::Mma   mma.sync m16n8k8 (TF32) / m16n8k16 (BF16), 128 x 64 tiles, a 3-stage
 //                         cp.async pipeline (kernels/matmul/matmul_mma_cuda.cu)
-//   TensorCoreGemm::Wgmma wgmma m64n128k8 (sm_90a), TF32 only (under bf16 matmul runs Wmma),
-//                         128 x 128 tiles, a 3-stage cp.async pipeline
-//                         (kernels/matmul/matmul_wgmma_cuda.cu); on a device that is not compute
-//                         capability 9.0 matmul throws engine::Error (no silent fallback)
+//   TensorCoreGemm::Wgmma wgmma m64n128k8 (TF32) / m64n128k16 (BF16) (sm_90a), 128 x 128 tiles,
+//                         a 3-stage (TF32) or 2-stage plus BF16 conversion (BF16) cp.async
+//                         pipeline (kernels/matmul/matmul_wgmma_cuda.cu); on a device that is not
+//                         compute capability 9.0 matmul throws engine::Error (no silent fallback)
 // All round the operands alike and accumulate in FP32; the sums' rounding may differ. Wmma stays
 // the default until a GPU has timed them.
 //

@@ -44,9 +44,9 @@ Tensor gemm(const Tensor& a, bool trans_a, const Tensor& b, bool trans_b, const 
     } else if (policy != Precision::Fp32 && tensor_core_gemm() == TensorCoreGemm::Mma) {
       kernels::matmul_mma_cuda(m, n, k, a.data<float>(), b.data<float>(), trans_a, trans_b,
                                c.data<float>(), /*accumulate=*/false, policy);
-    } else if (policy == Precision::Tf32 && tensor_core_gemm() == TensorCoreGemm::Wgmma) {
+    } else if (policy != Precision::Fp32 && tensor_core_gemm() == TensorCoreGemm::Wgmma) {
       kernels::matmul_wgmma_cuda(m, n, k, a.data<float>(), b.data<float>(), trans_a, trans_b,
-                                 c.data<float>(), /*accumulate=*/false);
+                                 c.data<float>(), /*accumulate=*/false, policy);
     } else if (policy != Precision::Fp32) {
       kernels::matmul_tensor_core_cuda(m, n, k, a.data<float>(), b.data<float>(), trans_a, trans_b,
                                        c.data<float>(), /*accumulate=*/false, policy);

@@ -1,21 +1,24 @@
-// The TF32 GEMM on sm_90a's warpgroup MMA (wgmma) with a cp.async pipeline
-// (matmul_wgmma_cuda.cu), and the one-instruction probe that the wgmma layout test runs
-// (tests/kernels/wgmma_test.cpp). Beside the WMMA and mma.sync TF32 GEMMs; engine::
-// tensor_core_gemm() (engine/backend.h, ENGINE_TC_GEMM=wgmma) picks it for matmul under the tf32
-// precision policy.
+// The TF32 and BF16 GEMM on sm_90a's warpgroup MMA (wgmma) with a cp.async pipeline
+// (matmul_wgmma_cuda.cu), and the one-instruction probes that the wgmma layout test runs
+// (tests/kernels/wgmma_test.cpp). Beside the WMMA and mma.sync GEMMs; engine::tensor_core_gemm()
+// (engine/backend.h, ENGINE_TC_GEMM=wgmma) picks it for matmul under the tf32 and bf16 precision
+// policies.
 #pragma once
 
 #include <cstdint>
 
+#include "kernels/common/precision.h"
+
 namespace engine::kernels {
 
-// matmul_tensor_core_cuda's contract with Precision::Tf32 (kernels/matmul/matmul.h): C (+)= op(A)
-// op(B) with every operand rounded to TF32 (cvt.rna) and FP32 accumulation; device pointers, the
-// current stream. Needs a device of compute capability 9.0 (H100, H200) and a build that compiled
-// the kernel for sm_90a (CMAKE_CUDA_ARCHITECTURES with 90): else throws engine::Error naming the
-// device's capability, launching nothing. Tile, pipeline and costs: matmul_wgmma_cuda.cu.
+// matmul_tensor_core_cuda's contract (kernels/matmul/matmul.h) in `precision`, Tf32 or Bf16 (Fp32
+// is refused): C (+)= op(A) op(B) with every operand rounded to TF32 (cvt.rna) or to BF16 (ties to
+// even, as __float2bfloat16) and FP32 accumulation; device pointers, the current stream. Needs a
+// device of compute capability 9.0 (H100, H200) and a build that compiled the kernel for sm_90a
+// (CMAKE_CUDA_ARCHITECTURES with 90): else throws engine::Error naming the device's capability,
+// launching nothing. Tile, pipeline and costs: matmul_wgmma_cuda.cu.
 void matmul_wgmma_cuda(int64_t m, int64_t n, int64_t k, const float* a, const float* b,
-                       bool trans_a, bool trans_b, float* c, bool accumulate);
+                       bool trans_a, bool trans_b, float* c, bool accumulate, Precision precision);
 
 // Why matmul_wgmma_cuda would refuse this device, or "" when it can run here.
 const char* wgmma_unsupported_reason();
@@ -36,5 +39,17 @@ void wgmma_m64nNk8_tf32_probe_cuda(int n, const float* a_image, const float* b_i
                                    uint32_t a_leading_byte_offset, uint32_t a_stride_byte_offset,
                                    uint32_t b_leading_byte_offset, uint32_t b_stride_byte_offset,
                                    const float* c_registers, bool scale_d, float* d_registers);
+
+// Elements of each operand image the BF16 probe converts into shared memory (8 KiB of BF16 each).
+constexpr int kWgmmaBf16ProbeImageElements = 4096;
+
+// The same for one wgmma.mma_async.m64nNk16.f32.bf16.bf16 (n = 8, 16 or 128; A 64 x 16 and B
+// 16 x n, both K-major): a_image and b_image are kWgmmaBf16ProbeImageElements floats each,
+// element i converted to BF16 (ties to even) and stored as BF16 element i (byte 2 i) of its shared
+// array, so the caller lays the images out in BF16 elements. Registers as above.
+void wgmma_m64nNk16_bf16_probe_cuda(int n, const float* a_image, const float* b_image,
+                                    uint32_t a_leading_byte_offset, uint32_t a_stride_byte_offset,
+                                    uint32_t b_leading_byte_offset, uint32_t b_stride_byte_offset,
+                                    const float* c_registers, bool scale_d, float* d_registers);
 
 }  // namespace engine::kernels

@@ -1,7 +1,9 @@
-// matmul on sm_90a's warpgroup MMA (wgmma.mma_async, TF32) with a three-stage cp.async pipeline:
-// C (+)= op(A) op(B) with TF32 operands and FP32 accumulation. Chosen by ENGINE_TC_GEMM=wgmma
-// (engine/backend.h) for matmul under the tf32 policy; refused (engine::Error) on a device that is
-// not compute capability 9.0 or a build without sm_90a (matmul_wgmma.h).
+// matmul on sm_90a's warpgroup MMA (wgmma.mma_async, TF32 or BF16) with a cp.async pipeline:
+// C (+)= op(A) op(B) with TF32 or BF16 operands and FP32 accumulation. Chosen by
+// ENGINE_TC_GEMM=wgmma (engine/backend.h) for matmul under the tf32 and bf16 policies; refused
+// (engine::Error) on a device that is not compute capability 9.0 or a build without sm_90a
+// (matmul_wgmma.h). The TF32 kernel is described first; the BF16 one differs where it says so
+// (its section below).
 //
 // Math:    C[i, j] (+)= sum_p tf32(op(A)[i, p]) tf32(op(B)[p, j]), each operand rounded by cvt.rna
 //          (round to nearest, ties away from zero) in shared memory before wgmma reads it: wgmma
@@ -47,10 +49,23 @@
 //          above matmul_mma_cuda's ~25% bound and below cuBLAS's (TMA, 128-byte swizzle, 4+ stages,
 //          warp-specialized producers). Expected, not measured: no GPU was available when it was
 //          written.
+// BF16:    wgmma reads BF16 from shared memory, so cp.async lands FP32 in one of two FP32 stages
+//          (the TF32 layout), each thread converts what its own copies brought with
+//          __float2bfloat16 (ties to even, the policy's rounding) into one of two BF16 stages
+//          [p / 8][rows / 8][8 rows][8 p] (LBO 2048, SBO 128 bytes, as TF32's: a core matrix is
+//          16 bytes wide either way), and each warpgroup issues one wgmma.m64n128k16 per stage of
+//          16 p. 2 x 16 + 2 x 8 KiB = 48 KiB. The copies of stage s + 1 overlap stage s's
+//          multiply; the conversion and its barrier do not overlap anything. Same FLOPs and
+//          global bytes as TF32, each instruction twice as deep, the BF16 peak (~990 TFLOP/s
+//          dense) twice TF32's: expect the same time per stage as the TF32 kernel, so about
+//          15-20 % of the BF16 peak, bounded by the serialized convert-barrier-wait per stage.
+//          Expected, not measured.
 // Indexing: 32-bit within each matrix (each < 2^31 elements, checked).
 #include <atomic>
 #include <climits>
 #include <cstdint>
+
+#include <cuda_bf16.h>
 
 #include "kernels/common/cuda_check.cuh"
 #include "kernels/common/launch.cuh"
@@ -91,41 +106,69 @@ __device__ __forceinline__ int stage_index(int row, int p) {
          (row % kCoreRows) * kCoreP + p % kCoreP;
 }
 
-// This thread's copies of rows [row0, row0 + 128) x p [k0, k0 + 16) of an operand with `rows` rows
-// and k p-values, stored p-contiguous (element (row, p) at src[row k + p]) or row-contiguous (at
-// src[p rows + row]), into `stage` in the K-major layout: issued (cp.async) when `issue`, else
-// rounded to TF32 in place (after they landed). With `vectors` (p-contiguous only), 16-byte copies
-// of 4 p (a multiple of 4 floats per row and src 16-byte aligned: each copy wholly inside or
-// wholly outside), else 4-byte ones.
-__device__ __forceinline__ void stage_operand(float* stage, const float* __restrict__ src,
-                                              bool p_contiguous, bool vectors, int rows, int k,
-                                              int row0, int k0, bool issue) {
+// Calls visit(row, p, elements) for each copy this thread makes of one operand's 128 rows x 16 p
+// of a stage: with `vectors`, 16-byte copies of 4 p (element (row, p) to (row, p + 3)), else
+// 4-byte ones, consecutive threads on consecutive rows (coalesced when the operand is stored
+// row-contiguous). Issuing the copies, rounding them in place and converting them to BF16 all go
+// through it, so each thread touches only the elements its own cp.async wrote.
+template <typename Visit>
+__device__ __forceinline__ void for_each_own_copy(bool vectors, Visit visit) {
   const int per_copy = vectors ? kCoreP : 1;
   const int copies = kTileM * kTileK / per_copy;
   for (int id = threadIdx.x; id < copies; id += kThreads) {
-    int row, p;  // the copy's first element in the stage
     if (vectors) {
-      row = id / (kTileK / kCoreP);
-      p = id % (kTileK / kCoreP) * kCoreP;
-    } else {  // consecutive threads on consecutive rows (coalesced when row-contiguous)
-      row = id % kTileM;
-      p = id / kTileM;
+      visit(id / (kTileK / kCoreP), id % (kTileK / kCoreP) * kCoreP, per_copy);
+    } else {
+      visit(id % kTileM, id / kTileM, per_copy);
     }
-    float* to = stage + stage_index(row, p);
-    if (!issue) {
-      for (int e = 0; e < per_copy; ++e) to[e] = __uint_as_float(float_to_tf32(to[e]));
-      continue;
-    }
+  }
+}
+
+// Issues (cp.async) this thread's copies of rows [row0, row0 + 128) x p [k0, k0 + 16) of an
+// operand with `rows` rows and k p-values, stored p-contiguous (element (row, p) at src[row k + p])
+// or row-contiguous (at src[p rows + row]), into `stage` in the K-major TF32 layout. `vectors`
+// (p-contiguous only) needs a multiple of 4 floats per row and src 16-byte aligned, so that each
+// 16-byte copy is wholly inside or wholly outside. Copies outside the operand write zeros.
+__device__ __forceinline__ void stage_operand(float* stage, const float* __restrict__ src,
+                                              bool p_contiguous, bool vectors, int rows, int k,
+                                              int row0, int k0) {
+  for_each_own_copy(vectors, [&](int row, int p, int elements) {
     const int global_row = row0 + row, global_p = k0 + p;
     const bool inside = global_row < rows && global_p < k;
     const float* from =
         inside ? src + (p_contiguous ? global_row * k + global_p : global_p * rows + global_row)
                : src;
-    if (vectors) {
+    float* to = stage + stage_index(row, p);
+    if (elements == kCoreP) {
       cp_async_16(to, from, inside ? 16 : 0);
     } else {
       cp_async_4(to, from, inside ? 4 : 0);
     }
+  });
+}
+
+// Rounds this thread's copies in `stage` to TF32 in place (cvt.rna), after they landed.
+__device__ __forceinline__ void round_own_copies_to_tf32(float* stage, bool vectors) {
+  for_each_own_copy(vectors, [&](int row, int p, int elements) {
+    float* at = stage + stage_index(row, p);
+    for (int e = 0; e < elements; ++e) at[e] = __uint_as_float(float_to_tf32(at[e]));
+  });
+}
+
+// The epilogue from registers, in the accumulator layout of kernels/common/wgmma.cuh: warpgroup
+// `warpgroup`'s 64 x 128 slice of the block's tile at (m0, n0), clipped to m x n.
+__device__ __forceinline__ void store_accumulators(const float (&acc)[kAccumulators], int m, int n,
+                                                   int m0, int n0, int warpgroup,
+                                                   float* __restrict__ c, bool accumulate) {
+  const int in_group = threadIdx.x % kWarpgroupThreads;
+  const int warp = in_group / 32, g = in_group % 32 / 4, q = in_group % 4;
+#pragma unroll
+  for (int i = 0; i < kAccumulators; ++i) {
+    const int row = m0 + warpgroup * kWarpgroupM + 16 * warp + g + 8 * (i / 2 % 2);
+    const int col = n0 + 8 * (i / 4) + 2 * q + i % 2;
+    if (row >= m || col >= n) continue;
+    float* out = c + row * n + col;
+    *out = accumulate ? *out + acc[i] : acc[i];
   }
 }
 
@@ -139,9 +182,9 @@ __global__ void __launch_bounds__(kThreads)
   const int warpgroup = threadIdx.x / kWarpgroupThreads;
   // op(A) is p-contiguous when A is stored [m, k]; op(B) when B is stored transposed [n, k].
   const bool a_p_contiguous = !trans_a, b_p_contiguous = trans_b;
-  const auto stage_operands = [&](Stage& stage, int k0, bool issue) {
-    stage_operand(stage.a, a, a_p_contiguous, a_vectors, m, k, m0, k0, issue);
-    stage_operand(stage.b, b, b_p_contiguous, b_vectors, n, k, n0, k0, issue);
+  const auto stage_operands = [&](Stage& stage, int k0) {
+    stage_operand(stage.a, a, a_p_contiguous, a_vectors, m, k, m0, k0);
+    stage_operand(stage.b, b, b_p_contiguous, b_vectors, n, k, n0, k0);
   };
 
   float acc[kAccumulators];
@@ -151,17 +194,18 @@ __global__ void __launch_bounds__(kThreads)
   // Prologue: stages 0 .. kStages - 2 in flight, one commit group each (empty past the end, so
   // the group count per step stays fixed).
   for (int s = 0; s < kStages - 1; ++s) {
-    if (s < steps) stage_operands(tiles.stages[s], s * kTileK, true);
+    if (s < steps) stage_operands(tiles.stages[s], s * kTileK);
     cp_async_commit();
   }
   for (int step = 0; step < steps; ++step) {
     Stage& stage = tiles.stages[step % kStages];
-    cp_async_wait<kStages - 2>();         // this thread's copies of stage `step` have landed:
-    stage_operands(stage, 0, false);      // round them to TF32 in place,
+    cp_async_wait<kStages - 2>();  // this thread's copies of stage `step` have landed:
+    round_own_copies_to_tf32(stage.a, a_vectors);  // round them to TF32 in place,
+    round_own_copies_to_tf32(stage.b, b_vectors);
     fence_proxy_async_shared();           // make them visible to wgmma's async proxy,
     __syncthreads();                      // and wait for everyone's (every warpgroup is done
     const int next = step + kStages - 1;  // with stage step - 1: it waited for its wgmma)
-    if (next < steps) stage_operands(tiles.stages[next % kStages], next * kTileK, true);
+    if (next < steps) stage_operands(tiles.stages[next % kStages], next * kTileK);
     cp_async_commit();
     wgmma_fence();
     wgmma_fence_operands(acc);
@@ -180,17 +224,92 @@ __global__ void __launch_bounds__(kThreads)
     wgmma_fence_operands(acc);
   }
 
-  // Epilogue from registers, in the accumulator layout of kernels/common/wgmma.cuh.
-  const int in_group = threadIdx.x % kWarpgroupThreads;
-  const int warp = in_group / 32, g = in_group % 32 / 4, q = in_group % 4;
+  store_accumulators(acc, m, n, m0, n0, warpgroup, c, accumulate);
+}
+
+// ---- BF16: wgmma.m64n128k16, one instruction per warpgroup and stage ----
+// wgmma reads BF16 from shared memory, so the FP32 operands cannot go there by cp.async alone:
+// they land in an FP32 stage (the TF32 layout above, two of them), each thread converts the
+// elements its own copies brought (__float2bfloat16, ties to even) into a BF16 stage, and wgmma
+// reads that. Two BF16 stages, because a warpgroup may still be multiplying stage s - 1 while the
+// other converts stage s (the barrier of step s orders everything before s - 1).
+constexpr int kBf16FloatStages = 2;
+constexpr int kBf16CoreP = 8;  // a BF16 core matrix: 8 rows x 8 p (16 bytes)
+// [p / 8][rows / 8][8][8] BF16: the next 8 p 2048 bytes on, the next 8 rows 128 bytes on.
+constexpr uint32_t kBf16LeadingByteOffset = kTileM * kBf16CoreP * 2;
+constexpr uint32_t kBf16StrideByteOffset = kCoreRows * kBf16CoreP * 2;
+static_assert(kTileK == 16, "one m64n128k16 per stage");
+
+struct alignas(128) Bf16Stage {
+  __nv_bfloat16 a[kTileM * kTileK];
+  __nv_bfloat16 b[kTileN * kTileK];
+};
+struct alignas(128) Bf16SharedStages {
+  Stage floats[kBf16FloatStages];  // 2 x 16 KiB, what cp.async writes
+  Bf16Stage operands[2];           // 2 x 8 KiB, what wgmma reads
+};
+static_assert(sizeof(Bf16SharedStages) <= 48 * 1024, "the static shared-memory limit");
+
+// Index of (row, p) in a BF16 stage's operand.
+__device__ __forceinline__ int bf16_stage_index(int row, int p) {
+  return (p / kBf16CoreP) * (kTileM * kBf16CoreP) + (row / kCoreRows) * (kCoreRows * kBf16CoreP) +
+         (row % kCoreRows) * kBf16CoreP + p % kBf16CoreP;
+}
+
+// Converts this thread's copies in the FP32 stage `from` (after they landed) into `to`.
+__device__ __forceinline__ void convert_own_copies_to_bf16(const float* from, __nv_bfloat16* to,
+                                                           bool vectors) {
+  for_each_own_copy(vectors, [&](int row, int p, int elements) {
+    const float* at = from + stage_index(row, p);  // p .. p + elements - 1 are adjacent here
+    for (int e = 0; e < elements; ++e) to[bf16_stage_index(row, p + e)] = __float2bfloat16(at[e]);
+  });
+}
+
+// Block (x, y) computes the 128 x 128 tile (y, x) of C; arguments as tf32_wgmma_gemm_kernel's.
+__global__ void __launch_bounds__(kThreads)
+    bf16_wgmma_gemm_kernel(int m, int n, int k, const float* __restrict__ a,
+                           const float* __restrict__ b, bool trans_a, bool trans_b, bool a_vectors,
+                           bool b_vectors, float* __restrict__ c, bool accumulate) {
+  __shared__ Bf16SharedStages tiles;
+  const int m0 = blockIdx.y * kTileM, n0 = blockIdx.x * kTileN;
+  const int warpgroup = threadIdx.x / kWarpgroupThreads;
+  const bool a_p_contiguous = !trans_a, b_p_contiguous = trans_b;
+  const auto stage_operands = [&](Stage& stage, int k0) {
+    stage_operand(stage.a, a, a_p_contiguous, a_vectors, m, k, m0, k0);
+    stage_operand(stage.b, b, b_p_contiguous, b_vectors, n, k, n0, k0);
+  };
+
+  float acc[kAccumulators];
 #pragma unroll
-  for (int i = 0; i < kAccumulators; ++i) {
-    const int row = m0 + warpgroup * kWarpgroupM + 16 * warp + g + 8 * (i / 2 % 2);
-    const int col = n0 + 8 * (i / 4) + 2 * q + i % 2;
-    if (row >= m || col >= n) continue;
-    float* out = c + row * n + col;
-    *out = accumulate ? *out + acc[i] : acc[i];
+  for (int i = 0; i < kAccumulators; ++i) acc[i] = 0.0f;
+  const int steps = (k + kTileK - 1) / kTileK;
+  stage_operands(tiles.floats[0], 0);
+  cp_async_commit();
+  for (int step = 0; step < steps; ++step) {
+    const Stage& floats = tiles.floats[step % kBf16FloatStages];
+    Bf16Stage& operands = tiles.operands[step % 2];
+    cp_async_wait<0>();  // this thread's copies of stage `step` have landed (none other pending):
+    convert_own_copies_to_bf16(floats.a, operands.a, a_vectors);  // convert them to BF16,
+    convert_own_copies_to_bf16(floats.b, operands.b, b_vectors);
+    fence_proxy_async_shared();  // make them visible to wgmma's async proxy,
+    __syncthreads();             // and wait for everyone's: all are done converting stage
+    if (step + 1 < steps) {      // step - 1, whose FP32 stage the next copies overwrite
+      stage_operands(tiles.floats[(step + 1) % kBf16FloatStages], (step + 1) * kTileK);
+    }
+    cp_async_commit();
+    wgmma_fence();
+    wgmma_fence_operands(acc);
+    const uint64_t descriptor_a =
+        k_major_descriptor(operands.a + bf16_stage_index(warpgroup * kWarpgroupM, 0),
+                           kBf16LeadingByteOffset, kBf16StrideByteOffset);
+    const uint64_t descriptor_b =
+        k_major_descriptor(operands.b, kBf16LeadingByteOffset, kBf16StrideByteOffset);
+    wgmma_m64n128k16_bf16(acc, descriptor_a, descriptor_b, true);
+    wgmma_commit_group();
+    wgmma_wait_group<0>();
+    wgmma_fence_operands(acc);
   }
+  store_accumulators(acc, m, n, m0, n0, warpgroup, c, accumulate);
 }
 
 // The layout test's instruction: images in, registers out (matmul_wgmma.h).
@@ -223,6 +342,44 @@ __global__ void __launch_bounds__(kWarpgroupThreads)
     wgmma_m64n16k8_tf32(d, descriptor_a, descriptor_b, scale_d);
   } else {
     wgmma_m64n128k8_tf32(d, descriptor_a, descriptor_b, scale_d);
+  }
+  wgmma_commit_group();
+  wgmma_wait_group<0>();
+  wgmma_fence_operands(d);
+  for (int i = 0; i < kN / 2; ++i) d_registers[(kN / 2) * threadIdx.x + i] = d[i];
+}
+
+// The BF16 layout test's instruction: FP32 images in, each element converted to BF16 (ties to
+// even) in place of index, registers out (matmul_wgmma.h).
+struct alignas(128) Bf16ProbeImages {
+  __nv_bfloat16 a[kWgmmaBf16ProbeImageElements];
+  __nv_bfloat16 b[kWgmmaBf16ProbeImageElements];
+};
+
+template <int kN>
+__global__ void __launch_bounds__(kWarpgroupThreads)
+    wgmma_bf16_probe_kernel(const float* a_image, const float* b_image, uint32_t a_leading,
+                            uint32_t a_stride, uint32_t b_leading, uint32_t b_stride,
+                            const float* c_registers, bool scale_d, float* d_registers) {
+  __shared__ Bf16ProbeImages images;
+  for (int i = threadIdx.x; i < kWgmmaBf16ProbeImageElements; i += kWarpgroupThreads) {
+    images.a[i] = __float2bfloat16(a_image[i]);
+    images.b[i] = __float2bfloat16(b_image[i]);
+  }
+  fence_proxy_async_shared();
+  __syncthreads();
+  float d[kN / 2];
+  for (int i = 0; i < kN / 2; ++i) d[i] = c_registers[(kN / 2) * threadIdx.x + i];
+  const uint64_t descriptor_a = k_major_descriptor(images.a, a_leading, a_stride);
+  const uint64_t descriptor_b = k_major_descriptor(images.b, b_leading, b_stride);
+  wgmma_fence();
+  wgmma_fence_operands(d);
+  if constexpr (kN == 8) {
+    wgmma_m64n8k16_bf16(d, descriptor_a, descriptor_b, scale_d);
+  } else if constexpr (kN == 16) {
+    wgmma_m64n16k16_bf16(d, descriptor_a, descriptor_b, scale_d);
+  } else {
+    wgmma_m64n128k16_bf16(d, descriptor_a, descriptor_b, scale_d);
   }
   wgmma_commit_group();
   wgmma_wait_group<0>();
@@ -271,10 +428,12 @@ const char* wgmma_unsupported_reason() {
 }
 
 void matmul_wgmma_cuda(int64_t m, int64_t n, int64_t k, const float* a, const float* b,
-                       bool trans_a, bool trans_b, float* c, bool accumulate) {
+                       bool trans_a, bool trans_b, float* c, bool accumulate, Precision precision) {
   ENGINE_CHECK(m >= 0 && n >= 0 && k >= 0 && m * k < INT_MAX && k * n < INT_MAX && m * n < INT_MAX,
                "matmul_wgmma_cuda: m=", m, " n=", n, " k=", k,
                " is negative or needs 64-bit indexing (the kernel indexes in 32 bits)");
+  ENGINE_CHECK(precision != Precision::Fp32,
+               "matmul_wgmma_cuda: tensor cores need precision tf32 or bf16, not fp32");
   require_wgmma("matmul_wgmma_cuda");
   if (m == 0 || n == 0) return;
   if (k == 0) {  // an empty sum: C unchanged when accumulating, else zeros
@@ -287,10 +446,16 @@ void matmul_wgmma_cuda(int64_t m, int64_t n, int64_t k, const float* a, const fl
   const dim3 grid(static_cast<unsigned>(ceil_div(n, kTileN)),
                   static_cast<unsigned>(ceil_div(m, kTileM)));
   ENGINE_CHECK(grid.y <= 65535, "matmul_wgmma_cuda: m=", m, " has too many row tiles for the grid");
-  tf32_wgmma_gemm_kernel<<<grid, kThreads, 0, current_stream()>>>(
-      int(m), int(n), int(k), a, b, trans_a, trans_b, a_vectors, b_vectors, c, accumulate);
-  CUDA_CHECK_LAUNCH("matmul_wgmma_cuda (tf32) m=", m, " n=", n, " k=", k, " trans_a=", trans_a,
-                    " trans_b=", trans_b);
+  const bool tf32 = precision == Precision::Tf32;
+  if (tf32) {
+    tf32_wgmma_gemm_kernel<<<grid, kThreads, 0, current_stream()>>>(
+        int(m), int(n), int(k), a, b, trans_a, trans_b, a_vectors, b_vectors, c, accumulate);
+  } else {
+    bf16_wgmma_gemm_kernel<<<grid, kThreads, 0, current_stream()>>>(
+        int(m), int(n), int(k), a, b, trans_a, trans_b, a_vectors, b_vectors, c, accumulate);
+  }
+  CUDA_CHECK_LAUNCH("matmul_wgmma_cuda (", tf32 ? "tf32" : "bf16", ") m=", m, " n=", n, " k=", k,
+                    " trans_a=", trans_a, " trans_b=", trans_b);
 }
 
 void wgmma_m64nNk8_tf32_probe_cuda(int n, const float* a_image, const float* b_image,
@@ -314,6 +479,29 @@ void wgmma_m64nNk8_tf32_probe_cuda(int n, const float* a_image, const float* b_i
         b_stride_byte_offset, c_registers, scale_d, d_registers);
   }
   CUDA_CHECK_LAUNCH("wgmma_m64nNk8_tf32_probe_cuda n=", n);
+}
+
+void wgmma_m64nNk16_bf16_probe_cuda(int n, const float* a_image, const float* b_image,
+                                    uint32_t a_leading_byte_offset, uint32_t a_stride_byte_offset,
+                                    uint32_t b_leading_byte_offset, uint32_t b_stride_byte_offset,
+                                    const float* c_registers, bool scale_d, float* d_registers) {
+  require_wgmma("wgmma_m64nNk16_bf16_probe_cuda");
+  ENGINE_CHECK(n == 8 || n == 16 || n == 128, "wgmma_m64nNk16_bf16_probe_cuda: n=", n,
+               " (the probe has m64n8k16, m64n16k16 and m64n128k16)");
+  if (n == 8) {
+    wgmma_bf16_probe_kernel<8><<<1, kWarpgroupThreads, 0, current_stream()>>>(
+        a_image, b_image, a_leading_byte_offset, a_stride_byte_offset, b_leading_byte_offset,
+        b_stride_byte_offset, c_registers, scale_d, d_registers);
+  } else if (n == 16) {
+    wgmma_bf16_probe_kernel<16><<<1, kWarpgroupThreads, 0, current_stream()>>>(
+        a_image, b_image, a_leading_byte_offset, a_stride_byte_offset, b_leading_byte_offset,
+        b_stride_byte_offset, c_registers, scale_d, d_registers);
+  } else {
+    wgmma_bf16_probe_kernel<128><<<1, kWarpgroupThreads, 0, current_stream()>>>(
+        a_image, b_image, a_leading_byte_offset, a_stride_byte_offset, b_leading_byte_offset,
+        b_stride_byte_offset, c_registers, scale_d, d_registers);
+  }
+  CUDA_CHECK_LAUNCH("wgmma_m64nNk16_bf16_probe_cuda n=", n);
 }
 
 }  // namespace engine::kernels

@@ -5,7 +5,7 @@
 namespace engine::kernels {
 
 void matmul_wgmma_cuda(int64_t, int64_t, int64_t, const float*, const float*, bool, bool, float*,
-                       bool) {
+                       bool, Precision) {
   no_cuda("matmul_wgmma_cuda");
 }
 
@@ -14,6 +14,11 @@ const char* wgmma_unsupported_reason() { return "built without CUDA"; }
 void wgmma_m64nNk8_tf32_probe_cuda(int, const float*, const float*, uint32_t, uint32_t, uint32_t,
                                    uint32_t, const float*, bool, float*) {
   no_cuda("wgmma_m64nNk8_tf32_probe_cuda");
+}
+
+void wgmma_m64nNk16_bf16_probe_cuda(int, const float*, const float*, uint32_t, uint32_t, uint32_t,
+                                    uint32_t, const float*, bool, float*) {
+  no_cuda("wgmma_m64nNk16_bf16_probe_cuda");
 }
 
 }  // namespace engine::kernels

@@ -75,17 +75,6 @@ void require_mma_gemm_matches_over_shapes(Precision precision,
   }
 }
 
-// C = a b for 1 x 1 matrices on the mma GEMM in `precision` (c + a b when accumulating onto c).
-double mma_scalar_product(Precision precision, double a_value, double b_value, bool accumulate,
-                          double c_value) {
-  const Tensor a = Tensor::full({1, 1}, a_value, DType::F32, Device::cuda());
-  const Tensor b = Tensor::full({1, 1}, b_value, DType::F32, Device::cuda());
-  Tensor c = Tensor::full({1, 1}, c_value, DType::F32, Device::cuda());
-  engine::kernels::matmul_mma_cuda(1, 1, 1, a.data<float>(), b.data<float>(), false, false,
-                                   c.data<float>(), accumulate, precision);
-  return c.to_vector()[0];
-}
-
 }  // namespace
 
 TEST_CASE("matmul mma tf32 cuda: matches the tf32-rounded reference for odd shapes, all transposes",
@@ -103,19 +92,7 @@ TEST_CASE("matmul mma bf16 cuda: matches the bf16-rounded reference for odd shap
 TEST_CASE("matmul mma bf16 cuda: operands are rounded to bf16 with ties to even, by hand",
           "[matmul][cuda][bf16][mma]") {
   REQUIRE_CUDA_OR_SKIP();
-  // a = 1 + 2^-8 is half way between 1 and 1 + 2^-7 and goes to the even 1; b = 1 + 3 2^-8 half
-  // way between 1 + 2^-7 (odd) and 1 + 2^-6 (even) goes up to 1 + 2^-6. So a b = 1 + 2^-6 in
-  // BF16, where strict FP32 keeps 1 + 2^-6 + 3 2^-16 (exact) and TF32 (11 bits, no rounding
-  // here) the same.
-  const double a = 1.0 + std::ldexp(1.0, -8), b = 1.0 + 3 * std::ldexp(1.0, -8);
-  const double bf16_product = 1.0 + std::ldexp(1.0, -6);
-  CHECK(mma_scalar_product(Precision::Bf16, a, b, false, 5.0) == bf16_product);
-  // Accumulating onto c = 1 (C's old value added in FP32, not rounded): 2 + 2^-6, exact.
-  CHECK(mma_scalar_product(Precision::Bf16, a, b, true, 1.0) == 2.0 + std::ldexp(1.0, -6));
-  // Mirrored: -(1 + 2^-8) ties to the even -1 (ties away from zero would give -(1 + 2^-7)).
-  CHECK(mma_scalar_product(Precision::Bf16, -a, b, false, 0.0) == -bf16_product);
-  CHECK(mma_scalar_product(Precision::Tf32, a, b, false, 0.0) ==
-        1.0 + std::ldexp(1.0, -6) + 3 * std::ldexp(1.0, -16));
+  tensor_core_test::check_bf16_ties_to_even_by_hand(mma_gemm);
 }
 
 TEST_CASE("matmul mma bf16 cuda: differs from strict fp32 and from tf32 on random operands",

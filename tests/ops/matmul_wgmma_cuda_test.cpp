@@ -1,12 +1,13 @@
-// The TF32 GEMM on wgmma with a cp.async pipeline (kernels/matmul/matmul_wgmma_cuda.cu) against
-// the CPU reference that rounds both operands to TF32 first, within the FP32 accumulation bound
-// (tests/ops/tensor_core_test_util.h; the same contract as the WMMA and mma.sync kernels): odd
-// shapes (not multiples of the 128 x 128 x 16 tile, two warpgroups' rows and k from 1 to 300 so
-// the three-stage pipeline runs empty, full and past its end), all four transposes, overwriting and
-// accumulating; 16-byte and 4-byte copies giving the same bits; a hand-worked 1 x 1 x 1 product
-// whose operands round to nearest (wgmma alone would truncate them); k = 0; and the run-time choice
-// ENGINE_TC_GEMM=wgmma (engine/backend.h) that routes matmul under the tf32 policy here. On a
-// device without wgmma (compute capability other than 9.0) the kernel refuses with a message.
+// The TF32 and BF16 GEMM on wgmma with a cp.async pipeline (kernels/matmul/matmul_wgmma_cuda.cu)
+// against the CPU reference that rounds both operands to TF32 (or BF16) first, within the FP32
+// accumulation bound (tests/ops/tensor_core_test_util.h; the same contract as the WMMA and
+// mma.sync kernels): odd shapes (not multiples of the 128 x 128 x 16 tile, two warpgroups' rows
+// and k from 1 to 300 so the pipelines run empty, full and past their end), all four transposes,
+// overwriting and accumulating; 16-byte and 4-byte copies giving the same bits; hand-worked
+// 1 x 1 x 1 products whose operands round to nearest (TF32: wgmma alone would truncate them;
+// BF16: ties to even); k = 0; fp32 refused; and the run-time choice ENGINE_TC_GEMM=wgmma
+// (engine/backend.h) that routes matmul under the tf32 and bf16 policies here. On a device
+// without wgmma (compute capability other than 9.0) the kernel refuses with a message.
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -42,22 +43,29 @@ bool wgmma_available() {
   const Tensor one = Tensor::full({1, 1}, 1.0, DType::F32, Device::cuda());
   Tensor c = Tensor::zeros({1, 1}, DType::F32, Device::cuda());
   CHECK_THROWS_WITH(matmul_wgmma_cuda(1, 1, 1, one.data<float>(), one.data<float>(), false, false,
-                                      c.data<float>(), false),
+                                      c.data<float>(), false, Precision::Tf32),
                     Catch::Contains("matmul_wgmma_cuda") && Catch::Contains(reason));
   WARN("skipped: no CUDA device with wgmma (" << reason << ")");
   return false;
 }
 
-}  // namespace
+// matmul_wgmma_cuda in `precision`, as a DeviceGemm.
+tensor_core_test::DeviceGemm wgmma_gemm(Precision precision) {
+  return [precision](int64_t m, int64_t n, int64_t k, const float* a, const float* b, bool trans_a,
+                     bool trans_b, float* c, bool accumulate) {
+    matmul_wgmma_cuda(m, n, k, a, b, trans_a, trans_b, c, accumulate, precision);
+  };
+}
 
-TEST_CASE("matmul wgmma tf32 cuda: matches the tf32-rounded reference for odd shapes, transposes",
-          "[matmul][cuda][tf32][wgmma]") {
-  REQUIRE_CUDA_OR_SKIP();
-  if (!wgmma_available()) return;
+// The wgmma GEMM in `precision` vs the reference rounded by `rounding`, over odd shapes, all four
+// transposes, overwriting and accumulating; seeds from `seed` on.
+void require_wgmma_gemm_matches_over_shapes(Precision precision,
+                                            const tensor_core_test::OperandRounding& rounding,
+                                            uint64_t seed) {
+  const std::string label = std::string(engine::precision_name(precision)) + " wgmma";
   struct Shape {
     int64_t m, n, k;
   };
-  uint64_t seed = 301;
   for (const Shape& s : std::vector<Shape>{{1, 1, 1},
                                            {7, 5, 3},
                                            {128, 128, 16},
@@ -68,9 +76,9 @@ TEST_CASE("matmul wgmma tf32 cuda: matches the tf32-rounded reference for odd sh
     for (bool trans_a : {false, true}) {
       for (bool trans_b : {false, true}) {
         for (bool accumulate : {false, true}) {
-          tensor_core_test::require_gemm_matches_rounded("tf32 wgmma", matmul_wgmma_cuda,
-                                                         tensor_core_test::kTf32Rounding, s.m, s.n,
-                                                         s.k, trans_a, trans_b, accumulate, seed);
+          tensor_core_test::require_gemm_matches_rounded(label, wgmma_gemm(precision), rounding,
+                                                         s.m, s.n, s.k, trans_a, trans_b,
+                                                         accumulate, seed);
           seed += 3;
         }
       }
@@ -78,29 +86,60 @@ TEST_CASE("matmul wgmma tf32 cuda: matches the tf32-rounded reference for odd sh
   }
 }
 
-TEST_CASE(
-    "matmul wgmma tf32 cuda: 4-byte copies of misaligned operands give the 16-byte copies' bits",
-    "[matmul][cuda][tf32][wgmma]") {
+}  // namespace
+
+TEST_CASE("matmul wgmma tf32 cuda: matches the tf32-rounded reference for odd shapes, transposes",
+          "[matmul][cuda][tf32][wgmma]") {
+  REQUIRE_CUDA_OR_SKIP();
+  if (!wgmma_available()) return;
+  require_wgmma_gemm_matches_over_shapes(Precision::Tf32, tensor_core_test::kTf32Rounding, 301);
+}
+
+TEST_CASE("matmul wgmma bf16 cuda: matches the bf16-rounded reference for odd shapes, transposes",
+          "[matmul][cuda][bf16][wgmma]") {
+  REQUIRE_CUDA_OR_SKIP();
+  if (!wgmma_available()) return;
+  require_wgmma_gemm_matches_over_shapes(Precision::Bf16, tensor_core_test::kBf16Rounding, 1301);
+}
+
+TEST_CASE("matmul wgmma bf16 cuda: operands are rounded to bf16 with ties to even, by hand",
+          "[matmul][cuda][bf16][wgmma]") {
+  REQUIRE_CUDA_OR_SKIP();
+  if (!wgmma_available()) return;
+  tensor_core_test::check_bf16_ties_to_even_by_hand(wgmma_gemm);
+  // fp32 is not a tensor-core mode: refused, C untouched.
+  const Tensor one = Tensor::full({1, 1}, 1.0, DType::F32, Device::cuda());
+  Tensor c = Tensor::full({1, 1}, 7.0, DType::F32, Device::cuda());
+  CHECK_THROWS_WITH(matmul_wgmma_cuda(1, 1, 1, one.data<float>(), one.data<float>(), false, false,
+                                      c.data<float>(), false, Precision::Fp32),
+                    Catch::Contains("tf32 or bf16"));
+  CHECK(c.to_vector()[0] == 7.0);
+}
+
+TEST_CASE("matmul wgmma cuda: 4-byte copies of misaligned operands give the 16-byte copies' bits",
+          "[matmul][cuda][tf32][bf16][wgmma]") {
   REQUIRE_CUDA_OR_SKIP();
   if (!wgmma_available()) return;
   // k = 36 is a multiple of 4, so aligned K-major operands (A untransposed, B transposed) take the
   // 16-byte copies; the same values one float further into their allocations take 4-byte ones.
   // Both stage the same values, so the products are bit for bit the same.
   const int64_t m = 20, n = 24, k = 36;
-  for (bool trans_a : {false, true}) {
-    for (bool trans_b : {false, true}) {
-      INFO("trans_a=" << trans_a << " trans_b=" << trans_b);
-      const std::vector<double> a = test::random_f32({m * k}, 31).to_vector();
-      const std::vector<double> b = test::random_f32({k * n}, 32).to_vector();
-      const Tensor a_aligned = on_device_at(a, 0), b_aligned = on_device_at(b, 0);
-      const Tensor a_shifted = on_device_at(a, 1), b_shifted = on_device_at(b, 1);
-      Tensor c_aligned = Tensor::zeros({m, n}, DType::F32, Device::cuda());
-      Tensor c_shifted = Tensor::zeros({m, n}, DType::F32, Device::cuda());
-      matmul_wgmma_cuda(m, n, k, a_aligned.data<float>(), b_aligned.data<float>(), trans_a, trans_b,
-                        c_aligned.data<float>(), false);
-      matmul_wgmma_cuda(m, n, k, a_shifted.data<float>() + 1, b_shifted.data<float>() + 1, trans_a,
-                        trans_b, c_shifted.data<float>(), false);
-      CHECK(c_aligned.to_vector() == c_shifted.to_vector());
+  for (Precision precision : {Precision::Tf32, Precision::Bf16}) {
+    for (bool trans_a : {false, true}) {
+      for (bool trans_b : {false, true}) {
+        INFO(engine::precision_name(precision) << " trans_a=" << trans_a << " trans_b=" << trans_b);
+        const std::vector<double> a = test::random_f32({m * k}, 31).to_vector();
+        const std::vector<double> b = test::random_f32({k * n}, 32).to_vector();
+        const Tensor a_aligned = on_device_at(a, 0), b_aligned = on_device_at(b, 0);
+        const Tensor a_shifted = on_device_at(a, 1), b_shifted = on_device_at(b, 1);
+        Tensor c_aligned = Tensor::zeros({m, n}, DType::F32, Device::cuda());
+        Tensor c_shifted = Tensor::zeros({m, n}, DType::F32, Device::cuda());
+        matmul_wgmma_cuda(m, n, k, a_aligned.data<float>(), b_aligned.data<float>(), trans_a,
+                          trans_b, c_aligned.data<float>(), false, precision);
+        matmul_wgmma_cuda(m, n, k, a_shifted.data<float>() + 1, b_shifted.data<float>() + 1,
+                          trans_a, trans_b, c_shifted.data<float>(), false, precision);
+        CHECK(c_aligned.to_vector() == c_shifted.to_vector());
+      }
     }
   }
 }
@@ -116,37 +155,41 @@ TEST_CASE("matmul wgmma tf32 cuda: operands are rounded to tf32 (cvt.rna) by han
   const Tensor b = Tensor::full({1, 1}, 1.0 + std::ldexp(1.0, -10) + std::ldexp(1.0, -11),
                                 DType::F32, Device::cuda());
   Tensor c = Tensor::full({1, 1}, 1.0, DType::F32, Device::cuda());
-  matmul_wgmma_cuda(1, 1, 1, a.data<float>(), b.data<float>(), false, false, c.data<float>(),
-                    false);
+  matmul_wgmma_cuda(1, 1, 1, a.data<float>(), b.data<float>(), false, false, c.data<float>(), false,
+                    Precision::Tf32);
   CHECK(c.to_vector()[0] == 1.0 + 3 * std::ldexp(1.0, -10) + std::ldexp(1.0, -19));
   Tensor c_accumulated = Tensor::full({1, 1}, 1.0, DType::F32, Device::cuda());
   matmul_wgmma_cuda(1, 1, 1, a.data<float>(), b.data<float>(), false, false,
-                    c_accumulated.data<float>(), true);
+                    c_accumulated.data<float>(), true, Precision::Tf32);
   CHECK(c_accumulated.to_vector()[0] == 2.0 + 3 * std::ldexp(1.0, -10) + std::ldexp(1.0, -19));
   // k = 0: an empty sum leaves C when accumulating and writes zeros otherwise.
   Tensor c_empty = Tensor::full({3, 4}, 2.5, DType::F32, Device::cuda());
   matmul_wgmma_cuda(3, 4, 0, a.data<float>(), b.data<float>(), false, false, c_empty.data<float>(),
-                    true);
+                    true, Precision::Tf32);
   CHECK(c_empty.to_vector() == std::vector<double>(12, 2.5));
   matmul_wgmma_cuda(3, 4, 0, a.data<float>(), b.data<float>(), false, false, c_empty.data<float>(),
-                    false);
+                    false, Precision::Tf32);
   CHECK(c_empty.to_vector() == std::vector<double>(12, 0.0));
 }
 
-TEST_CASE("matmul cuda: ENGINE_TC_GEMM=wgmma runs tf32 matmul on the wgmma kernel",
-          "[matmul][cuda][tf32][wgmma]") {
+TEST_CASE("matmul cuda: ENGINE_TC_GEMM=wgmma runs tf32 and bf16 matmul on the wgmma kernel",
+          "[matmul][cuda][tf32][bf16][wgmma]") {
   REQUIRE_CUDA_OR_SKIP();
   if (!wgmma_available()) return;
   const Tensor a = test::random_f32({9, 13}, 41).to(Device::cuda());
   const Tensor b = test::random_f32({13, 6}, 42).to(Device::cuda());
-  TensorCoreScope scope(TensorCoreGemm::Wgmma, Precision::Tf32);
-  engine::kernels::start_profile();
-  (void)engine::matmul(a, b);
-  std::string labels;
-  for (const auto& launch : engine::kernels::stop_profile()) labels += launch.label + "\n";
-  CHECK_THAT(labels, Catch::Contains("matmul_wgmma_cuda (tf32) m=9 n=6 k=13"));
-  CHECK_THAT(labels, !Catch::Contains("matmul_tensor_core_cuda"));
-  CHECK_THAT(labels, !Catch::Contains("matmul_mma_cuda"));
+  for (Precision precision : {Precision::Tf32, Precision::Bf16}) {
+    const std::string name = engine::precision_name(precision);
+    INFO(name);
+    TensorCoreScope scope(TensorCoreGemm::Wgmma, precision);
+    engine::kernels::start_profile();
+    (void)engine::matmul(a, b);
+    std::string labels;
+    for (const auto& launch : engine::kernels::stop_profile()) labels += launch.label + "\n";
+    CHECK_THAT(labels, Catch::Contains("matmul_wgmma_cuda (" + name + ") m=9 n=6 k=13"));
+    CHECK_THAT(labels, !Catch::Contains("matmul_tensor_core_cuda"));
+    CHECK_THAT(labels, !Catch::Contains("matmul_mma_cuda"));
+  }
 }
 
 TEST_CASE("tensor-core gemm: ENGINE_TC_GEMM=wgmma is spelled wgmma", "[matmul][backend][wgmma]") {

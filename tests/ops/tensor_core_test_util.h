@@ -206,4 +206,37 @@ inline void require_tensor_core_gemm_matches_over_shapes(engine::Precision preci
   }
 }
 
+// C = a b for 1 x 1 matrices on `gemm` (c + a b when accumulating onto c).
+inline double scalar_product(const DeviceGemm& gemm, double a_value, double b_value,
+                             bool accumulate, double c_value) {
+  const engine::Device cuda = engine::Device::cuda();
+  const engine::Tensor a = engine::Tensor::full({1, 1}, a_value, engine::DType::F32, cuda);
+  const engine::Tensor b = engine::Tensor::full({1, 1}, b_value, engine::DType::F32, cuda);
+  engine::Tensor c = engine::Tensor::full({1, 1}, c_value, engine::DType::F32, cuda);
+  gemm(1, 1, 1, a.data<float>(), b.data<float>(), false, false, c.data<float>(), accumulate);
+  return c.to_vector()[0];
+}
+
+// A GEMM kernel that takes the precision (matmul_mma_cuda, matmul_wgmma_cuda), as a DeviceGemm
+// for each.
+using GemmInPrecision = std::function<DeviceGemm(engine::kernels::Precision)>;
+
+// BF16 operands rounded to nearest with ties to even, by hand, on 1 x 1 x 1 products:
+// a = 1 + 2^-8 is half way between 1 and 1 + 2^-7 and goes to the even 1; b = 1 + 3 2^-8 half way
+// between 1 + 2^-7 (odd) and 1 + 2^-6 (even) goes up to 1 + 2^-6. So a b = 1 + 2^-6 in BF16, where
+// strict FP32 keeps 1 + 2^-6 + 3 2^-16 (exact) and TF32 (11 bits, no rounding here) the same.
+inline void check_bf16_ties_to_even_by_hand(const GemmInPrecision& gemm_in) {
+  using engine::kernels::Precision;
+  const double a = 1.0 + std::ldexp(1.0, -8), b = 1.0 + 3 * std::ldexp(1.0, -8);
+  const double bf16_product = 1.0 + std::ldexp(1.0, -6);
+  const DeviceGemm bf16 = gemm_in(Precision::Bf16);
+  CHECK(scalar_product(bf16, a, b, false, 5.0) == bf16_product);
+  // Accumulating onto c = 1 (C's old value added in FP32, not rounded): 2 + 2^-6, exact.
+  CHECK(scalar_product(bf16, a, b, true, 1.0) == 2.0 + std::ldexp(1.0, -6));
+  // Mirrored: -(1 + 2^-8) ties to the even -1 (ties away from zero would give -(1 + 2^-7)).
+  CHECK(scalar_product(bf16, -a, b, false, 0.0) == -bf16_product);
+  CHECK(scalar_product(gemm_in(Precision::Tf32), a, b, false, 0.0) ==
+        1.0 + std::ldexp(1.0, -6) + 3 * std::ldexp(1.0, -16));
+}
+
 }  // namespace tensor_core_test

@@ -278,7 +278,7 @@ void our_gemm(const std::string& kernel, k::Precision precision, int64_t m, int6
   } else if (kernel == "mma") {
     k::matmul_mma_cuda(m, n, kk, a, b, false, false, c, false, precision);
   } else {
-    k::matmul_wgmma_cuda(m, n, kk, a, b, false, false, c, false);
+    k::matmul_wgmma_cuda(m, n, kk, a, b, false, false, c, false, precision);
   }
 }
 

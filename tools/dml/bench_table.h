@@ -271,13 +271,12 @@ inline std::vector<std::string> workload_names(int64_t batch) {
 }
 
 // The GEMM kernels dml bench times in `precision`, as ENGINE_TC_GEMM spells them (engine/
-// backend.h): "" (strict FP32, matmul_cuda) in fp32; wmma, mma and wgmma (TF32 only) in the
-// tensor-core modes.
+// backend.h): "" (strict FP32, matmul_cuda) in fp32; wmma, mma and wgmma in the tensor-core
+// modes.
 inline std::vector<std::string> gemm_kernel_names(engine::kernels::Precision precision) {
   using engine::kernels::Precision;
   if (precision == Precision::Fp32) return {""};
-  if (precision == Precision::Tf32) return {"wmma", "mma", "wgmma"};
-  return {"wmma", "mma"};
+  return {"wmma", "mma", "wgmma"};
 }
 
 inline bool matches_filter(const std::string& name, const std::string& filter) {

@@ -13,9 +13,6 @@
 // launch. Each block's __shared__ variables also get shared-window addresses and an async-proxy
 // view (what wgmma reads), both for wgmma_ptx.h.
 #include <sys/mman.h>
-#if !defined(__x86_64__)
-#include <ucontext.h>
-#endif
 
 #include <algorithm>
 #include <cstdlib>
@@ -26,6 +23,7 @@
 #include <cuda_runtime.h>
 #include <wgmma_ptx.h>
 
+#include "tests/support/cuda_emulator/fiber_context.h"
 #include "tests/support/cuda_emulator/launch_resources.h"
 #include "tests/support/cuda_emulator/racecheck.h"
 #include "tests/support/cuda_emulator/state.h"
@@ -51,80 +49,11 @@ constexpr uint64_t kPoison = ~uint64_t(0);
 constexpr std::size_t kWarpgroupThreads =
     128;  // 4 consecutive warps, the first one's index % 4 = 0
 
-// ---- fibers: a stack and a saved stack pointer ---------------------------------------------
-// On x86-64 a switch saves the callee-saved registers and the FP control words on the current
-// stack, stores the stack pointer, and loads the other fiber's: about ten instructions, where
-// swapcontext also makes two system calls for the signal mask (which made it half the run time).
-// Elsewhere, ucontext. (With the race checker, tests/support/cuda_emulator/racecheck.h, each switch
-// also tells ThreadSanitizer which fiber runs next.)
-#if defined(__x86_64__)
-extern "C" void emu_switch_stack(void** save_sp, void* load_sp);
-asm(R"(
-  .text
-  .globl emu_switch_stack
-  .type emu_switch_stack, @function
-emu_switch_stack:
-  pushq %rbp
-  pushq %rbx
-  pushq %r12
-  pushq %r13
-  pushq %r14
-  pushq %r15
-  subq $8, %rsp
-  stmxcsr (%rsp)
-  fnstcw 4(%rsp)
-  movq %rsp, (%rdi)
-  movq %rsi, %rsp
-  ldmxcsr (%rsp)
-  fldcw 4(%rsp)
-  addq $8, %rsp
-  popq %r15
-  popq %r14
-  popq %r13
-  popq %r12
-  popq %rbx
-  popq %rbp
-  ret
-  .size emu_switch_stack, .-emu_switch_stack
-)");
-
-struct Context {
-  void* sp = nullptr;
-};
-
-// A fresh fiber: its first switch "returns" into entry, which must never return.
-void start_context(Context& context, char* stack, std::size_t bytes, void (*entry)()) {
-  uintptr_t top = (reinterpret_cast<uintptr_t>(stack) + bytes) & ~uintptr_t(15);
-  uint64_t* frame = reinterpret_cast<uint64_t*>(top) - 9;  // what emu_switch_stack pops, + 1
-  frame[0] = 0x1F80 | (uint64_t(0x037F) << 32);  // MXCSR and x87 control word at their defaults
-  for (int i = 1; i <= 6; ++i) frame[i] = 0;     // r15 r14 r13 r12 rbx rbp
-  frame[7] = reinterpret_cast<uint64_t>(entry);  // the return address; entry then sees the
-  frame[8] = 0;                                  // stack aligned as right after a call
-  context.sp = frame;
-}
-
-void switch_context(Context& from, Context& to) { emu_switch_stack(&from.sp, to.sp); }
-#else
-struct Context {
-  ucontext_t context;
-};
-
-void start_context(Context& c, char* stack, std::size_t bytes, void (*entry)()) {
-  getcontext(&c.context);
-  c.context.uc_stack.ss_sp = stack;
-  c.context.uc_stack.ss_size = bytes;
-  c.context.uc_link = nullptr;
-  makecontext(&c.context, entry, 0);
-}
-
-void switch_context(Context& from, Context& to) { swapcontext(&from.context, &to.context); }
-#endif
-
 // ---- the grid scheduler ------------------------------------------------------------------------
 enum class ThreadState { kReady, kAtBlockBarrier, kAtWarpBarrier, kAtWarpgroupBarrier, kDone };
 
 struct Fiber {
-  Context context;
+  emu::detail::FiberContext context;
   dim3 index;
   ThreadState state = ThreadState::kReady;
   unsigned warp_mask = 0;  // the mask it waits with at a warp barrier
@@ -159,7 +88,7 @@ struct Grid {
   dim3 grid, block, block_index;
   std::vector<Fiber> threads;
   Fiber* current = nullptr;
-  Context scheduler;
+  emu::detail::FiberContext scheduler;
   bool abandoned = false;                       // a trap: the rest of the grid does not run
   std::vector<SharedAllocation> shared_memory;  // this block's
   std::size_t shared_this_block = 0;
@@ -195,7 +124,7 @@ void yield_to_scheduler(bool exiting) {
 #endif
   (void)exiting;
   emu::racecheck::switch_to_scheduler();
-  switch_context(self->context, g.scheduler);
+  emu::detail::switch_fiber_context(self->context, g.scheduler);
 #if EMU_WITH_ASAN
   __sanitizer_finish_switch_fiber(self->fake_stack, nullptr, nullptr);
 #endif
@@ -326,7 +255,8 @@ void run_block(bool reverse) {
     f.index =
         dim3(static_cast<unsigned>(t % g.block.x), static_cast<unsigned>(t / g.block.x % g.block.y),
              static_cast<unsigned>(t / (std::size_t(g.block.x) * g.block.y)));
-    start_context(f.context, stack_for(emu::racecheck::stack_slot(t)), kStackBytes, fiber_entry);
+    emu::detail::start_fiber_context(f.context, stack_for(emu::racecheck::stack_slot(t)),
+                                     kStackBytes, fiber_entry);
   }
   // New memory the block's threads will touch (ThreadSanitizer counts an allocation as a write).
   if (g.threads.data() != fibers_before || stacks.size() != stacks_before) {
@@ -343,7 +273,7 @@ void run_block(bool reverse) {
                                      kStackBytes);
 #endif
       emu::racecheck::switch_to_thread(t);
-      switch_context(g.scheduler, f.context);
+      emu::detail::switch_fiber_context(g.scheduler, f.context);
 #if EMU_WITH_ASAN
       __sanitizer_finish_switch_fiber(g.scheduler_fake_stack, nullptr, nullptr);
 #endif
@@ -493,7 +423,7 @@ void warpgroup_mma_collective(const WarpgroupOperands& mine) {
     }
     const WarpgroupOperands& other = grid_state.threads[t].warpgroup_posted;
     if (other.descriptor_a != mine.descriptor_a || other.descriptor_b != mine.descriptor_b ||
-        other.n != mine.n || other.scale_d != mine.scale_d) {
+        other.n != mine.n || other.scale_d != mine.scale_d || other.input != mine.input) {
       fault("wgmma.mma_async: the threads of the warpgroup gave different operands");
     }
   }

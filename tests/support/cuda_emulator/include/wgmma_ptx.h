@@ -1,6 +1,7 @@
 // The CUDA emulator's C++ for the sm_90a warpgroup instructions that kernels/common/wgmma.cuh
 // wraps in inline assembly on a GPU: wgmma.mma_async with TF32 operands from shared memory through
-// matrix descriptors, wgmma.fence, wgmma.commit_group, wgmma.wait_group, and fence.proxy.async.
+// matrix descriptors (and BF16 operands, m64nNk16), wgmma.fence, wgmma.commit_group,
+// wgmma.wait_group, and fence.proxy.async.
 // Written to the PTX ISA (section "Asynchronous Warpgroup Level Matrix Multiply-Accumulate
 // Instructions"):
 //
@@ -31,6 +32,16 @@
 // round-to-nearest rounds when it stages, as kernels/matmul/matmul_wgmma_cuda.cu does).
 // Sum: d = (scale-d ? d : 0) + A(row, 0) B(0, col) + ... + A(row, 7) B(7, col) in FP32, one
 // rounding per add, ascending k (the ISA leaves order and rounding unspecified; tests bound).
+//
+// wgmma.mma_async.sync.aligned.m64nNk16.f32.bf16.bf16 d, a-desc, b-desc, scale-d, 1, 1, 0, 0 is
+// the same with A 64 x 16 and B 16 x N of BF16 values (the last two immediates: no transpose, i.e.
+// both K-major as above). Its core matrices are the same 8 rows x 16 bytes, now 8 BF16 along k
+// (T = 8 for 16-bit elements), so one instruction reads two core matrices along k, LBO apart:
+//   A(row, k)  at (row / 8) SBO + (row % 8) 16 + (k / 8) LBO + (k % 8) 2
+//   B(k, col)  at (col / 8) SBO + (col % 8) 16 + (k / 8) LBO + (k % 8) 2
+// A BF16 value is the upper half of an FP32 one, so the products are exact in FP32; the 16 are
+// summed as above, ascending k. The accumulator layout is the m64nNk8 one below (the ISA's D
+// fragment is the same for every input type).
 //
 // Accumulator layout ("Matrix Fragments for wgmma.mma_async.m64nNk8", accumulator D): thread t of
 // the warpgroup, in warp w = t / 32 with lane l, g = l / 4, q = l % 4, holds N / 2 floats,
@@ -67,10 +78,14 @@ namespace emu {
 
 // A warpgroup is 4 consecutive warps of the block, threads 128 w .. 128 w + 127. What each
 // thread gives one wgmma.mma_async, which must be the same in all 128:
+// The input type of a wgmma.mma_async: .tf32 (k8, 4-byte elements) or .bf16 (k16, 2-byte).
+enum class WgmmaInput { kTf32, kBf16 };
+
 struct WarpgroupOperands {
   uint64_t descriptor_a, descriptor_b;
   int n;
   bool scale_d;
+  WgmmaInput input;
 };
 // The instruction's collective part: posts this thread's operands, waits at a warpgroup barrier
 // for the 128 threads, and fails the launch when one of them has exited or is outside the block,
@@ -89,6 +104,7 @@ struct WarpgroupMma {
   int n;
   uint64_t descriptor_a, descriptor_b;
   bool scale_d;
+  WgmmaInput input;
   std::shared_ptr<std::vector<float>> accumulators;
 };
 // A thread's wgmma state lives in the scheduler (like cp.async's queue: emulator bookkeeping, out
@@ -136,11 +152,15 @@ inline WgmmaDescriptorFields decode_wgmma_descriptor(uint64_t descriptor) {
   return {field(0), field(16), field(32)};
 }
 
-// Byte address of element (row, k) of a K-major no-swizzle operand: A's (row, k) or B's (k, row).
-inline uint32_t k_major_address(const WgmmaDescriptorFields& f, int row, int k) {
+// Byte address of element (row, k) of a K-major no-swizzle operand: A's (row, k) or B's (k, row),
+// for elements of `element_bytes` (4: TF32, 2: BF16), 16 / element_bytes of them along k per
+// core-matrix row.
+inline uint32_t k_major_address(const WgmmaDescriptorFields& f, int row, int k, int element_bytes) {
+  const int per_row = 16 / element_bytes;
   return f.start + static_cast<uint32_t>(row / 8) * f.stride_byte_offset +
          static_cast<uint32_t>(row % 8) * 16 +
-         static_cast<uint32_t>(k / 4) * f.leading_byte_offset + static_cast<uint32_t>(k % 4) * 4;
+         static_cast<uint32_t>(k / per_row) * f.leading_byte_offset +
+         static_cast<uint32_t>((k % per_row) * element_bytes);
 }
 
 // The operand as the tensor core reads it: the async proxy's bytes, the low 13 bits dropped.
@@ -150,14 +170,22 @@ inline float truncated_tf32_at(uint32_t address) {
   return __uint_as_float(bits & ~0x1FFFu);
 }
 
+// A BF16 operand as the tensor core reads it: the async proxy's two bytes, the upper half of an
+// FP32 value.
+inline float bf16_at(uint32_t address) {
+  uint16_t bits;
+  read_async_proxy_shared(address, &bits, sizeof bits);
+  return __uint_as_float(static_cast<uint32_t>(bits) << 16);
+}
+
 inline void wgmma_fence() { warpgroup_mma_fence(); }
 
 inline void fence_proxy_async_shared() { async_proxy_fence_shared(); }
 
-// Issues one wgmma.mma_async.m64nNk8.f32.tf32.tf32 for this thread (d: its n / 2 accumulators).
-inline void wgmma_m64nNk8_tf32(float* d, int n, uint64_t descriptor_a, uint64_t descriptor_b,
-                               bool scale_d) {
-  warpgroup_mma_collective(WarpgroupOperands{descriptor_a, descriptor_b, n, scale_d});
+// Issues one wgmma.mma_async for this thread (d: its n / 2 accumulators) of the given input type.
+inline void issue_wgmma(WgmmaInput input, float* d, int n, uint64_t descriptor_a,
+                        uint64_t descriptor_b, bool scale_d) {
+  warpgroup_mma_collective(WarpgroupOperands{descriptor_a, descriptor_b, n, scale_d, input});
   decode_wgmma_descriptor(descriptor_a);  // fails now on a mode that is not emulated
   decode_wgmma_descriptor(descriptor_b);
   // The accumulator chain on d: the pending instructions' values, or d's as issued.
@@ -165,12 +193,24 @@ inline void wgmma_m64nNk8_tf32(float* d, int n, uint64_t descriptor_a, uint64_t 
   const bool starts_chain = !accumulators;
   if (starts_chain) accumulators = std::make_shared<std::vector<float>>(d, d + n / 2);
   if (!warpgroup_mma_issue(
-          WarpgroupMma{0, d, n, descriptor_a, descriptor_b, scale_d, accumulators})) {
+          WarpgroupMma{0, d, n, descriptor_a, descriptor_b, scale_d, input, accumulators})) {
     fault("wgmma.mma_async without a wgmma.fence after the last wait_group");
   }
   if (starts_chain) {
     for (int i = 0; i < n / 2; ++i) d[i] = std::nanf("");  // undefined until the wait
   }
+}
+
+// wgmma.mma_async.m64nNk8.f32.tf32.tf32
+inline void wgmma_m64nNk8_tf32(float* d, int n, uint64_t descriptor_a, uint64_t descriptor_b,
+                               bool scale_d) {
+  issue_wgmma(WgmmaInput::kTf32, d, n, descriptor_a, descriptor_b, scale_d);
+}
+
+// wgmma.mma_async.m64nNk16.f32.bf16.bf16 (K-major A and B: imm-trans-a = imm-trans-b = 0)
+inline void wgmma_m64nNk16_bf16(float* d, int n, uint64_t descriptor_a, uint64_t descriptor_b,
+                                bool scale_d) {
+  issue_wgmma(WgmmaInput::kBf16, d, n, descriptor_a, descriptor_b, scale_d);
 }
 
 inline void wgmma_commit_group() { warpgroup_mma_commit(); }
@@ -187,9 +227,15 @@ inline void complete_wgmma(const WarpgroupMma& mma) {
   for (int i = 0; i < mma.n / 2; ++i) {
     const int row = 16 * warp + g + 8 * (i / 2 % 2), col = 8 * (i / 4) + 2 * q + i % 2;
     float sum = mma.scale_d ? acc[static_cast<std::size_t>(i)] : 0.0f;
-    for (int k = 0; k < 8; ++k) {
-      sum += truncated_tf32_at(k_major_address(a, row, k)) *
-             truncated_tf32_at(k_major_address(b, col, k));
+    if (mma.input == WgmmaInput::kTf32) {
+      for (int k = 0; k < 8; ++k) {
+        sum += truncated_tf32_at(k_major_address(a, row, k, 4)) *
+               truncated_tf32_at(k_major_address(b, col, k, 4));
+      }
+    } else {
+      for (int k = 0; k < 16; ++k) {
+        sum += bf16_at(k_major_address(a, row, k, 2)) * bf16_at(k_major_address(b, col, k, 2));
+      }
     }
     acc[static_cast<std::size_t>(i)] = sum;
   }
