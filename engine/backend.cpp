@@ -172,6 +172,7 @@ TensorCoreGemm tensor_core_gemm() {
 
 const char* tensor_core_gemm_name(TensorCoreGemm gemm) {
   if (gemm == TensorCoreGemm::Wgmma) return "wgmma";
+  if (gemm == TensorCoreGemm::WgmmaOverlap) return "wgmma-overlap";
   return gemm == TensorCoreGemm::Mma ? "mma" : "wmma";
 }
 
@@ -179,7 +180,9 @@ TensorCoreGemm parse_tensor_core_gemm(const std::string& text, const std::string
   if (text == "wmma") return TensorCoreGemm::Wmma;
   if (text == "mma") return TensorCoreGemm::Mma;
   if (text == "wgmma") return TensorCoreGemm::Wgmma;
-  fail(what, ": unknown tensor-core GEMM '", text, "' (expected 'wmma', 'mma' or 'wgmma')");
+  if (text == "wgmma-overlap") return TensorCoreGemm::WgmmaOverlap;
+  fail(what, ": unknown tensor-core GEMM '", text,
+       "' (expected 'wmma', 'mma', 'wgmma' or 'wgmma-overlap')");
 }
 
 void set_tensor_core_conv(TensorCoreConv conv) {

@@ -31,7 +31,7 @@
 // Eager stays the default until a GPU has timed the captured loop (docs/performance.md).
 //
 // Our TF32 and BF16 tensor-core GEMM (matmul under the tf32 and bf16 precision policies,
-// engine/precision.h), chosen the same way by ENGINE_TC_GEMM=wmma|mma|wgmma:
+// engine/precision.h), chosen the same way by ENGINE_TC_GEMM=wmma|mma|wgmma|wgmma-overlap:
 //   TensorCoreGemm::Wmma  WMMA m16n16k8 (TF32) / m16n16k16 (BF16), 64 x 64 tiles, a register
 //                         pipeline (kernels/matmul/matmul_tensor_core_cuda.cu) [default]
 //   TensorCoreGemm::Mma   mma.sync m16n8k8 (TF32) / m16n8k16 (BF16), 128 x 64 tiles, a 3-stage
@@ -40,6 +40,9 @@
 //                         a 3-stage (TF32) or 2-stage plus BF16 conversion (BF16) cp.async
 //                         pipeline (kernels/matmul/matmul_wgmma_cuda.cu); on a device that is not
 //                         compute capability 9.0 matmul throws engine::Error (no silent fallback)
+//   TensorCoreGemm::WgmmaOverlap  the same with one multiply in flight across a step
+//                         (wgmma.wait_group 1): 4 TF32 stages (64 KiB) or 3 FP32 + 3 BF16 (72 KiB)
+//                         of dynamic shared memory (kernels::WgmmaPipeline::kOverlapped)
 // All round the operands alike and accumulate in FP32; the sums' rounding may differ. Wmma stays
 // the default until a GPU has timed them.
 //
@@ -93,7 +96,7 @@ void set_attack_loop(AttackLoop loop);
 AttackLoop attack_loop();
 const char* attack_loop_name(AttackLoop loop);  // "eager" / "captured"
 AttackLoop parse_attack_loop(const std::string& text, const std::string& what = "attack loop");
-enum class TensorCoreGemm { Wmma, Mma, Wgmma };
+enum class TensorCoreGemm { Wmma, Mma, Wgmma, WgmmaOverlap };
 void set_tensor_core_gemm(TensorCoreGemm gemm);
 TensorCoreGemm tensor_core_gemm();
 const char* tensor_core_gemm_name(TensorCoreGemm gemm);  // "wmma" / "mma" / "wgmma"

@@ -44,9 +44,13 @@ Tensor gemm(const Tensor& a, bool trans_a, const Tensor& b, bool trans_b, const 
     } else if (policy != Precision::Fp32 && tensor_core_gemm() == TensorCoreGemm::Mma) {
       kernels::matmul_mma_cuda(m, n, k, a.data<float>(), b.data<float>(), trans_a, trans_b,
                                c.data<float>(), /*accumulate=*/false, policy);
-    } else if (policy != Precision::Fp32 && tensor_core_gemm() == TensorCoreGemm::Wgmma) {
+    } else if (policy != Precision::Fp32 && (tensor_core_gemm() == TensorCoreGemm::Wgmma ||
+                                             tensor_core_gemm() == TensorCoreGemm::WgmmaOverlap)) {
       kernels::matmul_wgmma_cuda(m, n, k, a.data<float>(), b.data<float>(), trans_a, trans_b,
-                                 c.data<float>(), /*accumulate=*/false, policy);
+                                 c.data<float>(), /*accumulate=*/false, policy,
+                                 tensor_core_gemm() == TensorCoreGemm::WgmmaOverlap
+                                     ? kernels::WgmmaPipeline::kOverlapped
+                                     : kernels::WgmmaPipeline::kSerial);
     } else if (policy != Precision::Fp32) {
       kernels::matmul_tensor_core_cuda(m, n, k, a.data<float>(), b.data<float>(), trans_a, trans_b,
                                        c.data<float>(), /*accumulate=*/false, policy);

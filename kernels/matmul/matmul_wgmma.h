@@ -17,8 +17,19 @@ namespace engine::kernels {
 // device of compute capability 9.0 (H100, H200) and a build that compiled the kernel for sm_90a
 // (CMAKE_CUDA_ARCHITECTURES with 90): else throws engine::Error naming the device's capability,
 // launching nothing. Tile, pipeline and costs: matmul_wgmma_cuda.cu.
+// The two pipelines, both compiled in, chosen per call (ENGINE_TC_GEMM=wgmma or wgmma-overlap,
+// engine/backend.h), so that one GPU run can time them side by side:
+//   kSerial      every step waits for its own multiply (wgmma.wait_group 0): TF32 3 stages,
+//                BF16 2 FP32 + 2 BF16 stages, 48 KiB of shared memory;
+//   kOverlapped  one multiply stays in flight across a step (wait_group 1), so the tensor cores
+//                run while the next stage is rounded or converted: TF32 4 stages (64 KiB), BF16
+//                3 FP32 + 3 BF16 stages (72 KiB), past 48 KiB by the dynamic-shared-memory
+//                opt-in.
+enum class WgmmaPipeline { kSerial, kOverlapped };
+
 void matmul_wgmma_cuda(int64_t m, int64_t n, int64_t k, const float* a, const float* b,
-                       bool trans_a, bool trans_b, float* c, bool accumulate, Precision precision);
+                       bool trans_a, bool trans_b, float* c, bool accumulate, Precision precision,
+                       WgmmaPipeline pipeline = WgmmaPipeline::kSerial);
 
 // Why matmul_wgmma_cuda would refuse this device, or "" when it can run here.
 const char* wgmma_unsupported_reason();

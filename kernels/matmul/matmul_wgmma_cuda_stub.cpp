@@ -5,7 +5,7 @@
 namespace engine::kernels {
 
 void matmul_wgmma_cuda(int64_t, int64_t, int64_t, const float*, const float*, bool, bool, float*,
-                       bool, Precision) {
+                       bool, Precision, WgmmaPipeline) {
   no_cuda("matmul_wgmma_cuda");
 }
 

@@ -131,6 +131,51 @@ TEST_CASE("emulator: bad launch configurations fail like on a GPU", "[emulator]"
   cudaFree(out);
 }
 
+TEST_CASE("emulator: dynamic shared memory (extern __shared__) holds the launch's bytes",
+          "[emulator]") {
+  CleanContext context;
+  std::vector<float> x(200);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = float(i) + 0.5f;
+  float* x_device = device_copy(x);
+  float* y_device = device_array<float>(200);
+  REQUIRE(sample::reverse_through_dynamic_shared(x_device, y_device, 200, 200 * sizeof(float), 0) ==
+          cudaSuccess);
+  const std::vector<float> y = host_copy(y_device, 200);
+  for (size_t i = 0; i < y.size(); ++i) CHECK(y[i] == x[199 - i]);
+  // Each block finds fresh 0xFF bytes, not the 7s the block before it wrote.
+  unsigned* out = device_array<unsigned>(8);
+  REQUIRE(sample::read_dynamic_shared(out, 2) == cudaSuccess);
+  CHECK(host_copy(out, 8) == std::vector<unsigned>(8, 0xFFFFFFFFu));
+  cudaFree(out);
+  cudaFree(x_device);
+  cudaFree(y_device);
+}
+
+TEST_CASE("emulator: past 48 KiB of dynamic shared memory only with the kernel's opt-in",
+          "[emulator]") {
+  CleanContext context;
+  float* x = device_array<float>(64);
+  float* y = device_array<float>(64);
+  const std::size_t kib64 = 64 * 1024;
+  // Without cudaFuncSetAttribute a launch asking for more than 48 KiB is refused.
+  CHECK(sample::reverse_through_dynamic_shared(x, y, 64, kib64, 0) == cudaErrorInvalidValue);
+  CHECK(sample::reverse_through_dynamic_shared(x, y, 64, 48 * 1024, 0) == cudaSuccess);
+  // An opt-in past what a block can have (227 KiB on sm_90) is refused; 64 KiB is granted, and a
+  // launch past the granted limit is refused again.
+  CHECK(sample::reverse_through_dynamic_shared(x, y, 64, kib64, 232448 + 1) ==
+        cudaErrorInvalidValue);
+  CHECK(sample::reverse_through_dynamic_shared(x, y, 64, kib64, int(kib64)) == cudaSuccess);
+  CHECK(sample::reverse_through_dynamic_shared(x, y, 64, kib64 + 16, 0) == cudaErrorInvalidValue);
+  cudaDeviceProp properties;
+  REQUIRE(cudaGetDeviceProperties(&properties, 0) == cudaSuccess);
+  CHECK(properties.sharedMemPerBlockOptin == 232448);
+  // The per-architecture limits the launch-resource check applies with the opt-in.
+  CHECK(emu::max_opt_in_shared_bytes(80) == 166912);
+  CHECK(emu::max_opt_in_shared_bytes(90) == 232448);
+  cudaFree(x);
+  cudaFree(y);
+}
+
 TEST_CASE("emulator: registers per block follow the GPU's allocation rule", "[emulator]") {
   // A warp takes 32 r registers rounded up to a multiple of 256; a block takes that per warp.
   CHECK(emu::registers_per_block(64, 1024) == 65536);  // 2048 per warp x 32 warps: fits
@@ -168,10 +213,10 @@ TEST_CASE("emulator: a block too big for its kernel's registers fails like on a 
     for (unsigned i : {0u, 79u}) CHECK(y[i * narrow + t] == x[i * narrow + t] * total);
   }
   // The message says what a GPU would: which architecture, how many registers.
-  const std::string why = emu::launch_resource_problem("register_hungry_kernel", wide, 0);
+  const std::string why = emu::launch_resource_problem("register_hungry_kernel", wide, 0, false);
   CHECK_THAT(why, Catch::Contains("too many resources requested for launch on sm_"));
-  CHECK(emu::launch_resource_problem("register_hungry_kernel", narrow, 0).empty());
-  CHECK(emu::launch_resource_problem("a_kernel_nobody_compiled", 1024, 0).empty());
+  CHECK(emu::launch_resource_problem("register_hungry_kernel", narrow, 0, false).empty());
+  CHECK(emu::launch_resource_problem("a_kernel_nobody_compiled", 1024, 0, false).empty());
   cudaFree(x_device);
   cudaFree(y_device);
 }
@@ -192,7 +237,7 @@ TEST_CASE("emulator: a block larger than the kernel's __launch_bounds__ fails li
   }
   int* out = device_array<int>(128);
   CHECK(sample::bounded_fill(out, 3, 128) == cudaErrorLaunchOutOfResources);
-  CHECK_THAT(emu::launch_resource_problem("bounded_fill_kernel", 65, 0),
+  CHECK_THAT(emu::launch_resource_problem("bounded_fill_kernel", 65, 0, false),
              Catch::Contains("more than the kernel's __launch_bounds__ of 64"));
   REQUIRE(sample::bounded_fill(out, 3, 64) == cudaSuccess);
   CHECK(host_copy(out, 64) == std::vector<int>(64, 3));

@@ -85,9 +85,12 @@ __global__ void wgmma_ones_kernel(WgmmaMistake mistake, float* early, float* d) 
       engine::kernels::k_major_descriptor(operands.b, 128, 128), false);
   engine::kernels::wgmma_commit_group();
   for (int i = 0; i < 4; ++i) early[4 * threadIdx.x + i] = result[i];  // too early
-  if (mistake == WgmmaMistake::kOverwriteBeforeWait) {
+  if (mistake == WgmmaMistake::kOverwriteBeforeWait ||
+      mistake == WgmmaMistake::kStoreWhileInFlight) {
     for (int i = threadIdx.x; i < 512; i += blockDim.x) operands.a[i] = 2.0f;
-    engine::kernels::fence_proxy_async_shared();
+    if (mistake == WgmmaMistake::kOverwriteBeforeWait) {
+      engine::kernels::fence_proxy_async_shared();
+    }
     __syncthreads();
   }
   engine::kernels::wgmma_wait_group<0>();

@@ -28,6 +28,7 @@ enum class WgmmaMistake {
   kNoProxyFence,         // shared memory written with ordinary stores, no fence.proxy.async
   kNoWgmmaFence,         // no wgmma.fence before the wgmma.mma_async
   kOverwriteBeforeWait,  // A rewritten to 2 (and fenced) after the issue, before the wait
+  kStoreWhileInFlight,   // A rewritten to 2 after the issue, not fenced, before the wait
 };
 // `threads` threads (128: one warpgroup) store A (64 x 8) and B (8 x 8) of ones into shared memory
 // (K-major, no swizzle) and run one wgmma.mma_async.m64n8k8 TF32 with scale-d 0, committing and

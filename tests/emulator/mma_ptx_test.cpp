@@ -118,6 +118,17 @@ TEST_CASE("emulator: wgmma reads shared memory through the async proxy, as of th
   CHECK(d.read() == std::vector<float>(512, 16.0f));
 }
 
+TEST_CASE("emulator: a store into a stage that a wgmma in flight reads fails the launch",
+          "[emulator]") {
+  // A rewritten without a fence between the issue and the wait: the GPU's tensor core may read
+  // either the ones or the twos (a pipeline that refills a stage too early); the emulator fails
+  // the launch instead of picking one.
+  DeviceFloats early(512), d(512);
+  CHECK(sample::wgmma_ones(sample::WgmmaMistake::kStoreWhileInFlight, 128, early.ptr, d.ptr) ==
+        cudaErrorLaunchFailure);
+  emu::reset_errors();
+}
+
 TEST_CASE("emulator: wgmma needs a wgmma.fence and the whole warpgroup", "[emulator]") {
   DeviceFloats early(512), d(512);
   CHECK(sample::wgmma_ones(sample::WgmmaMistake::kNoWgmmaFence, 128, early.ptr, d.ptr) ==

@@ -171,6 +171,24 @@ cudaError_t warp_ops(const int* x, int* sum, int* max, int* scan, unsigned* odd)
   return cudaGetLastError();
 }
 
+// Dynamic shared memory: y[t] = x[n - 1 - t] through an `extern __shared__` array.
+__global__ void reverse_dynamic_kernel(const float* x, float* y, int n) {
+  extern __shared__ __align__(16) float staged[];
+  const int t = threadIdx.x;
+  if (t < n) staged[t] = x[t];
+  __syncthreads();
+  if (t < n) y[t] = staged[n - 1 - t];
+}
+
+// What each block finds in its dynamic shared memory before writing it (4 words per block), then
+// writes it, so a second block that saw the first's writes would show them.
+__global__ void read_dynamic_shared_kernel(unsigned* out) {
+  extern __shared__ unsigned words[];
+  if (threadIdx.x < 4) out[4 * blockIdx.x + threadIdx.x] = words[threadIdx.x];
+  __syncthreads();
+  words[threadIdx.x] = 7u;
+}
+
 cudaError_t read_unwritten_shared(unsigned* out) {
   read_unwritten_shared_kernel<<<1, 6>>>(out);
   return cudaGetLastError();
@@ -193,6 +211,25 @@ cudaError_t fill(int* out, int n, int value, unsigned blocks, unsigned threads) 
 
 cudaError_t add_on_stream(float* x, int n, float value, cudaStream_t stream) {
   add_kernel<<<2, 32, 0, stream>>>(x, n, value);
+  return cudaGetLastError();
+}
+
+cudaError_t reverse_through_dynamic_shared(const float* x, float* y, int n,
+                                          std::size_t shared_bytes, int opt_in_bytes) {
+  if (opt_in_bytes > 0) {
+    const cudaError_t set = cudaFuncSetAttribute(
+        reverse_dynamic_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, opt_in_bytes);
+    if (set != cudaSuccess) {
+      (void)cudaGetLastError();  // the failed call also set it, as CUDA's does: clear it
+      return set;
+    }
+  }
+  reverse_dynamic_kernel<<<1, n, shared_bytes>>>(x, y, n);
+  return cudaGetLastError();
+}
+
+cudaError_t read_dynamic_shared(unsigned* out, unsigned blocks) {
+  read_dynamic_shared_kernel<<<blocks, 32, 32 * sizeof(unsigned)>>>(out);
   return cudaGetLastError();
 }
 

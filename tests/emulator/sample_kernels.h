@@ -25,4 +25,14 @@ cudaError_t bounded_fill(int* out, int value, unsigned threads);
 // x[i] += value for n floats, launched on `stream` (2 blocks of 32 threads).
 cudaError_t add_on_stream(float* x, int n, float value, cudaStream_t stream);
 
+// y[t] = x[n - 1 - t] for one block of n threads through `shared_bytes` of dynamic shared memory
+// (extern __shared__; n floats used). With opt_in_bytes > 0 it first calls cudaFuncSetAttribute(
+// kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, opt_in_bytes) and returns that call's
+// error, if any.
+cudaError_t reverse_through_dynamic_shared(const float* x, float* y, int n,
+                                           std::size_t shared_bytes, int opt_in_bytes);
+// out[4 b + i], i < 4: the first 4 words of block b's dynamic shared memory as the block found it
+// (each block then writes its own); 32 threads and 128 bytes per block.
+cudaError_t read_dynamic_shared(unsigned* out, unsigned blocks);
+
 }  // namespace sample

@@ -213,5 +213,5 @@ TEST_CASE("tensor-core gemm: the ENGINE_TC_GEMM spelling", "[matmul][backend][mm
   CHECK_THROWS_WITH(engine::parse_tensor_core_gemm("MMA", "ENGINE_TC_GEMM"),
                     Catch::Contains("ENGINE_TC_GEMM") &&
                         Catch::Contains("unknown tensor-core GEMM 'MMA'") &&
-                        Catch::Contains("'wmma', 'mma' or 'wgmma'"));
+                        Catch::Contains("'wmma', 'mma', 'wgmma' or 'wgmma-overlap'"));
 }

@@ -30,6 +30,7 @@ using engine::Tensor;
 using engine::TensorCoreGemm;
 using engine::kernels::matmul_wgmma_cuda;
 using engine::kernels::Precision;
+using engine::kernels::WgmmaPipeline;
 using tensor_core_test::on_device_at;
 using tensor_core_test::TensorCoreScope;
 
@@ -49,20 +50,30 @@ bool wgmma_available() {
   return false;
 }
 
-// matmul_wgmma_cuda in `precision`, as a DeviceGemm.
-tensor_core_test::DeviceGemm wgmma_gemm(Precision precision) {
-  return [precision](int64_t m, int64_t n, int64_t k, const float* a, const float* b, bool trans_a,
-                     bool trans_b, float* c, bool accumulate) {
-    matmul_wgmma_cuda(m, n, k, a, b, trans_a, trans_b, c, accumulate, precision);
+// matmul_wgmma_cuda in `precision` with `pipeline`, as a DeviceGemm.
+tensor_core_test::DeviceGemm wgmma_gemm(Precision precision,
+                                        WgmmaPipeline pipeline = WgmmaPipeline::kSerial) {
+  return [precision, pipeline](int64_t m, int64_t n, int64_t k, const float* a, const float* b,
+                               bool trans_a, bool trans_b, float* c, bool accumulate) {
+    matmul_wgmma_cuda(m, n, k, a, b, trans_a, trans_b, c, accumulate, precision, pipeline);
   };
+}
+
+tensor_core_test::DeviceGemm serial_wgmma_gemm(Precision precision) {
+  return wgmma_gemm(precision, WgmmaPipeline::kSerial);
+}
+tensor_core_test::DeviceGemm overlapped_wgmma_gemm(Precision precision) {
+  return wgmma_gemm(precision, WgmmaPipeline::kOverlapped);
 }
 
 // The wgmma GEMM in `precision` vs the reference rounded by `rounding`, over odd shapes, all four
 // transposes, overwriting and accumulating; seeds from `seed` on.
 void require_wgmma_gemm_matches_over_shapes(Precision precision,
                                             const tensor_core_test::OperandRounding& rounding,
-                                            uint64_t seed) {
-  const std::string label = std::string(engine::precision_name(precision)) + " wgmma";
+                                            uint64_t seed,
+                                            WgmmaPipeline pipeline = WgmmaPipeline::kSerial) {
+  const std::string label = std::string(engine::precision_name(precision)) +
+                            (pipeline == WgmmaPipeline::kSerial ? " wgmma" : " wgmma-overlap");
   struct Shape {
     int64_t m, n, k;
   };
@@ -76,8 +87,8 @@ void require_wgmma_gemm_matches_over_shapes(Precision precision,
     for (bool trans_a : {false, true}) {
       for (bool trans_b : {false, true}) {
         for (bool accumulate : {false, true}) {
-          tensor_core_test::require_gemm_matches_rounded(label, wgmma_gemm(precision), rounding,
-                                                         s.m, s.n, s.k, trans_a, trans_b,
+          tensor_core_test::require_gemm_matches_rounded(label, wgmma_gemm(precision, pipeline),
+                                                         rounding, s.m, s.n, s.k, trans_a, trans_b,
                                                          accumulate, seed);
           seed += 3;
         }
@@ -102,11 +113,24 @@ TEST_CASE("matmul wgmma bf16 cuda: matches the bf16-rounded reference for odd sh
   require_wgmma_gemm_matches_over_shapes(Precision::Bf16, tensor_core_test::kBf16Rounding, 1301);
 }
 
+TEST_CASE("matmul wgmma-overlap cuda: one multiply in flight gives the rounded reference too",
+          "[matmul][cuda][tf32][bf16][wgmma]") {
+  REQUIRE_CUDA_OR_SKIP();
+  if (!wgmma_available()) return;
+  // The overlapped pipelines (4 TF32 stages; 3 FP32 + 3 BF16 stages; dynamic shared memory past
+  // 48 KiB) over the same shapes: k from 1 to 300 runs them empty, full and past their end.
+  require_wgmma_gemm_matches_over_shapes(Precision::Tf32, tensor_core_test::kTf32Rounding, 2301,
+                                         WgmmaPipeline::kOverlapped);
+  require_wgmma_gemm_matches_over_shapes(Precision::Bf16, tensor_core_test::kBf16Rounding, 3301,
+                                         WgmmaPipeline::kOverlapped);
+  tensor_core_test::check_bf16_ties_to_even_by_hand(overlapped_wgmma_gemm);
+}
+
 TEST_CASE("matmul wgmma bf16 cuda: operands are rounded to bf16 with ties to even, by hand",
           "[matmul][cuda][bf16][wgmma]") {
   REQUIRE_CUDA_OR_SKIP();
   if (!wgmma_available()) return;
-  tensor_core_test::check_bf16_ties_to_even_by_hand(wgmma_gemm);
+  tensor_core_test::check_bf16_ties_to_even_by_hand(serial_wgmma_gemm);
   // fp32 is not a tensor-core mode: refused, C untouched.
   const Tensor one = Tensor::full({1, 1}, 1.0, DType::F32, Device::cuda());
   Tensor c = Tensor::full({1, 1}, 7.0, DType::F32, Device::cuda());
@@ -187,12 +211,22 @@ TEST_CASE("matmul cuda: ENGINE_TC_GEMM=wgmma runs tf32 and bf16 matmul on the wg
     std::string labels;
     for (const auto& launch : engine::kernels::stop_profile()) labels += launch.label + "\n";
     CHECK_THAT(labels, Catch::Contains("matmul_wgmma_cuda (" + name + ") m=9 n=6 k=13"));
+    engine::set_tensor_core_gemm(TensorCoreGemm::WgmmaOverlap);
+    engine::kernels::start_profile();
+    (void)engine::matmul(a, b);
+    for (const auto& launch : engine::kernels::stop_profile()) labels += launch.label + "\n";
+    CHECK_THAT(labels,
+               Catch::Contains("matmul_wgmma_cuda (" + name + ", overlapped) m=9 n=6 k=13"));
     CHECK_THAT(labels, !Catch::Contains("matmul_tensor_core_cuda"));
     CHECK_THAT(labels, !Catch::Contains("matmul_mma_cuda"));
   }
 }
 
-TEST_CASE("tensor-core gemm: ENGINE_TC_GEMM=wgmma is spelled wgmma", "[matmul][backend][wgmma]") {
+TEST_CASE("tensor-core gemm: ENGINE_TC_GEMM=wgmma and wgmma-overlap are spelled so",
+          "[matmul][backend][wgmma]") {
   CHECK(engine::parse_tensor_core_gemm("wgmma") == TensorCoreGemm::Wgmma);
   CHECK(std::string(engine::tensor_core_gemm_name(TensorCoreGemm::Wgmma)) == "wgmma");
+  CHECK(engine::parse_tensor_core_gemm("wgmma-overlap") == TensorCoreGemm::WgmmaOverlap);
+  CHECK(std::string(engine::tensor_core_gemm_name(TensorCoreGemm::WgmmaOverlap)) ==
+        "wgmma-overlap");
 }

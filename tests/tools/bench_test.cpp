@@ -152,8 +152,8 @@ TEST_CASE("bench options: defaults pass and bad values are usage errors") {
   CHECK(wgrads == 28);  // ResNet-18's 20, C2F2's 2, and C2F2's 2 at each of 3 tile widths
   // 60 ResNet-18 conv passes + 7 C2F2 ones (conv2's dgrad twice) + 15 C2F2 tile rows (fprop and
   // wgrad of both layers, dgrad of conv2 only, at 128, 64, 32 columns) + 4 BN + PGD + Adam + 2
-  // GEMM shapes x (strict + wmma, mma, wgmma).
-  CHECK(workload_names(112).size() == 96);
+  // GEMM shapes x (strict + wmma, mma, wgmma, wgmma-overlap).
+  CHECK(workload_names(112).size() == 98);
   int tile_rows = 0;
   for (const std::string& name : workload_names(112)) tile_rows += matches_filter(name, " tile");
   CHECK(tile_rows == 15);
@@ -164,14 +164,15 @@ TEST_CASE("bench options: defaults pass and bad values are usage errors") {
   CHECK(std::count(names.begin(), names.end(), "gemm 4096 wgmma") == 1);
   int gemm_4096_rows = 0;  // the strict row and one per tensor-core kernel
   for (const std::string& name : names) gemm_4096_rows += matches_filter(name, "gemm 4096");
-  CHECK(gemm_4096_rows == 4);
+  CHECK(gemm_4096_rows == 5);
 }
 
 TEST_CASE("bench gemm kernels: strict FP32 alone, the tensor-core kernels per mode") {
   using engine::kernels::Precision;
   CHECK(gemm_kernel_names(Precision::Fp32) == std::vector<std::string>{""});
-  CHECK(gemm_kernel_names(Precision::Tf32) == std::vector<std::string>{"wmma", "mma", "wgmma"});
-  CHECK(gemm_kernel_names(Precision::Bf16) == std::vector<std::string>{"wmma", "mma", "wgmma"});
+  const std::vector<std::string> tensor_core{"wmma", "mma", "wgmma", "wgmma-overlap"};
+  CHECK(gemm_kernel_names(Precision::Tf32) == tensor_core);
+  CHECK(gemm_kernel_names(Precision::Bf16) == tensor_core);
 }
 
 TEST_CASE("bench conv table: C2F2's two convolutions at the Fashion-MNIST configs' batch") {

@@ -7,7 +7,8 @@
 // Workloads (names are what --filter matches): the 20 convolutions of ResNet-18 x {fprop, dgrad,
 // wgrad} vs cuDNN; multi-branch batch norm forward-train and backward with K = 1 and 2; the fused
 // PGD step vs a device-to-device copy of the same images; Adam over ResNet-18's parameters; a
-// 4096^3 SGEMM vs cuBLAS (in a tensor-core mode one row per GEMM kernel: wmma, mma, wgmma). The
+// 4096^3 SGEMM vs cuBLAS (in a tensor-core mode one row per GEMM kernel: wmma, mma, wgmma,
+// wgmma-overlap). The
 // GEMM and convolution rows run once per precision mode
 // (bench_modes.h), both sides in that mode, each with its error against a sampled f64 reference
 // (bench_accuracy.h); the others are precision-free and run with the fp32 mode. Method and

@@ -267,7 +267,8 @@ void bench_adam(Context& ctx, std::vector<Row>& rows) {
 
 namespace {
 
-// Our GEMM `kernel` ("" = strict FP32, else wmma, mma or wgmma) in `precision`; throws where the
+// Our GEMM `kernel` ("" = strict FP32, else wmma, mma, wgmma or wgmma-overlap) in `precision`;
+// throws where the
 // kernel cannot run (wgmma off compute capability 9.0, with the reason).
 void our_gemm(const std::string& kernel, k::Precision precision, int64_t m, int64_t n, int64_t kk,
               const float* a, const float* b, float* c) {
@@ -277,8 +278,11 @@ void our_gemm(const std::string& kernel, k::Precision precision, int64_t m, int6
     k::matmul_tensor_core_cuda(m, n, kk, a, b, false, false, c, false, precision);
   } else if (kernel == "mma") {
     k::matmul_mma_cuda(m, n, kk, a, b, false, false, c, false, precision);
-  } else {
+  } else if (kernel == "wgmma") {
     k::matmul_wgmma_cuda(m, n, kk, a, b, false, false, c, false, precision);
+  } else {
+    k::matmul_wgmma_cuda(m, n, kk, a, b, false, false, c, false, precision,
+                         k::WgmmaPipeline::kOverlapped);
   }
 }
 
@@ -337,7 +341,7 @@ void bench_gemm(Context& ctx, const PrecisionMode& mode, std::vector<Row>& rows)
       auto ours_once = [&](const Set& t) {
         our_gemm(kernel, mode.gemm, s.m, s.n, s.k, ptr(t.a), ptr(t.b), ptr(t.c));
       };
-      if (kernel == "wgmma" && k::wgmma_unsupported_reason()[0] != '\0') {
+      if (kernel.compare(0, 5, "wgmma") == 0 && k::wgmma_unsupported_reason()[0] != '\0') {
         row.not_implemented = k::wgmma_unsupported_reason();  // this GPU or build has no wgmma
         rows.push_back(row);
         continue;

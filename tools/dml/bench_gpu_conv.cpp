@@ -252,7 +252,8 @@ void bench_convs(Context& ctx, const PrecisionMode& mode, std::vector<Row>& rows
   // C2F2's rows, and its conv2's dgrad (C = 32) once more through the direct kernel.
   for (Pass pass : {Pass::Fprop, Pass::Dgrad, Pass::Wgrad, Pass::DgradDirect}) {
     for (const ConvLayer& layer : c2f2_convs()) {
-      if (pass == Pass::DgradDirect && layer.shape.C <= 4) continue;  // its dgrad row is that
+      if (pass == Pass::DgradDirect && k::dgrad_is_first_layer(layer.shape))
+        continue;  // its dgrad row is that
       const std::string name = "conv " + layer.name + " " + pass_name(pass);
       if (matches_filter(name, ctx.options.filter)) {
         rows.push_back(bench_conv_pass(ctx, layer.shape, pass, name, cudnn, mode, true));
@@ -265,7 +266,7 @@ void bench_convs(Context& ctx, const PrecisionMode& mode, std::vector<Row>& rows
   if (mode.conv != k::Precision::Fp32) return;
   for (Pass pass : {Pass::Fprop, Pass::Dgrad, Pass::Wgrad}) {
     for (const ConvLayer& layer : c2f2_convs()) {
-      if (pass == Pass::Dgrad && layer.shape.C <= 4) continue;
+      if (pass == Pass::Dgrad && k::dgrad_is_first_layer(layer.shape)) continue;
       for (k::ConvTile tile : conv_tile_widths()) {
         const std::string name = "conv " + layer.name + " " + pass_name(pass) + " tile" +
                                  std::to_string(k::conv2d_tile_columns(tile));

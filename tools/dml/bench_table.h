@@ -232,6 +232,15 @@ struct Options {
   std::vector<PrecisionMode> modes = precision_modes();
 };
 
+// The GEMM kernels dml bench times in `precision`, as ENGINE_TC_GEMM spells them (engine/
+// backend.h): "" (strict FP32, matmul_cuda) in fp32; wmma, mma, wgmma and wgmma-overlap in the
+// tensor-core modes.
+inline std::vector<std::string> gemm_kernel_names(engine::kernels::Precision precision) {
+  using engine::kernels::Precision;
+  if (precision == Precision::Fp32) return {""};
+  return {"wmma", "mma", "wgmma", "wgmma-overlap"};
+}
+
 // The names of every workload row (ceilings are always measured), in the order they run.
 inline std::vector<std::string> workload_names(int64_t batch) {
   std::vector<std::string> names;
@@ -245,10 +254,13 @@ inline std::vector<std::string> workload_names(int64_t batch) {
   }
   // conv2's dgrad (C = 32) through the direct kernel, which dgrad takes by itself only for C <= 4.
   names.push_back("conv c2f2.conv2 dgrad-direct");
-  // C2F2's passes at each forced tile width (conv1's dgrad, C = 1, runs the direct kernel).
+  // C2F2's passes at each forced tile width (conv1's dgrad, C = 1, runs the direct kernel: the
+  // first-layer rule of kernels/conv2d/conv2d.h).
   for (const char* pass : {"fprop", "dgrad", "wgrad"}) {
     for (const ConvLayer& layer : c2f2_convs()) {
-      if (std::string(pass) == "dgrad" && layer.shape.C <= 4) continue;
+      if (std::string(pass) == "dgrad" && engine::kernels::dgrad_is_first_layer(layer.shape)) {
+        continue;
+      }
       for (engine::kernels::ConvTile tile : conv_tile_widths()) {
         names.push_back("conv " + layer.name + " " + pass + " tile" +
                         std::to_string(engine::kernels::conv2d_tile_columns(tile)));
@@ -263,20 +275,11 @@ inline std::vector<std::string> workload_names(int64_t batch) {
   names.push_back("adam resnet18");
   for (const char* shape : {"gemm 4096", "gemm 128x512x10000"}) {
     names.push_back(shape);
-    for (const char* kernel : {"wmma", "mma", "wgmma"}) {
+    for (const std::string& kernel : gemm_kernel_names(engine::kernels::Precision::Tf32)) {
       names.push_back(std::string(shape) + " " + kernel);
     }
   }
   return names;
-}
-
-// The GEMM kernels dml bench times in `precision`, as ENGINE_TC_GEMM spells them (engine/
-// backend.h): "" (strict FP32, matmul_cuda) in fp32; wmma, mma and wgmma in the tensor-core
-// modes.
-inline std::vector<std::string> gemm_kernel_names(engine::kernels::Precision precision) {
-  using engine::kernels::Precision;
-  if (precision == Precision::Fp32) return {""};
-  return {"wmma", "mma", "wgmma"};
 }
 
 inline bool matches_filter(const std::string& name, const std::string& filter) {

@@ -1,4 +1,4 @@
-// cuda_translate IN.cu OUT.cpp: rewrites the two pieces of CUDA syntax that a host compiler cannot
+// cuda_translate IN.cu OUT.cpp: rewrites the pieces of CUDA syntax that a host compiler cannot
 // parse, so the CUDA emulator (include/cuda_runtime.h) can compile the file unchanged otherwise.
 //
 //   kernel<<<grid, block, smem, stream>>>(a, b)
@@ -8,6 +8,8 @@
 //     -> static float emu_layout_x[32], emu_layout_y; auto& x =
 //     *::emu::shared_block(&emu_layout_x);
 //        auto& y = *::emu::shared_block(&emu_layout_y);
+//   extern __shared__ __align__(16) float z[];
+//     -> float* const z = static_cast<float*>(::emu::dynamic_shared_memory(16));
 //
 // The statics only carry the type and serve as keys: each block gets its own fresh shared memory
 // from the emulator, filled with 0xFF bytes, as each block on a GPU has its own. So the race
@@ -121,6 +123,49 @@ std::string take_kernel_expression(const std::string& path, const std::string& t
   return kernel;
 }
 
+// Whether `out` ends with the keyword extern (and spaces), which it then loses the spaces of.
+bool ends_with_extern(std::string& out) {
+  size_t end = out.size();
+  while (end > 0 && std::isspace(static_cast<unsigned char>(out[end - 1]))) --end;
+  const std::string keyword = "extern";
+  if (end < keyword.size() || out.compare(end - keyword.size(), keyword.size(), keyword) != 0) {
+    return false;
+  }
+  if (end > keyword.size() && is_identifier_char(out[end - keyword.size() - 1])) return false;
+  out.resize(end);
+  return true;
+}
+
+// `extern __shared__ [__align__(N) or alignas(N)] T name[];` (the text after __shared__ in
+// `declaration`) as
+// `T* const name = static_cast<T*>(::emu::dynamic_shared_memory(N or alignof(T)));`.
+std::string dynamic_shared_declaration(const std::string& path, const std::string& s, size_t at,
+                                       const std::string& declaration) {
+  std::string text = trim(declaration);
+  std::string alignment;
+  for (const std::string keyword : {"alignas(", "__align__("}) {
+    if (text.compare(0, keyword.size(), keyword) != 0) continue;
+    const size_t close = text.find(')');
+    if (close == std::string::npos) fail(path, s, at, keyword + " without ')'");
+    alignment = text.substr(keyword.size(), close - keyword.size());
+    text = trim(text.substr(close + 1));
+  }
+  const size_t bracket = text.find('[');
+  if (bracket == std::string::npos || trim(text.substr(bracket)) != "[]") {
+    fail(path, s, at, "extern __shared__ must declare one unsized array: T name[]");
+  }
+  size_t name_end = bracket;
+  while (name_end > 0 && std::isspace(static_cast<unsigned char>(text[name_end - 1]))) --name_end;
+  size_t name_begin = name_end;
+  while (name_begin > 0 && is_identifier_char(text[name_begin - 1])) --name_begin;
+  const std::string name = text.substr(name_begin, name_end - name_begin);
+  const std::string type = trim(text.substr(0, name_begin));
+  if (name.empty() || type.empty()) fail(path, s, at, "cannot read an extern __shared__ array");
+  if (alignment.empty()) alignment = "alignof(" + type + ")";
+  return type + "* const " + name + " = static_cast<" + type + "*>(::emu::dynamic_shared_memory(" +
+         alignment + "));";
+}
+
 std::string translate(const std::string& path, const std::string& s) {
   std::string out = "#line 1 \"" + path + "\"\n";
   size_t i = 0;
@@ -158,6 +203,12 @@ std::string translate(const std::string& path, const std::string& s) {
       const size_t semicolon = s.find(';', i);
       if (semicolon == std::string::npos) fail(path, s, i, "__shared__ without ';'");
       const std::string declaration = s.substr(i + 10, semicolon - (i + 10));
+      if (ends_with_extern(out)) {  // extern __shared__: the launch's dynamic shared memory
+        out.resize(out.size() - std::string("extern").size());
+        out += dynamic_shared_declaration(path, s, i, declaration);
+        i = semicolon + 1;
+        continue;
+      }
       if (declaration.find("extern") != std::string::npos ||
           declaration.find('=') != std::string::npos) {
         fail(path, s, i, "extern or initialized __shared__ is not supported by the emulator");

@@ -37,8 +37,15 @@ int64_t registers_per_block(int registers, int64_t threads) {
   return warps * per_warp;
 }
 
+int64_t max_opt_in_shared_bytes(int sm) {
+  if (sm == 80) return 166912;
+  if (sm == 86 || sm == 89) return 101376;
+  if (sm == 90) return 232448;
+  return kSharedBytesPerBlock;
+}
+
 std::string launch_resource_problem(const char* kernel_name, int64_t threads,
-                                    std::size_t dynamic_shared_bytes) {
+                                    std::size_t dynamic_shared_bytes, bool opted_in) {
   const std::string name = unqualified(kernel_name);
   for (const KernelResources& r : kernel_resources()) {
     if (r.kernel != name) continue;
@@ -54,11 +61,12 @@ std::string launch_resource_problem(const char* kernel_name, int64_t threads,
              std::to_string(needed) + " registers, more than a block's " +
              std::to_string(kRegistersPerBlock);
     const int64_t shared = int64_t(r.shared_bytes) + int64_t(dynamic_shared_bytes);
-    if (shared > kSharedBytesPerBlock)
+    const int64_t limit = opted_in ? max_opt_in_shared_bytes(r.sm) : kSharedBytesPerBlock;
+    if (shared > limit)
       return "too many resources requested for launch" + on + ": " +
              std::to_string(r.shared_bytes) + " bytes of static and " +
              std::to_string(dynamic_shared_bytes) + " of dynamic shared memory, more than " +
-             std::to_string(kSharedBytesPerBlock);
+             std::to_string(limit);
   }
   return "";
 }

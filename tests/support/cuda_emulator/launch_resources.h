@@ -46,8 +46,15 @@ int64_t registers_per_block(int registers, int64_t threads);
 
 // Why a GPU would refuse to launch `kernel_name` (as written at the launch site, e.g.
 // "index_select_forward_kernel<T>") with `threads` threads per block and `dynamic_shared_bytes`,
-// for any architecture in the table; empty when it fits or the kernel is not in the table.
+// for any architecture in the table; empty when it fits or the kernel is not in the table. Static
+// plus dynamic shared memory may reach the architecture's opt-in maximum
+// (max_opt_in_shared_bytes) when `opted_in` (the kernel raised its dynamic limit), else 48 KiB.
 std::string launch_resource_problem(const char* kernel_name, int64_t threads,
-                                    std::size_t dynamic_shared_bytes);
+                                    std::size_t dynamic_shared_bytes, bool opted_in);
+
+// A block's shared memory with the opt-in on sm_`sm`: 163 KiB on sm_80, 99 KiB on sm_86 and
+// sm_89, 227 KiB on sm_90 (CUDA C++ Programming Guide, "Technical Specifications per Compute
+// Capability"); 48 KiB for an architecture not listed.
+int64_t max_opt_in_shared_bytes(int sm);
 
 }  // namespace emu

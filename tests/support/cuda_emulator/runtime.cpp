@@ -173,6 +173,7 @@ cudaError_t cudaGetDeviceProperties(cudaDeviceProp* prop, int device) {
   std::snprintf(prop->name, sizeof prop->name, "CUDA emulator on the CPU (not a GPU)");
   prop->totalGlobalMem = device_memory_bytes;
   prop->sharedMemPerBlock = kMaxStaticSharedBytes;
+  prop->sharedMemPerBlockOptin = emu::detail::kMaxOptInSharedBytes;
   prop->warpSize = warpSize;
   prop->maxThreadsPerBlock = kMaxThreadsPerBlock;
   prop->multiProcessorCount = kMultiProcessors;

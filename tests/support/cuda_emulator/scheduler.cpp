@@ -16,6 +16,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <map>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -91,13 +92,20 @@ struct Grid {
   emu::detail::FiberContext scheduler;
   bool abandoned = false;                       // a trap: the rest of the grid does not run
   std::vector<SharedAllocation> shared_memory;  // this block's
-  std::size_t shared_this_block = 0;
-  uint32_t shared_window_end = 0;  // the next free shared-window address
+  std::size_t shared_this_block = 0;            // static
+  std::size_t dynamic_shared_bytes = 0;         // the launch's
+  uint32_t shared_window_end = 0;               // the next free shared-window address
   const void* scheduler_stack_bottom = nullptr;
   std::size_t scheduler_stack_size = 0;
   void* scheduler_fake_stack = nullptr;
 };
 Grid grid_state;
+
+// cudaFuncAttributeMaxDynamicSharedMemorySize per kernel function (0 or absent: 48 KiB).
+std::map<const void*, std::size_t> max_dynamic_shared_bytes;
+
+// The key of a block's dynamic shared memory among its shared allocations.
+const char kDynamicSharedKey = 0;
 
 std::vector<char*> stacks;
 
@@ -486,16 +494,26 @@ void fault(const char* why) {
   std::abort();  // an abandoned grid is never resumed
 }
 
-void* shared_block_bytes(const void* layout, std::size_t bytes, std::size_t alignment) {
+}  // namespace emu
+
+namespace {
+
+// This block's shared allocation under `layout` (a key), made by the first thread to ask: fresh
+// memory of `bytes` filled with 0xFF, placed in the shared window after the variables before it.
+// `created` tells whether this call made it.
+void* block_shared_allocation(const void* layout, std::size_t bytes, std::size_t alignment,
+                              bool* created) {
   Grid& g = grid_state;
+  *created = false;
   for (const SharedAllocation& known : g.shared_memory) {
     if (known.layout == layout) return known.memory;  // another thread of this block made it
   }
   // Emulator bookkeeping, not a kernel access: the race checker ignores it, so the new memory has
   // no history and the 0xFF fill is no thread's write.
-  racecheck::ignore_begin();
+  emu::racecheck::ignore_begin();
   alignment = std::max<std::size_t>(alignment, 16);
-  void* memory = std::aligned_alloc(alignment, (bytes + alignment - 1) / alignment * alignment);
+  const std::size_t rounded = std::max<std::size_t>(1, (bytes + alignment - 1) / alignment);
+  void* memory = std::aligned_alloc(alignment, rounded * alignment);
   if (memory == nullptr) {
     std::fprintf(stderr, "CUDA emulator: cannot allocate %zu bytes of shared memory\n", bytes);
     std::abort();
@@ -507,7 +525,20 @@ void* shared_block_bytes(const void* layout, std::size_t bytes, std::size_t alig
   g.shared_window_end = address + static_cast<uint32_t>(bytes);
   g.shared_memory.push_back(
       SharedAllocation{layout, static_cast<unsigned char*>(memory), bytes, address, {}});
-  racecheck::ignore_end();
+  emu::racecheck::ignore_end();
+  *created = true;
+  return memory;
+}
+
+}  // namespace
+
+namespace emu {
+
+void* shared_block_bytes(const void* layout, std::size_t bytes, std::size_t alignment) {
+  bool created = false;
+  void* memory = block_shared_allocation(layout, bytes, alignment, &created);
+  if (!created) return memory;
+  Grid& g = grid_state;
   g.shared_this_block += bytes;
   if (g.shared_this_block > kMaxStaticSharedBytes) {
     fail_block(cudaErrorInvalidConfiguration, std::to_string(g.shared_this_block) +
@@ -515,6 +546,26 @@ void* shared_block_bytes(const void* layout, std::size_t bytes, std::size_t alig
                                                   std::to_string(kMaxStaticSharedBytes));
   }
   return memory;
+}
+
+void* dynamic_shared_memory(std::size_t alignment) {
+  bool created = false;
+  return block_shared_allocation(&kDynamicSharedKey, grid_state.dynamic_shared_bytes, alignment,
+                                 &created);
+}
+
+cudaError_t set_max_dynamic_shared_bytes(const void* kernel, int bytes) {
+  std::lock_guard<std::mutex> lock(api_mutex);
+  if (kernel == nullptr) return record(cudaErrorInvalidValue);
+  if (bytes < 0 || std::size_t(bytes) > emu::detail::kMaxOptInSharedBytes) {
+    std::fprintf(stderr,
+                 "CUDA emulator: cudaFuncSetAttribute: %d bytes of dynamic shared memory, more "
+                 "than the %zu a block can have\n",
+                 bytes, emu::detail::kMaxOptInSharedBytes);
+    return record(cudaErrorInvalidValue);
+  }
+  max_dynamic_shared_bytes[kernel] = std::size_t(bytes);
+  return cudaSuccess;
 }
 
 uint32_t shared_window_address(const void* pointer) {
@@ -539,12 +590,23 @@ void read_async_proxy_shared(uint32_t address, void* to, std::size_t bytes) {
   for (const SharedAllocation& shared : grid_state.shared_memory) {
     if (address >= shared.address && address + bytes <= shared.address + shared.bytes) {
       racecheck::ignore_begin();
+      const std::size_t offset = address - shared.address;
       if (shared.async_view.empty()) {  // no fence.proxy.async yet: fresh memory's 0xFF bytes
         std::memset(to, 0xFF, bytes);
       } else {
-        std::memcpy(to, shared.async_view.data() + (address - shared.address), bytes);
+        std::memcpy(to, shared.async_view.data() + offset, bytes);
       }
+      // Bytes that changed since the last fence, before this wgmma completed: on a GPU the tensor
+      // core may read them either way (a store or cp.async into a stage that a multiply in flight
+      // still reads), so the result is undefined; fail rather than pick one.
+      const bool overwritten =
+          !shared.async_view.empty() && std::memcmp(to, shared.memory + offset, bytes) != 0;
       racecheck::ignore_end();
+      if (overwritten) {
+        fault(
+            "wgmma: shared memory it reads was written after the last fence.proxy.async and "
+            "before the wgmma completed (a stage overwritten while a multiply still reads it)");
+      }
       return;
     }
   }
@@ -567,14 +629,28 @@ void run_grid(const char* kernel_name, const LaunchConfig& config,
   const uint64_t threads = uint64_t(b.x) * b.y * b.z;
   if (threads == 0 || threads > kMaxThreadsPerBlock || b.z > 64 || gr.x == 0 || gr.y == 0 ||
       gr.z == 0 || gr.x > 0x7fffffffu || gr.y > 65535 || gr.z > 65535 ||
-      config.dynamic_shared_bytes > kMaxStaticSharedBytes) {
+      config.dynamic_shared_bytes > emu::detail::kMaxOptInSharedBytes) {
     std::string why = "invalid configuration: grid " + describe(gr) + ", block " + describe(b) +
                       ", " + std::to_string(config.dynamic_shared_bytes) + " bytes dynamic shared";
     fail_launch(cudaErrorInvalidConfiguration, kernel_name, why.c_str());
     return;
   }
+  // Past 48 KiB of dynamic shared memory only with the kernel's opt-in, and at most that much.
+  const auto opt_in = max_dynamic_shared_bytes.find(config.kernel);
+  const std::size_t allowed = std::max<std::size_t>(
+      kMaxStaticSharedBytes, opt_in == max_dynamic_shared_bytes.end() ? 0 : opt_in->second);
+  if (config.dynamic_shared_bytes > allowed) {
+    const std::string why = std::to_string(config.dynamic_shared_bytes) +
+                            " bytes of dynamic shared memory, more than the kernel's limit of " +
+                            std::to_string(allowed) +
+                            " (past 48 KiB a kernel needs cudaFuncSetAttribute(kernel, "
+                            "cudaFuncAttributeMaxDynamicSharedMemorySize, bytes))";
+    fail_launch(cudaErrorInvalidValue, kernel_name, why.c_str());
+    return;
+  }
   const std::string resources =
-      launch_resource_problem(kernel_name, int64_t(threads), config.dynamic_shared_bytes);
+      launch_resource_problem(kernel_name, int64_t(threads), config.dynamic_shared_bytes,
+                              /*opted_in=*/opt_in != max_dynamic_shared_bytes.end());
   if (!resources.empty()) {
     fail_launch(cudaErrorLaunchOutOfResources, kernel_name, resources.c_str());
     return;
@@ -585,6 +661,7 @@ void run_grid(const char* kernel_name, const LaunchConfig& config,
   g.body = &body;
   g.grid = gr;
   g.block = b;
+  g.dynamic_shared_bytes = config.dynamic_shared_bytes;
   g.abandoned = false;
   const bool reverse = reverse_order();
   const uint64_t blocks = uint64_t(gr.x) * gr.y * gr.z;

@@ -11,6 +11,10 @@
 namespace emu::detail {
 
 constexpr std::size_t kMaxStaticSharedBytes = 48 * 1024;
+// What a block may have with the dynamic-shared-memory opt-in, static and dynamic together: the
+// largest of the architectures the build targets (sm_90's 227 KiB; launch_resources.h holds each
+// kernel to its own architecture's).
+constexpr std::size_t kMaxOptInSharedBytes = 232448;
 constexpr int kMaxThreadsPerBlock = 1024;
 
 extern std::mutex api_mutex;      // one grid or API call at a time, whichever host thread asks

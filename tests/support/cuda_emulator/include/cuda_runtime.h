@@ -15,7 +15,8 @@
 // shuffles/votes are real barriers (a thread runs until it reaches one; the barrier opens when
 // every live thread of the block -- or of the warp's mask -- has arrived). What it checks that a
 // GPU would also reject: launch configurations (0 blocks, > 1024 threads, static shared memory
-// over 48 KiB), blocks too large for the kernel's registers, shared memory or __launch_bounds__
+// over 48 KiB, dynamic shared memory past 48 KiB without the kernel's opt-in or past the opt-in),
+// blocks too large for the kernel's registers, shared memory or __launch_bounds__
 // as ptxas compiled it (tests/support/cuda_emulator/launch_resources.h), kernel pointer arguments
 // outside any device allocation, copies outside an allocation, barrier deadlocks, __trap. What it
 // adds: device memory and shared memory start as 0xFF bytes (NaN floats, -1 integers), so reading
@@ -141,6 +142,7 @@ struct cudaDeviceProp {
   char name[256];
   std::size_t totalGlobalMem;
   std::size_t sharedMemPerBlock;
+  std::size_t sharedMemPerBlockOptin;  // with cudaFuncAttributeMaxDynamicSharedMemorySize
   int warpSize;
   int maxThreadsPerBlock;
   int multiProcessorCount;
@@ -155,6 +157,8 @@ cudaError_t cudaGetDeviceCount(int* count);
 cudaError_t cudaGetDevice(int* device);
 cudaError_t cudaSetDevice(int device);
 cudaError_t cudaGetDeviceProperties(cudaDeviceProp* prop, int device);
+// Only the dynamic-shared-memory opt-in is emulated (see cudaFuncSetAttribute below).
+enum cudaFuncAttribute { cudaFuncAttributeMaxDynamicSharedMemorySize = 8 };
 cudaError_t cudaDeviceGetAttribute(int* value, cudaDeviceAttr attribute, int device);
 cudaError_t cudaMemGetInfo(std::size_t* free_bytes, std::size_t* total_bytes);
 cudaError_t cudaMalloc(void** ptr, std::size_t bytes);
@@ -283,9 +287,21 @@ struct LaunchConfig {
   dim3 grid, block;
   std::size_t dynamic_shared_bytes;
   cudaStream_t stream;
+  const void* kernel = nullptr;  // the kernel function (launch_named sets it): its opt-ins
   LaunchConfig(dim3 grid_, dim3 block_, std::size_t shared = 0, cudaStream_t stream_ = nullptr)
       : grid(grid_), block(block_), dynamic_shared_bytes(shared), stream(stream_) {}
 };
+
+// Dynamic shared memory: cuda_translate turns `extern __shared__ T name[];` into a T* pointing at
+// dynamic_shared_memory(alignment): the launch's dynamic_shared_bytes, fresh 0xFF-filled memory for
+// each block (the same for all of its threads), with a shared-window address after the static
+// variables the block touched before it. A launch may ask for more than 48 KiB only after
+// cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes) raised the
+// kernel's limit to at least that; static plus dynamic must then stay within the architecture's
+// opt-in maximum (launch_resources.h). Stricter than a GPU in one way: the limit is kept per
+// kernel function for the whole process (as CUDA keeps it per function per context).
+void* dynamic_shared_memory(std::size_t alignment);
+cudaError_t set_max_dynamic_shared_bytes(const void* kernel, int bytes);
 
 // Forgets a sticky error (after a trap or a deadlock), as a fresh CUDA context would; for tests.
 void reset_errors();
@@ -327,6 +343,8 @@ void launch_named(const char* kernel_name, void (*kernel)(Params...), const Laun
   // Shared, so that a captured launch keeps its own copy of the arguments for every replay.
   const auto params =
       std::make_shared<std::tuple<std::decay_t<Params>...>>(std::forward<Args>(args)...);
+  LaunchConfig with_kernel = config;
+  with_kernel.kernel = reinterpret_cast<const void*>(kernel);
   std::function<bool()> pointers_ok = [params] {
     return std::apply([](const auto&... p) { return (argument_ok(p) && ... && true); }, *params);
   };
@@ -336,11 +354,18 @@ void launch_named(const char* kernel_name, void (*kernel)(Params...), const Laun
     return;
   }
   submit_launch(
-      kernel_name, config, [kernel, params] { std::apply(kernel, *params); },
+      kernel_name, with_kernel, [kernel, params] { std::apply(kernel, *params); },
       std::move(pointers_ok));
 }
 
 }  // namespace emu
+
+// As CUDA's template overload: the kernel function itself, not a symbol.
+template <typename Kernel>
+cudaError_t cudaFuncSetAttribute(Kernel* kernel, cudaFuncAttribute attribute, int value) {
+  if (attribute != cudaFuncAttributeMaxDynamicSharedMemorySize) return cudaErrorInvalidValue;
+  return emu::set_max_dynamic_shared_bytes(reinterpret_cast<const void*>(kernel), value);
+}
 
 // ---- device built-ins --------------------------------------------------------------------------
 #define threadIdx (::emu::thread_idx())
