@@ -77,6 +77,7 @@
 #include <cstdint>
 #include <mutex>
 #include <set>
+#include <type_traits>
 #include <utility>
 
 #include <cuda_bf16.h>
@@ -355,21 +356,32 @@ static_assert(tf32_shared_bytes<3, 0>() == 49152 && bf16_shared_bytes<2, 0>() ==
 static_assert(tf32_shared_bytes<4, 1>() == 65536 && bf16_shared_bytes<3, 1>() == 73728,
               "the overlapped pipelines' 64 and 72 KiB (opt-in, below 227 KiB)");
 
-// The layout test's instruction: images in, registers out (matmul_wgmma.h).
-struct alignas(128) ProbeImages {
-  float a[kWgmmaProbeImageFloats];
-  float b[kWgmmaProbeImageFloats];
+// The layout tests' instruction (matmul_wgmma.h): images in, registers out. TF32 copies its images
+// as they are (kWgmmaProbeImageFloats floats each; the instruction truncates them itself); BF16
+// converts element i to BF16 element i (kWgmmaBf16ProbeImageElements each, ties to even).
+struct alignas(128) Tf32ProbeImages {
+  static constexpr int kElements = kWgmmaProbeImageFloats;
+  float a[kElements];
+  float b[kElements];
+  static __device__ __forceinline__ float stored(float x) { return x; }
+};
+struct alignas(128) Bf16ProbeImages {
+  static constexpr int kElements = kWgmmaBf16ProbeImageElements;
+  __nv_bfloat16 a[kElements];
+  __nv_bfloat16 b[kElements];
+  static __device__ __forceinline__ __nv_bfloat16 stored(float x) { return __float2bfloat16(x); }
 };
 
-template <int kN>
+template <int kN, bool kBf16>
 __global__ void __launch_bounds__(kWarpgroupThreads)
     wgmma_probe_kernel(const float* a_image, const float* b_image, uint32_t a_leading,
                        uint32_t a_stride, uint32_t b_leading, uint32_t b_stride,
                        const float* c_registers, bool scale_d, float* d_registers) {
-  __shared__ ProbeImages images;
-  for (int i = threadIdx.x; i < kWgmmaProbeImageFloats; i += kWarpgroupThreads) {
-    images.a[i] = a_image[i];
-    images.b[i] = b_image[i];
+  using Images = std::conditional_t<kBf16, Bf16ProbeImages, Tf32ProbeImages>;
+  __shared__ Images images;
+  for (int i = threadIdx.x; i < Images::kElements; i += kWarpgroupThreads) {
+    images.a[i] = Images::stored(a_image[i]);
+    images.b[i] = Images::stored(b_image[i]);
   }
   fence_proxy_async_shared();
   __syncthreads();
@@ -379,50 +391,18 @@ __global__ void __launch_bounds__(kWarpgroupThreads)
   const uint64_t descriptor_b = k_major_descriptor(images.b, b_leading, b_stride);
   wgmma_fence();
   wgmma_fence_operands(d);
-  if constexpr (kN == 8) {
+  if constexpr (kBf16 && kN == 8) {
+    wgmma_m64n8k16_bf16(d, descriptor_a, descriptor_b, scale_d);
+  } else if constexpr (kBf16 && kN == 16) {
+    wgmma_m64n16k16_bf16(d, descriptor_a, descriptor_b, scale_d);
+  } else if constexpr (kBf16) {
+    wgmma_m64n128k16_bf16(d, descriptor_a, descriptor_b, scale_d);
+  } else if constexpr (kN == 8) {
     wgmma_m64n8k8_tf32(d, descriptor_a, descriptor_b, scale_d);
   } else if constexpr (kN == 16) {
     wgmma_m64n16k8_tf32(d, descriptor_a, descriptor_b, scale_d);
   } else {
     wgmma_m64n128k8_tf32(d, descriptor_a, descriptor_b, scale_d);
-  }
-  wgmma_commit_group();
-  wgmma_wait_group<0>();
-  wgmma_fence_operands(d);
-  for (int i = 0; i < kN / 2; ++i) d_registers[(kN / 2) * threadIdx.x + i] = d[i];
-}
-
-// The BF16 layout test's instruction: FP32 images in, each element converted to BF16 (ties to
-// even) in place of index, registers out (matmul_wgmma.h).
-struct alignas(128) Bf16ProbeImages {
-  __nv_bfloat16 a[kWgmmaBf16ProbeImageElements];
-  __nv_bfloat16 b[kWgmmaBf16ProbeImageElements];
-};
-
-template <int kN>
-__global__ void __launch_bounds__(kWarpgroupThreads)
-    wgmma_bf16_probe_kernel(const float* a_image, const float* b_image, uint32_t a_leading,
-                            uint32_t a_stride, uint32_t b_leading, uint32_t b_stride,
-                            const float* c_registers, bool scale_d, float* d_registers) {
-  __shared__ Bf16ProbeImages images;
-  for (int i = threadIdx.x; i < kWgmmaBf16ProbeImageElements; i += kWarpgroupThreads) {
-    images.a[i] = __float2bfloat16(a_image[i]);
-    images.b[i] = __float2bfloat16(b_image[i]);
-  }
-  fence_proxy_async_shared();
-  __syncthreads();
-  float d[kN / 2];
-  for (int i = 0; i < kN / 2; ++i) d[i] = c_registers[(kN / 2) * threadIdx.x + i];
-  const uint64_t descriptor_a = k_major_descriptor(images.a, a_leading, a_stride);
-  const uint64_t descriptor_b = k_major_descriptor(images.b, b_leading, b_stride);
-  wgmma_fence();
-  wgmma_fence_operands(d);
-  if constexpr (kN == 8) {
-    wgmma_m64n8k16_bf16(d, descriptor_a, descriptor_b, scale_d);
-  } else if constexpr (kN == 16) {
-    wgmma_m64n16k16_bf16(d, descriptor_a, descriptor_b, scale_d);
-  } else {
-    wgmma_m64n128k16_bf16(d, descriptor_a, descriptor_b, scale_d);
   }
   wgmma_commit_group();
   wgmma_wait_group<0>();
@@ -462,6 +442,30 @@ void allow_dynamic_shared(Kernel* kernel, int bytes) {
 void require_wgmma(const char* what) {
   const char* reason = wgmma_unsupported_reason();
   ENGINE_CHECK(reason[0] == '\0', what, ": ", reason);
+}
+
+// One probe instruction (n = 8, 16 or 128) of either type; `what` names the caller.
+template <bool kBf16>
+void launch_wgmma_probe(const char* what, int n, const float* a_image, const float* b_image,
+                        uint32_t a_leading, uint32_t a_stride, uint32_t b_leading,
+                        uint32_t b_stride, const float* c_registers, bool scale_d,
+                        float* d_registers) {
+  require_wgmma(what);
+  ENGINE_CHECK(n == 8 || n == 16 || n == 128, what, ": n=", n, " (the probe has N = 8, 16, 128)");
+  if (n == 8) {
+    wgmma_probe_kernel<8, kBf16><<<1, kWarpgroupThreads, 0, current_stream()>>>(
+        a_image, b_image, a_leading, a_stride, b_leading, b_stride, c_registers, scale_d,
+        d_registers);
+  } else if (n == 16) {
+    wgmma_probe_kernel<16, kBf16><<<1, kWarpgroupThreads, 0, current_stream()>>>(
+        a_image, b_image, a_leading, a_stride, b_leading, b_stride, c_registers, scale_d,
+        d_registers);
+  } else {
+    wgmma_probe_kernel<128, kBf16><<<1, kWarpgroupThreads, 0, current_stream()>>>(
+        a_image, b_image, a_leading, a_stride, b_leading, b_stride, c_registers, scale_d,
+        d_registers);
+  }
+  CUDA_CHECK_LAUNCH(what, " n=", n);
 }
 
 }  // namespace
@@ -538,46 +542,18 @@ void wgmma_m64nNk8_tf32_probe_cuda(int n, const float* a_image, const float* b_i
                                    uint32_t a_leading_byte_offset, uint32_t a_stride_byte_offset,
                                    uint32_t b_leading_byte_offset, uint32_t b_stride_byte_offset,
                                    const float* c_registers, bool scale_d, float* d_registers) {
-  require_wgmma("wgmma_m64nNk8_tf32_probe_cuda");
-  ENGINE_CHECK(n == 8 || n == 16 || n == 128, "wgmma_m64nNk8_tf32_probe_cuda: n=", n,
-               " (the probe has m64n8k8, m64n16k8 and m64n128k8)");
-  if (n == 8) {
-    wgmma_probe_kernel<8><<<1, kWarpgroupThreads, 0, current_stream()>>>(
-        a_image, b_image, a_leading_byte_offset, a_stride_byte_offset, b_leading_byte_offset,
-        b_stride_byte_offset, c_registers, scale_d, d_registers);
-  } else if (n == 16) {
-    wgmma_probe_kernel<16><<<1, kWarpgroupThreads, 0, current_stream()>>>(
-        a_image, b_image, a_leading_byte_offset, a_stride_byte_offset, b_leading_byte_offset,
-        b_stride_byte_offset, c_registers, scale_d, d_registers);
-  } else {
-    wgmma_probe_kernel<128><<<1, kWarpgroupThreads, 0, current_stream()>>>(
-        a_image, b_image, a_leading_byte_offset, a_stride_byte_offset, b_leading_byte_offset,
-        b_stride_byte_offset, c_registers, scale_d, d_registers);
-  }
-  CUDA_CHECK_LAUNCH("wgmma_m64nNk8_tf32_probe_cuda n=", n);
+  launch_wgmma_probe<false>("wgmma_m64nNk8_tf32_probe_cuda", n, a_image, b_image,
+                            a_leading_byte_offset, a_stride_byte_offset, b_leading_byte_offset,
+                            b_stride_byte_offset, c_registers, scale_d, d_registers);
 }
 
 void wgmma_m64nNk16_bf16_probe_cuda(int n, const float* a_image, const float* b_image,
                                     uint32_t a_leading_byte_offset, uint32_t a_stride_byte_offset,
                                     uint32_t b_leading_byte_offset, uint32_t b_stride_byte_offset,
                                     const float* c_registers, bool scale_d, float* d_registers) {
-  require_wgmma("wgmma_m64nNk16_bf16_probe_cuda");
-  ENGINE_CHECK(n == 8 || n == 16 || n == 128, "wgmma_m64nNk16_bf16_probe_cuda: n=", n,
-               " (the probe has m64n8k16, m64n16k16 and m64n128k16)");
-  if (n == 8) {
-    wgmma_bf16_probe_kernel<8><<<1, kWarpgroupThreads, 0, current_stream()>>>(
-        a_image, b_image, a_leading_byte_offset, a_stride_byte_offset, b_leading_byte_offset,
-        b_stride_byte_offset, c_registers, scale_d, d_registers);
-  } else if (n == 16) {
-    wgmma_bf16_probe_kernel<16><<<1, kWarpgroupThreads, 0, current_stream()>>>(
-        a_image, b_image, a_leading_byte_offset, a_stride_byte_offset, b_leading_byte_offset,
-        b_stride_byte_offset, c_registers, scale_d, d_registers);
-  } else {
-    wgmma_bf16_probe_kernel<128><<<1, kWarpgroupThreads, 0, current_stream()>>>(
-        a_image, b_image, a_leading_byte_offset, a_stride_byte_offset, b_leading_byte_offset,
-        b_stride_byte_offset, c_registers, scale_d, d_registers);
-  }
-  CUDA_CHECK_LAUNCH("wgmma_m64nNk16_bf16_probe_cuda n=", n);
+  launch_wgmma_probe<true>("wgmma_m64nNk16_bf16_probe_cuda", n, a_image, b_image,
+                           a_leading_byte_offset, a_stride_byte_offset, b_leading_byte_offset,
+                           b_stride_byte_offset, c_registers, scale_d, d_registers);
 }
 
 }  // namespace engine::kernels
