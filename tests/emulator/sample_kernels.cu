@@ -215,7 +215,7 @@ cudaError_t add_on_stream(float* x, int n, float value, cudaStream_t stream) {
 }
 
 cudaError_t reverse_through_dynamic_shared(const float* x, float* y, int n,
-                                          std::size_t shared_bytes, int opt_in_bytes) {
+                                           std::size_t shared_bytes, int opt_in_bytes) {
   if (opt_in_bytes > 0) {
     const cudaError_t set = cudaFuncSetAttribute(
         reverse_dynamic_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, opt_in_bytes);
