@@ -10,13 +10,12 @@
 // waiting with different masks are released together; the kernels here use full masks), or a
 // warpgroup barrier (wgmma's, include/wgmma_ptx.h) if every live thread of its 128 waits there. A
 // round that opens nothing is a deadlock (e.g. __syncthreads in divergent code) and fails the
-// launch. Each block's __shared__ variables also get shared-window addresses and an async-proxy
-// view (what wgmma reads), both for wgmma_ptx.h.
+// launch. A block's shared memory (its variables, their shared-window addresses and the view
+// wgmma reads) is shared_memory.cpp's.
 #include <sys/mman.h>
 
 #include <algorithm>
 #include <cstdlib>
-#include <map>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -40,7 +39,6 @@
 namespace {
 
 using emu::detail::api_mutex;
-using emu::detail::kMaxStaticSharedBytes;
 using emu::detail::kMaxThreadsPerBlock;
 using emu::detail::record;
 using emu::detail::sticky_error;
@@ -71,18 +69,6 @@ struct Fiber {
   emu::WarpgroupOperands warpgroup_posted{};  // what it gives a wgmma.mma_async's collective
 };
 
-// One __shared__ variable of the running block: its memory, where it sits in the block's shared
-// window (the addresses __cvta_generic_to_shared gives and wgmma's descriptors hold), and its
-// async proxy's view (what wgmma reads: the memory as of the last fence.proxy.async; empty, i.e.
-// 0xFF bytes, before the first).
-struct SharedAllocation {
-  const void* layout;
-  unsigned char* memory;
-  std::size_t bytes;
-  uint32_t address;
-  std::vector<unsigned char> async_view;
-};
-
 struct Grid {
   const char* kernel_name = "";
   const std::function<void()>* body = nullptr;
@@ -90,22 +76,13 @@ struct Grid {
   std::vector<Fiber> threads;
   Fiber* current = nullptr;
   emu::detail::FiberContext scheduler;
-  bool abandoned = false;                       // a trap: the rest of the grid does not run
-  std::vector<SharedAllocation> shared_memory;  // this block's
-  std::size_t shared_this_block = 0;            // static
-  std::size_t dynamic_shared_bytes = 0;         // the launch's
-  uint32_t shared_window_end = 0;               // the next free shared-window address
+  bool abandoned = false;                // a trap: the rest of the grid does not run
+  std::size_t dynamic_shared_bytes = 0;  // the launch's (each block's is shared_memory.cpp's)
   const void* scheduler_stack_bottom = nullptr;
   std::size_t scheduler_stack_size = 0;
   void* scheduler_fake_stack = nullptr;
 };
 Grid grid_state;
-
-// cudaFuncAttributeMaxDynamicSharedMemorySize per kernel function (0 or absent: 48 KiB).
-std::map<const void*, std::size_t> max_dynamic_shared_bytes;
-
-// The key of a block's dynamic shared memory among its shared allocations.
-const char kDynamicSharedKey = 0;
 
 std::vector<char*> stacks;
 
@@ -172,7 +149,9 @@ std::string describe(const dim3& d) {
   return "(" + std::to_string(d.x) + ", " + std::to_string(d.y) + ", " + std::to_string(d.z) + ")";
 }
 
-void fail_block(cudaError_t error, const std::string& why) {
+}  // namespace
+
+void emu::detail::fail_running_block(cudaError_t error, const std::string& why) {
   Grid& g = grid_state;
   std::fprintf(stderr, "CUDA emulator: kernel %s, block %s: %s\n", g.kernel_name,
                describe(g.block_index).c_str(), why.c_str());
@@ -180,6 +159,10 @@ void fail_block(cudaError_t error, const std::string& why) {
   record(error);
   g.abandoned = true;
 }
+
+namespace {
+
+using emu::detail::fail_running_block;
 
 // Opens the barriers whose participants have all arrived; false when none could open.
 bool open_barriers() {
@@ -255,8 +238,7 @@ void run_block(bool reverse) {
   const Fiber* fibers_before = g.threads.data();
   const std::size_t stacks_before = stacks.size();
   g.threads.assign(count, Fiber());
-  g.shared_this_block = 0;
-  g.shared_window_end = 0;
+  emu::detail::begin_block_shared_memory(g.dynamic_shared_bytes);
   emu::racecheck::block_begin(g.kernel_name, g.block_index, g.block, count);  // before stack_slot
   for (std::size_t t = 0; t < count; ++t) {
     Fiber& f = g.threads[t];
@@ -292,7 +274,7 @@ void run_block(bool reverse) {
       break;
     }
     if (!open_barriers()) {
-      fail_block(cudaErrorLaunchFailure, "barrier deadlock: " + waiting_summary());
+      fail_running_block(cudaErrorLaunchFailure, "barrier deadlock: " + waiting_summary());
       break;
     }
   }
@@ -304,10 +286,7 @@ void run_block(bool reverse) {
     }
   }
 #endif
-  emu::racecheck::ignore_begin();
-  for (const SharedAllocation& block_memory : g.shared_memory) std::free(block_memory.memory);
-  g.shared_memory.clear();
-  emu::racecheck::ignore_end();
+  emu::detail::end_block_shared_memory();
   emu::racecheck::block_end(g.abandoned);
 }
 
@@ -330,8 +309,8 @@ void wait_at_warp_barrier(unsigned mask, bool orders_memory) {
   Fiber& f = self();
   const unsigned lane_bit = 1u << (self_linear() % warpSize);
   if ((mask & lane_bit) == 0) {
-    fail_block(cudaErrorLaunchFailure,
-               "a lane called a warp operation with a mask that excludes it");
+    fail_running_block(cudaErrorLaunchFailure,
+                       "a lane called a warp operation with a mask that excludes it");
     yield_to_scheduler(false);
   }
   f.warp_mask = mask;
@@ -363,8 +342,8 @@ void syncthreads() {
 void syncwarp(unsigned mask) { wait_at_warp_barrier(mask, true); }
 
 void trap() {
-  fail_block(cudaErrorLaunchFailure,
-             "__trap() in thread " + describe(self().index) + " (an unspecified launch failure)");
+  fail_running_block(cudaErrorLaunchFailure, "__trap() in thread " + describe(self().index) +
+                                                 " (an unspecified launch failure)");
   yield_to_scheduler(false);
   std::abort();  // an abandoned grid is never resumed
 }
@@ -489,128 +468,10 @@ bool async_copy_take_completed(int pending, AsyncCopy* copy) {
 }
 
 void fault(const char* why) {
-  fail_block(cudaErrorLaunchFailure, std::string(why) + " (thread " + describe(self().index) + ")");
+  fail_running_block(cudaErrorLaunchFailure,
+                     std::string(why) + " (thread " + describe(self().index) + ")");
   yield_to_scheduler(false);
   std::abort();  // an abandoned grid is never resumed
-}
-
-}  // namespace emu
-
-namespace {
-
-// This block's shared allocation under `layout` (a key), made by the first thread to ask: fresh
-// memory of `bytes` filled with 0xFF, placed in the shared window after the variables before it.
-// `created` tells whether this call made it.
-void* block_shared_allocation(const void* layout, std::size_t bytes, std::size_t alignment,
-                              bool* created) {
-  Grid& g = grid_state;
-  *created = false;
-  for (const SharedAllocation& known : g.shared_memory) {
-    if (known.layout == layout) return known.memory;  // another thread of this block made it
-  }
-  // Emulator bookkeeping, not a kernel access: the race checker ignores it, so the new memory has
-  // no history and the 0xFF fill is no thread's write.
-  emu::racecheck::ignore_begin();
-  alignment = std::max<std::size_t>(alignment, 16);
-  const std::size_t rounded = std::max<std::size_t>(1, (bytes + alignment - 1) / alignment);
-  void* memory = std::aligned_alloc(alignment, rounded * alignment);
-  if (memory == nullptr) {
-    std::fprintf(stderr, "CUDA emulator: cannot allocate %zu bytes of shared memory\n", bytes);
-    std::abort();
-  }
-  std::memset(memory, 0xFF, bytes);
-  // Its place in the shared window: after the variables before it, at its alignment.
-  const uint32_t address =
-      static_cast<uint32_t>((g.shared_window_end + alignment - 1) / alignment * alignment);
-  g.shared_window_end = address + static_cast<uint32_t>(bytes);
-  g.shared_memory.push_back(
-      SharedAllocation{layout, static_cast<unsigned char*>(memory), bytes, address, {}});
-  emu::racecheck::ignore_end();
-  *created = true;
-  return memory;
-}
-
-}  // namespace
-
-namespace emu {
-
-void* shared_block_bytes(const void* layout, std::size_t bytes, std::size_t alignment) {
-  bool created = false;
-  void* memory = block_shared_allocation(layout, bytes, alignment, &created);
-  if (!created) return memory;
-  Grid& g = grid_state;
-  g.shared_this_block += bytes;
-  if (g.shared_this_block > kMaxStaticSharedBytes) {
-    fail_block(cudaErrorInvalidConfiguration, std::to_string(g.shared_this_block) +
-                                                  " bytes of static shared memory, more than " +
-                                                  std::to_string(kMaxStaticSharedBytes));
-  }
-  return memory;
-}
-
-void* dynamic_shared_memory(std::size_t alignment) {
-  bool created = false;
-  return block_shared_allocation(&kDynamicSharedKey, grid_state.dynamic_shared_bytes, alignment,
-                                 &created);
-}
-
-cudaError_t set_max_dynamic_shared_bytes(const void* kernel, int bytes) {
-  std::lock_guard<std::mutex> lock(api_mutex);
-  if (kernel == nullptr) return record(cudaErrorInvalidValue);
-  if (bytes < 0 || std::size_t(bytes) > emu::detail::kMaxOptInSharedBytes) {
-    std::fprintf(stderr,
-                 "CUDA emulator: cudaFuncSetAttribute: %d bytes of dynamic shared memory, more "
-                 "than the %zu a block can have\n",
-                 bytes, emu::detail::kMaxOptInSharedBytes);
-    return record(cudaErrorInvalidValue);
-  }
-  max_dynamic_shared_bytes[kernel] = std::size_t(bytes);
-  return cudaSuccess;
-}
-
-uint32_t shared_window_address(const void* pointer) {
-  const unsigned char* byte = static_cast<const unsigned char*>(pointer);
-  for (const SharedAllocation& shared : grid_state.shared_memory) {
-    if (byte >= shared.memory && byte <= shared.memory + shared.bytes) {
-      return shared.address + static_cast<uint32_t>(byte - shared.memory);
-    }
-  }
-  fault("__cvta_generic_to_shared: the pointer is not in this block's shared memory");
-}
-
-void async_proxy_fence_shared() {
-  racecheck::ignore_begin();
-  for (SharedAllocation& shared : grid_state.shared_memory) {
-    shared.async_view.assign(shared.memory, shared.memory + shared.bytes);
-  }
-  racecheck::ignore_end();
-}
-
-void read_async_proxy_shared(uint32_t address, void* to, std::size_t bytes) {
-  for (const SharedAllocation& shared : grid_state.shared_memory) {
-    if (address >= shared.address && address + bytes <= shared.address + shared.bytes) {
-      racecheck::ignore_begin();
-      const std::size_t offset = address - shared.address;
-      if (shared.async_view.empty()) {  // no fence.proxy.async yet: fresh memory's 0xFF bytes
-        std::memset(to, 0xFF, bytes);
-      } else {
-        std::memcpy(to, shared.async_view.data() + offset, bytes);
-      }
-      // Bytes that changed since the last fence, before this wgmma completed: on a GPU the tensor
-      // core may read them either way (a store or cp.async into a stage that a multiply in flight
-      // still reads), so the result is undefined; fail rather than pick one.
-      const bool overwritten =
-          !shared.async_view.empty() && std::memcmp(to, shared.memory + offset, bytes) != 0;
-      racecheck::ignore_end();
-      if (overwritten) {
-        fault(
-            "wgmma: shared memory it reads was written after the last fence.proxy.async and "
-            "before the wgmma completed (a stage overwritten while a multiply still reads it)");
-      }
-      return;
-    }
-  }
-  fault("wgmma: a matrix descriptor addresses bytes outside this block's shared variables");
 }
 
 void fail_launch(cudaError_t error, const char* kernel_name, const char* why) {
@@ -636,9 +497,8 @@ void run_grid(const char* kernel_name, const LaunchConfig& config,
     return;
   }
   // Past 48 KiB of dynamic shared memory only with the kernel's opt-in, and at most that much.
-  const auto opt_in = max_dynamic_shared_bytes.find(config.kernel);
-  const std::size_t allowed = std::max<std::size_t>(
-      kMaxStaticSharedBytes, opt_in == max_dynamic_shared_bytes.end() ? 0 : opt_in->second);
+  bool opted_in = false;
+  const std::size_t allowed = emu::detail::dynamic_shared_limit(config.kernel, &opted_in);
   if (config.dynamic_shared_bytes > allowed) {
     const std::string why = std::to_string(config.dynamic_shared_bytes) +
                             " bytes of dynamic shared memory, more than the kernel's limit of " +
@@ -649,8 +509,7 @@ void run_grid(const char* kernel_name, const LaunchConfig& config,
     return;
   }
   const std::string resources =
-      launch_resource_problem(kernel_name, int64_t(threads), config.dynamic_shared_bytes,
-                              /*opted_in=*/opt_in != max_dynamic_shared_bytes.end());
+      launch_resource_problem(kernel_name, int64_t(threads), config.dynamic_shared_bytes, opted_in);
   if (!resources.empty()) {
     fail_launch(cudaErrorLaunchOutOfResources, kernel_name, resources.c_str());
     return;

@@ -1,12 +1,14 @@
-// State the emulator's parts share (tests/support/cuda_emulator/scheduler.cpp, runtime.cpp,
-// graph.cpp): the error slots of the CUDA runtime, the lock that makes one API call or grid run at
-// a time, device memory, and the stream captures every call on a stream consults.
+// State the emulator's parts share (tests/support/cuda_emulator/scheduler.cpp, shared_memory.cpp,
+// runtime.cpp, graph.cpp): the error slots of the CUDA runtime, the lock that makes one API call or
+// grid run at a time, the running block's shared memory, device memory, and the stream captures
+// every call on a stream consults.
 #pragma once
 
 #include <cuda_runtime.h>
 
 #include <cstddef>
 #include <mutex>
+#include <string>
 
 namespace emu::detail {
 
@@ -23,6 +25,19 @@ extern cudaError_t sticky_error;  // after a trap or a deadlock, as in a broken 
 
 // Keeps the first error for cudaGetLastError; returns `error`.
 cudaError_t record(cudaError_t error);
+
+// ---- the running grid (scheduler.cpp and shared_memory.cpp); api_mutex held -----------------
+// Fails the running block: prints `why` with the kernel and block, makes `error` sticky (as a
+// trap does in a CUDA context) and abandons the rest of the grid.
+void fail_running_block(cudaError_t error, const std::string& why);
+// The scheduler calls these around each block it runs: a block starts with no shared memory (its
+// launch's `dynamic_bytes` are allocated on first use) and its memory is freed after it.
+void begin_block_shared_memory(std::size_t dynamic_bytes);
+void end_block_shared_memory();
+// The most dynamic shared memory a launch of `kernel` may ask for: 48 KiB, or what
+// cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, ...) set (then
+// *opted_in is true).
+std::size_t dynamic_shared_limit(const void* kernel, bool* opted_in);
 
 // ---- device memory (runtime.cpp); every function here expects api_mutex held -----------------
 cudaError_t allocate_locked(void** ptr, std::size_t bytes);  // 0xFF-filled, tracked

@@ -1,6 +1,6 @@
 // The CUDA emulator's stand-in for <cuda_runtime.h>: the parts of the CUDA language and runtime
-// API that kernels/*_cuda.cu use, implemented on the CPU (tests/support/cuda_emulator/scheduler.cpp
-// and runtime.cpp).
+// API that kernels/*_cuda.cu use, implemented on the CPU
+// (tests/support/cuda_emulator/scheduler.cpp, shared_memory.cpp and runtime.cpp).
 //
 // Why: the build and CI machines have nvcc but no GPU, so without this the CUDA kernels are
 // compiled and never run. The build's `engine_emulated` library (CMakeLists.txt, docs/testing.md)

@@ -121,10 +121,10 @@ std::shared_ptr<std::vector<float>> warpgroup_mma_chain(const float* d);
 void warpgroup_mma_commit();
 bool warpgroup_mma_take_completed(int pending, WarpgroupMma* mma, bool* chain_goes_on);
 
-// The shared window: each __shared__ variable of a block also has an address in the block's
-// shared state space, as on a GPU (from 0, the variables in the order the block first touched
-// them, each at its alignment, at least 16). shared_window_address is __cvta_generic_to_shared;
-// a pointer outside the block's shared memory fails the launch.
+// (shared_memory.cpp) The shared window: each __shared__ variable of a block also has an address in
+// the block's shared state space, as on a GPU (from 0, the variables in the order the block first
+// touched them, each at its alignment, at least 16). shared_window_address is
+// __cvta_generic_to_shared; a pointer outside the block's shared memory fails the launch.
 uint32_t shared_window_address(const void* pointer);
 // The async proxy (wgmma's reads of shared memory) sees shared memory as of the last
 // fence.proxy.async by any thread of the block, and 0xFF bytes before the first: a kernel that
