@@ -158,6 +158,44 @@ __device__ __forceinline__ void stage_operand(float* stage, const float* __restr
   });
 }
 
+// What a block reads: both operands, how each is stored, and the origin (m0, n0) of its C tile.
+struct BlockOperands {
+  const float* a;
+  const float* b;
+  bool a_p_contiguous, b_p_contiguous, a_vectors, b_vectors;
+  int m, n, k, m0, n0;
+};
+
+// Block (x, y)'s operands for C tile (y, x). op(A) is p-contiguous when A is stored [m, k]; op(B)
+// when B is stored transposed [n, k].
+__device__ __forceinline__ BlockOperands block_operands(int m, int n, int k, const float* a,
+                                                        const float* b, bool trans_a, bool trans_b,
+                                                        bool a_vectors, bool b_vectors) {
+  const int m0 = static_cast<int>(blockIdx.y) * kTileM;
+  const int n0 = static_cast<int>(blockIdx.x) * kTileN;
+  return BlockOperands{a, b, !trans_a, trans_b, a_vectors, b_vectors, m, n, k, m0, n0};
+}
+
+// Issues this thread's copies of both operands' p [k0, k0 + 16) into `stage`.
+__device__ __forceinline__ void stage_operands(Stage& stage, const BlockOperands& o, int k0) {
+  stage_operand(stage.a, o.a, o.a_p_contiguous, o.a_vectors, o.m, o.k, o.m0, k0);
+  stage_operand(stage.b, o.b, o.b_p_contiguous, o.b_vectors, o.n, o.k, o.n0, k0);
+}
+
+// The start of both kernels' pipelines: the accumulators zeroed, and the FP32 stages of steps
+// 0 .. kLookahead - 1 in flight, one commit group each (empty past the last step, so that every
+// step's cp_async_wait<kLookahead - 1> finds its own group complete however few steps there are).
+template <int kLookahead>
+__device__ __forceinline__ void start_pipeline(Stage* stages, const BlockOperands& o, int steps,
+                                               float (&acc)[kAccumulators]) {
+#pragma unroll
+  for (int i = 0; i < kAccumulators; ++i) acc[i] = 0.0f;
+  for (int s = 0; s < kLookahead; ++s) {
+    if (s < steps) stage_operands(stages[s], o, s * kTileK);
+    cp_async_commit();
+  }
+}
+
 // Rounds this thread's copies in `stage` to TF32 in place (cvt.rna), after they landed.
 __device__ __forceinline__ void round_own_copies_to_tf32(float* stage, bool vectors) {
   for_each_own_copy(vectors, [&](int row, int p, int elements) {
@@ -197,25 +235,12 @@ __global__ void __launch_bounds__(kThreads)
   static_assert(kLookahead >= 1, "at least one stage of copies ahead");
   extern __shared__ __align__(128) unsigned char shared_bytes[];
   Stage* stages = reinterpret_cast<Stage*>(shared_bytes);
-  const int m0 = blockIdx.y * kTileM, n0 = blockIdx.x * kTileN;
+  const BlockOperands operands =
+      block_operands(m, n, k, a, b, trans_a, trans_b, a_vectors, b_vectors);
   const int warpgroup = threadIdx.x / kWarpgroupThreads;
-  // op(A) is p-contiguous when A is stored [m, k]; op(B) when B is stored transposed [n, k].
-  const bool a_p_contiguous = !trans_a, b_p_contiguous = trans_b;
-  const auto stage_operands = [&](Stage& stage, int k0) {
-    stage_operand(stage.a, a, a_p_contiguous, a_vectors, m, k, m0, k0);
-    stage_operand(stage.b, b, b_p_contiguous, b_vectors, n, k, n0, k0);
-  };
-
-  float acc[kAccumulators];
-#pragma unroll
-  for (int i = 0; i < kAccumulators; ++i) acc[i] = 0.0f;
   const int steps = (k + kTileK - 1) / kTileK;
-  // Prologue: stages 0 .. kLookahead - 1 in flight, one commit group each (empty past the end, so
-  // the group count per step stays fixed).
-  for (int s = 0; s < kLookahead; ++s) {
-    if (s < steps) stage_operands(stages[s], s * kTileK);
-    cp_async_commit();
-  }
+  float acc[kAccumulators];
+  start_pipeline<kLookahead>(stages, operands, steps, acc);
   for (int step = 0; step < steps; ++step) {
     Stage& stage = stages[step % kStages];
     cp_async_wait<kLookahead - 1>();  // this thread's copies of stage `step` have landed:
@@ -226,7 +251,7 @@ __global__ void __launch_bounds__(kThreads)
     // step's wgmma_wait_group<kPending>, so stage step - 1 - kPending is read by no multiply: its
     // slot is the one the copies of stage step + kLookahead fill.
     const int next = step + kLookahead;
-    if (next < steps) stage_operands(stages[next % kStages], next * kTileK);
+    if (next < steps) stage_operands(stages[next % kStages], operands, next * kTileK);
     cp_async_commit();
     wgmma_fence();
     wgmma_fence_operands(acc);
@@ -246,7 +271,7 @@ __global__ void __launch_bounds__(kThreads)
   }
   wgmma_wait_group<0>();
   wgmma_fence_operands(acc);
-  store_accumulators(acc, m, n, m0, n0, warpgroup, c, accumulate);
+  store_accumulators(acc, m, n, operands.m0, operands.n0, warpgroup, c, accumulate);
 }
 
 // ---- BF16: wgmma.m64n128k16, one instruction per warpgroup and stage ----
@@ -298,22 +323,12 @@ __global__ void __launch_bounds__(kThreads)
   Stage* floats = reinterpret_cast<Stage*>(shared_bytes);
   Bf16Stage* bf16_stages =
       reinterpret_cast<Bf16Stage*>(shared_bytes + kFloatStages * sizeof(Stage));
-  const int m0 = blockIdx.y * kTileM, n0 = blockIdx.x * kTileN;
+  const BlockOperands sources =
+      block_operands(m, n, k, a, b, trans_a, trans_b, a_vectors, b_vectors);
   const int warpgroup = threadIdx.x / kWarpgroupThreads;
-  const bool a_p_contiguous = !trans_a, b_p_contiguous = trans_b;
-  const auto stage_operands = [&](Stage& stage, int k0) {
-    stage_operand(stage.a, a, a_p_contiguous, a_vectors, m, k, m0, k0);
-    stage_operand(stage.b, b, b_p_contiguous, b_vectors, n, k, n0, k0);
-  };
-
-  float acc[kAccumulators];
-#pragma unroll
-  for (int i = 0; i < kAccumulators; ++i) acc[i] = 0.0f;
   const int steps = (k + kTileK - 1) / kTileK;
-  for (int s = 0; s < kLookahead; ++s) {
-    if (s < steps) stage_operands(floats[s], s * kTileK);
-    cp_async_commit();
-  }
+  float acc[kAccumulators];
+  start_pipeline<kLookahead>(floats, sources, steps, acc);
   for (int step = 0; step < steps; ++step) {
     const Stage& staged = floats[step % kFloatStages];
     Bf16Stage& operands = bf16_stages[step % kBf16Stages];
@@ -323,7 +338,7 @@ __global__ void __launch_bounds__(kThreads)
     fence_proxy_async_shared();          // make them visible to wgmma's async proxy,
     __syncthreads();                     // and wait for everyone's: all are done converting stage
     const int next = step + kLookahead;  // step - 1, whose FP32 slot the next copies fill
-    if (next < steps) stage_operands(floats[next % kFloatStages], next * kTileK);
+    if (next < steps) stage_operands(floats[next % kFloatStages], sources, next * kTileK);
     cp_async_commit();
     wgmma_fence();
     wgmma_fence_operands(acc);
@@ -339,7 +354,7 @@ __global__ void __launch_bounds__(kThreads)
   }
   wgmma_wait_group<0>();
   wgmma_fence_operands(acc);
-  store_accumulators(acc, m, n, m0, n0, warpgroup, c, accumulate);
+  store_accumulators(acc, m, n, sources.m0, sources.n0, warpgroup, c, accumulate);
 }
 
 // The shared memory of each variant, and the launches.
