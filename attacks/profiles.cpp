@@ -1,9 +1,9 @@
 // Attack profiles (header: attacks/profiles.h).
 #include "attacks/profiles.h"
 
-#include <algorithm>
-#include <cmath>
 #include <cstdio>
+#include <string>
+#include <vector>
 
 #include "attacks/curve_profiles.h"
 #include "kernels/common/check.h"
@@ -17,11 +17,39 @@ std::vector<std::string> ers_specs(const std::string& budget) {
           "LTM:" + budget,         "GTM:" + budget,         "GTT:" + budget};
 }
 
+// A budget of eps = eps_255 / 255 with 32 steps of the paper's alpha = max(1, round(eps_255 / 25))
+// / 255 (Zhou et al. TPAMI §6.1.3; curve_alpha_255 at 32 steps is that rule), both printed with 5
+// decimals as robrank's profile_qccurve28 prints them.
+std::string paper_budget(int eps_255) {
+  char budget[96];
+  std::snprintf(budget, sizeof(budget), "eps=%.5f:alpha=%.5f:pgditer=32", eps_255 / 255.0,
+                curve_alpha_255(eps_255, 32) / 255.0);
+  return budget;
+}
+
+// Zhou et al. TPAMI Tab. 1: w (CA) and m (SP-QA) = 1, 2, 5, 10 at eps = 8/255 and 77/255.
+std::vector<std::string> table1_specs() {
+  std::vector<std::string> specs;
+  for (const int eps_255 : {8, 77}) {
+    const std::string budget = paper_budget(eps_255);
+    for (const int count : {1, 2, 5, 10}) {
+      const std::string w = std::to_string(count);
+      for (const std::string& attack :
+           {"CA:pm=+:W=" + w, "CA:pm=-:W=" + w, "SPQA:pm=+:M=" + w, "SPQA:pm=-:M=" + w}) {
+        specs.push_back(attack + ":" + budget);
+      }
+    }
+  }
+  return specs;
+}
+
 }  // namespace
 
 std::vector<std::string> profile_names() {
-  return {"rob28", "rob224", "qccurve28", "rob224-paper", "curve28", "curve224"};
+  return {"rob28", "rob224", "qccurve28", "rob224-paper", "curve28", "curve224", "table1-28"};
 }
+
+bool is_table1_profile(const std::string& profile) { return profile == "table1-28"; }
 
 bool is_ers_profile(const std::string& profile) {
   return profile == "rob28" || profile == "rob224" || profile == "rob224-paper";
@@ -37,13 +65,10 @@ std::vector<std::string> profile_specs(const std::string& profile) {
   if (profile == "qccurve28") {
     // The step follows the budget, as Zhou et al. TPAMI §6.1.3 gives it for every attack and
     // robrank's profile_qccurve28 writes it: alpha = max(1, round(7 i / 25)) / 255, so 1/255 up to
-    // eps = 35/255, 2/255 up to 56/255, 3/255 above; both printed with 5 decimals as robrank.
+    // eps = 35/255, 2/255 up to 56/255, 3/255 above.
     std::vector<std::string> specs;
     for (int i = 0; i <= 11; ++i) {
-      const double steps_of_255 = std::max(1.0, std::nearbyint(7.0 * i / 25.0));
-      char budget[96];
-      std::snprintf(budget, sizeof(budget), "eps=%.5f:alpha=%.5f:pgditer=32", 7.0 * i / 255.0,
-                    steps_of_255 / 255.0);
+      const std::string budget = paper_budget(7 * i);
       for (const char* attack :
            {"CA:pm=+:W=1:", "CA:pm=-:W=1:", "SPQA:pm=+:M=1:", "SPQA:pm=-:M=1:"}) {
         specs.push_back(std::string(attack) + budget);
@@ -52,8 +77,9 @@ std::vector<std::string> profile_specs(const std::string& profile) {
     return specs;
   }
   if (is_curve_profile(profile)) return curve_specs(profile);  // attacks/curve_profiles.h
+  if (is_table1_profile(profile)) return table1_specs();
   engine::fail("unknown attack profile '", profile,
-               "' (known: rob28, rob224, rob224-paper, qccurve28, curve28, curve224)");
+               "' (known: rob28, rob224, rob224-paper, qccurve28, curve28, curve224, table1-28)");
 }
 
 const std::vector<ErsSource>& ers_sources() {

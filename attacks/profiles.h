@@ -11,6 +11,10 @@
 //           (Zhou et al. TPAMI §6.1.3; robrank's profile_qccurve28; 3/255 only from eps = 63/255).
 //   curve28, curve224  every ERS attack over an eps sweep and a steps sweep
 //   (attacks/curve_profiles.h).
+//   table1-28  the attack cells of Zhou et al. TPAMI Tab. 1 for 28x28 models: CA+ and CA- with
+//           w = 1, 2, 5, 10 queries, SP-QA+ and SP-QA- with m = 1, 2, 5, 10 candidates, each at
+//           eps = 8/255 and 77/255 with 32 steps of the paper's alpha (1/255 and 3/255, §6.1.3):
+//           32 attacks (tools/dml/table1_results.h arranges them as the table).
 #pragma once
 
 #include <string>
@@ -23,6 +27,8 @@ std::vector<std::string> profile_specs(const std::string& profile);
 std::vector<std::string> profile_names();
 // Whether the profile fills the ten ERS columns (rob28, rob224, rob224-paper).
 bool is_ers_profile(const std::string& profile);
+// Whether the profile is the Tab. 1 grid (table1-28).
+bool is_table1_profile(const std::string& profile);
 
 // For each ERS column (metrics::ers_column_names order): the attack label and measure name that
 // fill it, e.g. {"CA+", "CA+:prank"}, {"ES", "ES:D"}, {"GTT", "GTT:retain@4"}.

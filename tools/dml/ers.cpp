@@ -30,6 +30,7 @@
 #include "tools/dml/distributed.h"
 #include "tools/dml/ers_worst_case.h"
 #include "tools/dml/output_files.h"
+#include "tools/dml/table1_results.h"
 
 namespace dml {
 
@@ -46,11 +47,14 @@ const char kUsage[] =
     "TMA ES:D ES:R LTM GTM GTT, nine attacks) and the Empirical Robustness Score; qccurve28: CA+,\n"
     "CA-, SP-QA+ and SP-QA- for eps = 0, 7, ..., 77 / 255 (the curve of Zhou et al. TPAMI,\n"
     "Fig. 6); curve28 / curve224: every ERS attack over an eps sweep (to 1) and a steps sweep\n"
-    "(1 to 128), each point's raw score and ERS-column score under \"curve\" (docs/attacks.md).\n"
+    "(1 to 128), each point's raw score and ERS-column score under \"curve\" (docs/attacks.md);\n"
+    "table1-28: the attack cells of Zhou et al. TPAMI Tab. 1 (CA+- with w = 1, 2, 5, 10 and "
+    "SP-QA+-\n"
+    "with m = 1, 2, 5, 10 at eps = 8/255 and 77/255), arranged as the table under \"table1\".\n"
     "\n"
-    "  --profile NAME      rob28 (28x28 models), rob224 (224x224 models), qccurve28, curve28\n"
-    "                      or curve224 (rob224-paper: rob224 with the paper's step 1/255, not\n"
-    "                      3/255)\n"
+    "  --profile NAME      rob28 (28x28 models), rob224 (224x224 models), qccurve28, curve28,\n"
+    "                      curve224 or table1-28 (rob224-paper: rob224 with the paper's step\n"
+    "                      1/255, not 3/255)\n"
     "  --out FILE          also write the JSON to FILE (atomically, after every attack; "
     "\"complete\"\n"
     "                      is false until the last one has finished)\n"
@@ -208,6 +212,7 @@ struct ErsReport {
     if (attacks::is_curve_profile(profile)) {
       out["curve"] = curve_results_json(profile, setup.dataset, summaries);
     }
+    if (attacks::is_table1_profile(profile)) out["table1"] = table1_results_json(summaries);
     out["attacks"] = attacks_json;
     if (worst) {
       out["worst_case"] = worst->worst_case_json(complete && is_ers);
@@ -246,6 +251,7 @@ void print_ers_report(const ErsReport& report, const nlohmann::ordered_json& out
     std::printf("%7.1f\n", metrics::empirical_robustness_score(raw));
   }
   if (attacks::is_curve_profile(report.profile)) print_curve_tables(out.at("curve"));
+  if (attacks::is_table1_profile(report.profile)) print_table1(out.at("table1"));
   if (report.worst) report.worst->print(is_ers);
 }
 
