@@ -27,12 +27,12 @@ std::string paper_budget(int eps_255) {
   return budget;
 }
 
-// Zhou et al. TPAMI Tab. 1: w (CA) and m (SP-QA) = 1, 2, 5, 10 at eps = 8/255 and 77/255.
+// Zhou et al. TPAMI Tab. 1: every count at every budget of the grid (attacks/profiles.h).
 std::vector<std::string> table1_specs() {
   std::vector<std::string> specs;
-  for (const int eps_255 : {8, 77}) {
+  for (const int eps_255 : kTable1Eps255) {
     const std::string budget = paper_budget(eps_255);
-    for (const int count : {1, 2, 5, 10}) {
+    for (const int count : kTable1Counts) {
       const std::string w = std::to_string(count);
       for (const std::string& attack :
            {"CA:pm=+:W=" + w, "CA:pm=-:W=" + w, "SPQA:pm=+:M=" + w, "SPQA:pm=-:M=" + w}) {

@@ -17,6 +17,7 @@
 //           32 attacks (tools/dml/table1_results.h arranges them as the table).
 #pragma once
 
+#include <array>
 #include <string>
 #include <vector>
 
@@ -29,6 +30,9 @@ std::vector<std::string> profile_names();
 bool is_ers_profile(const std::string& profile);
 // Whether the profile is the Tab. 1 grid (table1-28).
 bool is_table1_profile(const std::string& profile);
+// That grid: its budgets in 1/255, and its columns, w queries for CA and m candidates for SP-QA.
+inline constexpr std::array<int, 2> kTable1Eps255 = {8, 77};
+inline constexpr std::array<int, 4> kTable1Counts = {1, 2, 5, 10};
 
 // For each ERS column (metrics::ers_column_names order): the attack label and measure name that
 // fill it, e.g. {"CA+", "CA+:prank"}, {"ES", "ES:D"}, {"GTT", "GTT:retain@4"}.

@@ -158,7 +158,8 @@ __device__ __forceinline__ void stage_operand(float* stage, const float* __restr
   });
 }
 
-// What a block reads: both operands, how each is stored, and the origin (m0, n0) of its C tile.
+// What a block reads (each kernel calls it `sources`): both operands, how each is stored, and the
+// origin (m0, n0) of its C tile.
 struct BlockOperands {
   const float* a;
   const float* b;
@@ -235,12 +236,12 @@ __global__ void __launch_bounds__(kThreads)
   static_assert(kLookahead >= 1, "at least one stage of copies ahead");
   extern __shared__ __align__(128) unsigned char shared_bytes[];
   Stage* stages = reinterpret_cast<Stage*>(shared_bytes);
-  const BlockOperands operands =
+  const BlockOperands sources =
       block_operands(m, n, k, a, b, trans_a, trans_b, a_vectors, b_vectors);
   const int warpgroup = threadIdx.x / kWarpgroupThreads;
   const int steps = (k + kTileK - 1) / kTileK;
   float acc[kAccumulators];
-  start_pipeline<kLookahead>(stages, operands, steps, acc);
+  start_pipeline<kLookahead>(stages, sources, steps, acc);
   for (int step = 0; step < steps; ++step) {
     Stage& stage = stages[step % kStages];
     cp_async_wait<kLookahead - 1>();  // this thread's copies of stage `step` have landed:
@@ -251,7 +252,7 @@ __global__ void __launch_bounds__(kThreads)
     // step's wgmma_wait_group<kPending>, so stage step - 1 - kPending is read by no multiply: its
     // slot is the one the copies of stage step + kLookahead fill.
     const int next = step + kLookahead;
-    if (next < steps) stage_operands(stages[next % kStages], operands, next * kTileK);
+    if (next < steps) stage_operands(stages[next % kStages], sources, next * kTileK);
     cp_async_commit();
     wgmma_fence();
     wgmma_fence_operands(acc);
@@ -271,7 +272,7 @@ __global__ void __launch_bounds__(kThreads)
   }
   wgmma_wait_group<0>();
   wgmma_fence_operands(acc);
-  store_accumulators(acc, m, n, operands.m0, operands.n0, warpgroup, c, accumulate);
+  store_accumulators(acc, m, n, sources.m0, sources.n0, warpgroup, c, accumulate);
 }
 
 // ---- BF16: wgmma.m64n128k16, one instruction per warpgroup and stage ----

@@ -8,12 +8,13 @@
 #include <string>
 
 #include "attacks/attack.h"
+#include "attacks/profiles.h"
 
 namespace dml {
 namespace {
 
-const int kCounts[] = {1, 2, 5, 10};  // w (CA) or m (SP-QA), Tab. 1's columns
-constexpr int kCountColumns = 4;
+using attacks::kTable1Counts;  // w (CA) or m (SP-QA): Tab. 1's columns
+constexpr int kCountColumns = static_cast<int>(kTable1Counts.size());
 
 // The mean of measure `name` over the attacked images, or nullptr when the summary lacks it.
 const double* find_measure(const AttackSummary& summary, const std::string& name,
@@ -35,7 +36,7 @@ std::string row_name(const attacks::AttackSpec& spec) {
 int count_column(const attacks::AttackSpec& spec) {
   const int64_t count = spec.kind == attacks::AttackKind::CA ? spec.W : spec.M;
   for (int c = 0; c < kCountColumns; ++c) {
-    if (kCounts[c] == count) return c;
+    if (kTable1Counts[c] == count) return c;
   }
   return -1;
 }
@@ -94,7 +95,7 @@ nlohmann::ordered_json table1_results_json(const std::vector<AttackSummary>& fin
       nlohmann::ordered_json entry;
       entry["eps_255"] = eps_255;
       entry["attack"] = name;
-      entry["counts"] = kCounts;
+      entry["counts"] = kTable1Counts;
       entry["clean"] = row.clean;
       entry["adversarial"] = row.adversarial;
       if (std::string(name).rfind("SP-QA", 0) == 0) entry["gt_worst"] = worst_of(row.gt);
