@@ -27,6 +27,7 @@ for kind in missing folder junk; do
                 folder) f=folder; j=folder; code=2 ;;
                 junk) f=junk.safetensors; j=junk.json; code=1 ;; esac
   expect $code eval --checkpoint $f
+  expect $code eval --checkpoint junk.safetensors --images $f  # found before the checkpoint is read
   expect $code attack --checkpoint $f --attack $spec
   expect $code ers --checkpoint $f --profile rob28
   expect $code report --grid --checkpoint $f --out g.png

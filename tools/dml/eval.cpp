@@ -2,10 +2,15 @@
 //
 //   dml eval --checkpoint FILE [--data NAME] [--split test] [--root DIR] [--json]
 //            [--device DEV] [--max-images N] [--metric N|E|C] [--batch-size B] [--seed S]
+//            [--images FILE.npy]
 //
 // FILE is a `dml train` output: checkpoint.safetensors (config in its dml_checkpoint metadata)
 // or model.safetensors (dml_model metadata). Model, dataset and metric default to the ones it
 // was trained with. The JSON keys are those of `dml metrics` (metrics::metrics_json).
+// --images evaluates the split with every image replaced by row i of an .npy file, its labels
+// kept: the adversarial set that `dml attack --save-adversarial` writes, evaluated as the clean
+// one (query set = gallery = the adversarial set), which is how MDProp scores a model under
+// attack (its Table 1; docs/defenses.md).
 #include <cstdio>
 #include <memory>
 #include <optional>
@@ -15,8 +20,10 @@
 
 #include "data/dataset.h"
 #include "engine/device.h"
+#include "engine/io/npy.h"
 #include "engine/precision.h"
 #include "kernels/common/check.h"
+#include "models/embed.h"
 #include "models/registry.h"
 #include "tools/dml/commands.h"
 #include "tools/dml/distributed.h"
@@ -45,7 +52,56 @@ const char kUsage[] =
     "  --seed S            k-means++ seed for NMI (default 0; dml train uses its config seed)\n"
     "  --device DEV        cpu, cuda or cuda:N (default: cuda when a GPU is present)\n"
     "  --json              one JSON object with the keys of `dml metrics --json`\n"
-    "  --bn-branch K       evaluate through BN branch K of a K-branch model (default 0)\n";
+    "  --bn-branch K       evaluate through BN branch K of a K-branch model (default 0)\n"
+    "  --images FILE.npy   the split with its images replaced by this file's, labels kept: "
+    "float32\n"
+    "                      [N, C, H, W] in [0, 1], row i = image i, N = the split's size (or\n"
+    "                      --max-images); e.g. dml attack --save-adversarial's adversarial set\n"
+    "                      (MDProp's evaluation under attack, docs/defenses.md)\n";
+
+// A split whose images come from an array (row i = image i) and whose labels, name and classes
+// stay the split's: `--images`.
+class ReplacedImages : public data::Dataset {
+ public:
+  ReplacedImages(std::unique_ptr<data::Dataset> split, engine::Tensor images)
+      : split_(std::move(split)), images_(std::move(images)) {}
+  std::string name() const override { return split_->name(); }
+  std::string split() const override { return split_->split(); }
+  int64_t size() const override { return images_.size(0); }
+  int64_t num_classes() const override { return split_->num_classes(); }
+  int64_t label(int64_t index) const override { return split_->label(index); }
+  engine::Tensor image(int64_t index, engine::Generator&) const override {
+    return images_.select(0, index).clone();
+  }
+  engine::Shape image_shape() const override { return split_->image_shape(); }
+
+ private:
+  std::unique_ptr<data::Dataset> split_;
+  engine::Tensor images_;  // f32 [N, C, H, W] on the CPU
+};
+
+// `--images FILE`: the array, checked against the split (shape, row count, pixels) and the
+// model's input, in place of the split's images. `rows` is the number of images evaluated.
+std::unique_ptr<data::Dataset> replace_images(std::unique_ptr<data::Dataset> split,
+                                              const std::string& path, int64_t rows,
+                                              const models::Model& model) {
+  engine::Tensor images = engine::load_npy(path);
+  ENGINE_CHECK(engine::is_floating(images.dtype()), path, ": holds integers (", images.str(),
+               "); --images wants float32 pixels in [0, 1]");
+  const engine::Shape image_shape = split->image_shape();
+  ENGINE_CHECK(images.dim() == 4 && images.shape()[1] == image_shape[0] &&
+                   images.shape()[2] == image_shape[1] && images.shape()[3] == image_shape[2],
+               path, ": expected images of ", split->name(), ", [N, ", image_shape[0], ", ",
+               image_shape[1], ", ", image_shape[2], "], got ", images.str());
+  ENGINE_CHECK(images.size(0) == rows, path, ": holds ", images.size(0), " images where the ",
+               split->name(), " ", split->split(), " evaluation takes ", rows,
+               " (the split's size, or --max-images: give --max-images ", images.size(0),
+               " for its first ", images.size(0), ")");
+  images = images.to(engine::DType::F32);
+  models::check_pixels(images, path);
+  model.check_input(images);
+  return std::make_unique<ReplacedImages>(std::move(split), images);
+}
 
 }  // namespace
 
@@ -66,7 +122,9 @@ int run_eval(Args& args) {
   const std::optional<std::string> device_text = args.take_optional("--device");
   const bool json = args.take_flag("--json");
   const int64_t bn_branch = args.take_int("--bn-branch", 0);
+  const std::optional<std::string> images = args.take_optional("--images");
   args.finish();
+  if (images) require_input_file(*images, "--images");
   if (split != "train" && split != "test") {
     throw UsageError("--split must be train or test, got '" + split + "'");
   }
@@ -81,8 +139,13 @@ int run_eval(Args& args) {
   models::Model& model = *trained.model;
 
   const std::string dataset_name = data_name.value_or(trained.data);
-  const std::unique_ptr<data::Dataset> dataset = open_data_option(
+  std::unique_ptr<data::Dataset> dataset = open_data_option(
       dataset_name, split, root.value_or(data_name ? "" : trained.root), trained.transform);
+  if (images) {
+    const int64_t rows =
+        settings.max_images > 0 ? std::min(settings.max_images, dataset->size()) : dataset->size();
+    dataset = replace_images(std::move(dataset), *images, rows, model);
+  }
   const metrics::Evaluation e = evaluate_model(model, *dataset, settings);
   if (!writes_results()) return 0;  // several MPI ranks: rank 0 prints (docs/distributed.md)
   if (json) {
@@ -92,7 +155,7 @@ int run_eval(Args& args) {
                 static_cast<long long>(trained.config.embedding_dim), device.str().c_str());
     std::printf("precision   trained in %s, evaluated in %s\n", trained.precision.c_str(),
                 engine::precision_name(engine::precision()));
-    print_metrics_table(e, dataset_name + " " + split);
+    print_metrics_table(e, dataset_name + " " + split + (images ? ", images of " + *images : ""));
   }
   return 0;
 }
