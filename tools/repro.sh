@@ -4,14 +4,21 @@
 # sessions whose commands are cut after a few minutes: call it again until it prints "done".
 #
 #   tools/repro.sh CONFIG [--device DEV] [--profile rob28|rob224] [--dml PATH] [--out DIR]
-#                         [--set KEY=VALUE]... [--ers-images N]
+#                         [--set KEY=VALUE]... [--ers-images N] [--no-ers]
+#                         [--adversarial-set SPEC]...
 #
 # --set goes to `dml train` (e.g. epochs for a quick check); --ers-images attacks only the first N
-# test images (default all, as the papers do). The ERS runs in the precision the model was trained
+# test images (default all, as the papers do); --no-ers skips the ERS. --adversarial-set SPEC
+# (an attack spec of `dml attack`, e.g. STAX:eps=0.01:alpha=0.0005:pgditer=20) scores the test
+# split with every image replaced by its adversarial version, as MDProp evaluates a model under
+# attack (`dml eval --images`, docs/defenses.md): into DIR/<name>/metrics.json and attack.json,
+# <name> the spec's kind in lower case with -t<T> for a T= key (stax, mtax-t5); the adversarial
+# array is removed once scored (31 MB for Fashion-MNIST's test split). The ERS runs in the precision the model was trained
 # in (--set precision=P, else the config's "precision" key, else dml's default fp32): `dml ers`
 # evaluates in its own process's setting, so it is given --precision P (docs/gpu.md).
 # Writes DIR (default runs/repro/<config name>): run/ (the training output), train.log, ers.json,
-# ers.log; the ERS uses --robrank-compat so it compares with the published tables. When $OUT is
+# ers.log, and the adversarial sets' folders; the ERS uses --robrank-compat so it compares with the
+# published tables. When $OUT is
 # set (the device tool's output folder) the logs and JSON files are copied there too.
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
@@ -29,6 +36,8 @@ DML="$ROOT/build/dml"
 DIR="$ROOT/runs/repro/$NAME"
 SETS=()
 ERS_IMAGES=0
+ERS=1
+ADVERSARIAL_SETS=()
 PRECISION=""
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -41,6 +50,8 @@ while [ $# -gt 0 ]; do
       case "$2" in precision=*) PRECISION="${2#precision=}" ;; esac
       shift 2 ;;
     --ers-images) ERS_IMAGES="$2"; shift 2 ;;
+    --no-ers) ERS=0; shift ;;
+    --adversarial-set) ADVERSARIAL_SETS+=("$2"); shift 2 ;;
     *) echo "tools/repro.sh: unknown option $1" >&2; exit 2 ;;
   esac
 done
@@ -51,6 +62,7 @@ fi
 ERS_PRECISION=()
 if [ -n "$PRECISION" ]; then ERS_PRECISION=(--precision "$PRECISION"); fi
 source "$ROOT/tools/gpu_env.sh"  # on a GPU machine: carried libraries and Fashion-MNIST
+source "$ROOT/tools/adversarial_set.sh"
 [ -x "$DML" ] || { echo "tools/repro.sh: no dml program at $DML (build it first)" >&2; exit 2; }
 mkdir -p "$DIR"
 
@@ -80,7 +92,7 @@ if [ ! -f "$DIR/run/model.safetensors" ]; then
 fi
 
 # 2. ERS (skipped once ers.json says complete).
-if ! grep -q '"complete": true' "$DIR/ers.json" 2>/dev/null; then
+if [ "$ERS" = 1 ] && ! grep -q '"complete": true' "$DIR/ers.json" 2>/dev/null; then
   echo "==> dml ers --profile $PROFILE ${ERS_PRECISION[*]:-} (log: $DIR/ers.log)"
   start=$SECONDS
   "$DML" ers --checkpoint "$DIR/run/model.safetensors" --profile "$PROFILE" --device "$DEVICE" \
@@ -89,4 +101,21 @@ if ! grep -q '"complete": true' "$DIR/ers.json" 2>/dev/null; then
     tee -a "$DIR/ers.log"
   echo "[ers: $((SECONDS - start)) s in this call]" | tee -a "$DIR/ers.log"
 fi
-echo "done: $DIR/run/metrics.json and $DIR/ers.json"
+
+# 3. Adversarial sets (each skipped once its metrics.json exists).
+for spec in "${ADVERSARIAL_SETS[@]}"; do
+  name="$(adversarial_set_name "$spec")"
+  [ -f "$DIR/$name/metrics.json" ] && continue
+  echo "==> adversarial set $spec (log: $DIR/$name/attack.log)"
+  mkdir -p "$DIR/$name"
+  start=$SECONDS
+  "$DML" attack --checkpoint "$DIR/run/model.safetensors" --attack "$spec" --device "$DEVICE" \
+    "${ERS_PRECISION[@]}" --save-adversarial "$DIR/$name/adversarial.npy" --overwrite --json \
+    > "$DIR/$name/attack.json" 2> "$DIR/$name/attack.log"
+  "$DML" eval --checkpoint "$DIR/run/model.safetensors" --images "$DIR/$name/adversarial.npy" \
+    --device "$DEVICE" "${ERS_PRECISION[@]}" --json > "$DIR/$name/metrics.json.part"
+  mv "$DIR/$name/metrics.json.part" "$DIR/$name/metrics.json"
+  rm -f "$DIR/$name/adversarial.npy"
+  echo "[$name: $((SECONDS - start)) s]" | tee -a "$DIR/$name/attack.log"
+done
+if [ "$ERS" = 1 ]; then echo "done: $DIR/run/metrics.json and $DIR/ers.json"; else echo "done: $DIR/run/metrics.json"; fi

@@ -130,10 +130,12 @@ inline std::vector<std::string> check_resume_bit_identical(const std::string& di
         test::read_bytes(split_dir + "/model.safetensors"));
   CHECK(test::read_bytes(whole_dir + "/metrics.json") ==
         test::read_bytes(split_dir + "/metrics.json"));
-  // The weights name the revision of the dml that wrote them.
+  // The weights name the revision of the dml that wrote them, and the data's root, so that
+  // `dml eval --checkpoint model.safetensors` finds the data as the checkpoint would.
   const json model_meta = json::parse(
       engine::read_safetensors(whole_dir + "/model.safetensors").metadata.at("dml_model"));
   CHECK(model_meta.at("dml_commit") == dml::build_commit());
+  CHECK(model_meta.at("root") == split.data_root);
   const auto whole = checkpoint_tensors(whole_dir);
   const auto resumed = checkpoint_tensors(split_dir);
   REQUIRE(whole.size() == resumed.size());

@@ -69,6 +69,7 @@ TrainedModel load_trained_model(const std::string& path, const engine::Device& d
     trained.config.embedding_dim = model.at("embedding_dim").get<int64_t>();
     trained.config.bn_branches = model.at("bn_branches").get<int64_t>();
     trained.data = model.at("data").get<std::string>();
+    if (!is_checkpoint) trained.root = model.value("root", "");  // none before 2026-11-29: ""
     if (!is_checkpoint) trained.transform = model.value("transform", "robrank");
     if (!is_checkpoint) trained.precision = model.value("precision", "fp32");
     metric_text = model.at("metric").get<std::string>();

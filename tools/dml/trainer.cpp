@@ -43,6 +43,7 @@ nlohmann::json model_metadata(const TrainConfig& config) {
           {"embedding_dim", config.model.embedding_dim},
           {"bn_branches", config.model.bn_branches},
           {"data", config.data_name},
+          {"root", config.data_root},
           {"transform", config.data_transform},
           {"metric", losses::metric_name(config.metric)},
           {"precision", engine::precision_name(config.precision)},

@@ -92,8 +92,8 @@ std::string checkpoint_path(const std::string& output_dir);
 std::string format_duration(double seconds);
 
 // The model description stored with weights ("dml_model" metadata): name, embedding_dim,
-// bn_branches, the data and metric it was trained for, and dml_commit, the revision of the `dml`
-// that wrote it (version.h; informational, never compared).
+// bn_branches, the data (name, root, transform) and metric it was trained for, and dml_commit,
+// the revision of the `dml` that wrote it (version.h; informational, never compared).
 nlohmann::json model_metadata(const TrainConfig& config);
 
 // Benign evaluation shared by `dml train` and `dml eval`: the first max_images images of `test`
