@@ -13,13 +13,14 @@
 # split with every image replaced by its adversarial version, as MDProp evaluates a model under
 # attack (`dml eval --images`, docs/defenses.md): into DIR/<name>/metrics.json and attack.json,
 # <name> the spec's kind in lower case with -t<T> for a T= key (stax, mtax-t5); the adversarial
-# array is removed once scored (31 MB for Fashion-MNIST's test split). The ERS runs in the precision the model was trained
-# in (--set precision=P, else the config's "precision" key, else dml's default fp32): `dml ers`
-# evaluates in its own process's setting, so it is given --precision P (docs/gpu.md).
+# array is removed once scored (31 MB for Fashion-MNIST's test split). The ERS and the sets run
+# in the precision the model was trained in (--set precision=P, else the config's "precision"
+# key, else dml's default fp32): an evaluation runs in its own process's setting, so it is given
+# --precision P (docs/gpu.md).
 # Writes DIR (default runs/repro/<config name>): run/ (the training output), train.log, ers.json,
-# ers.log, and the adversarial sets' folders; the ERS uses --robrank-compat so it compares with the
-# published tables. When $OUT is
-# set (the device tool's output folder) the logs and JSON files are copied there too.
+# ers.log, the adversarial sets' folders; the ERS uses --robrank-compat so it compares with the
+# published tables. When $OUT is set (the device tool's output folder) the logs and JSON files
+# are copied there too.
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 if [ $# -lt 1 ]; then
@@ -111,7 +112,8 @@ for spec in "${ADVERSARIAL_SETS[@]}"; do
   start=$SECONDS
   "$DML" attack --checkpoint "$DIR/run/model.safetensors" --attack "$spec" --device "$DEVICE" \
     "${ERS_PRECISION[@]}" --save-adversarial "$DIR/$name/adversarial.npy" --overwrite --json \
-    > "$DIR/$name/attack.json" 2> "$DIR/$name/attack.log"
+    > "$DIR/$name/attack.json" 2> "$DIR/$name/attack.log" ||
+    { tail -n 5 "$DIR/$name/attack.log" >&2; exit 1; }
   "$DML" eval --checkpoint "$DIR/run/model.safetensors" --images "$DIR/$name/adversarial.npy" \
     --device "$DEVICE" "${ERS_PRECISION[@]}" --json > "$DIR/$name/metrics.json.part"
   mv "$DIR/$name/metrics.json.part" "$DIR/$name/metrics.json"

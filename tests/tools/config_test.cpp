@@ -264,7 +264,21 @@ TEST_CASE("config: every reference config in configs/ resolves, defenses as docu
       CHECK(t.defense.pgd.steps == 32);
       CHECK(t.data_name == "synthetic");
     }
-    if (entry.path().parent_path().filename() == "fashion" && recipe != "none") {
+    const bool fashion = entry.path().parent_path().filename() == "fashion";
+    if (fashion && stem.rfind("mdprop-", 0) == 0) {
+      // docs/defenses.md, MDProp on Fashion-MNIST: multi-similarity on C2F2-BN with D = 128; the
+      // defenses one PGD step of eps = alpha = 0.01, K = adversarial branches + 1 (1 shared).
+      CHECK(t.loss == dml::Loss::MultiSimilarity);
+      CHECK(t.model.name == "c2f2-bn");
+      CHECK(t.model.embedding_dim == 128);
+      if (recipe == "mdprop") {
+        CHECK(t.defense.pgd.eps == 0.01);
+        CHECK(t.defense.pgd.alpha == 0.01);
+        CHECK(t.defense.pgd.steps == 1);
+        const int64_t branches = static_cast<int64_t>(t.defense.mdprop.targets.size()) + 1;
+        CHECK(t.model.bn_branches == (t.defense.mdprop.shared_bn ? 1 : branches));
+      }
+    } else if (fashion && recipe != "none") {
       // docs/defenses.md: eps = 77/255, alpha = 3/255; eta = 32 (or 1 for FGSM).
       CHECK(t.defense.pgd.eps == Approx(77.0 / 255.0));
       CHECK(t.defense.pgd.alpha == Approx(3.0 / 255.0));
@@ -281,7 +295,7 @@ TEST_CASE("config: every reference config in configs/ resolves, defenses as docu
       CHECK(t.defense.hm.ics_lambda == Approx(sop ? 0.05 : 0.5));
     }
   }
-  CHECK(count >= 27);  // quick + 11 fashion + 4 cub + mdprop + 4 cars + 4 sop + 2 bench
+  CHECK(count >= 34);  // quick + 18 fashion (6 of them MDProp's) + 5 cub + 4 cars + 4 sop + 2 bench
 }
 
 TEST_CASE("config: a file that is not a clean JSON object is a usage error naming the key",

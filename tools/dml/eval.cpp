@@ -53,11 +53,10 @@ const char kUsage[] =
     "  --device DEV        cpu, cuda or cuda:N (default: cuda when a GPU is present)\n"
     "  --json              one JSON object with the keys of `dml metrics --json`\n"
     "  --bn-branch K       evaluate through BN branch K of a K-branch model (default 0)\n"
-    "  --images FILE.npy   the split with its images replaced by this file's, labels kept: "
-    "float32\n"
-    "                      [N, C, H, W] in [0, 1], row i = image i, N = the split's size (or\n"
-    "                      --max-images); e.g. dml attack --save-adversarial's adversarial set\n"
-    "                      (MDProp's evaluation under attack, docs/defenses.md)\n";
+    "  --images FILE.npy   the split with its images replaced by this file's, labels kept:\n"
+    "                      float32 [N, C, H, W] in [0, 1], row i = image i, N = the split's\n"
+    "                      size (or --max-images); e.g. dml attack --save-adversarial's\n"
+    "                      adversarial set (MDProp's evaluation under attack, docs/defenses.md)\n";
 
 // A split whose images come from an array (row i = image i) and whose labels, name and classes
 // stay the split's: `--images`.
