@@ -13,8 +13,10 @@
 # Interrupted (a GPU session cut after a few minutes), call it again with the same arguments:
 # finished seeds are skipped (repro.sh skips a trained model and a complete ers.json), the seed
 # that was running resumes from its checkpoint (train --resume) or its partial ers.json (ers
-# --resume). DIR defaults to runs/seeds/<config name>. The training seed varies; the attacks'
-# seed stays dml ers's default, so the seeds differ only in training.
+# --resume). DIR defaults to runs/seeds/<config name>; the aggregates name their row after DIR's
+# last folder (so one config run with different --set keys and --out folders gives rows that say
+# which). The training seed varies; the attacks' seed stays dml ers's default, so the seeds differ
+# only in training.
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 usage() {
@@ -49,6 +51,7 @@ for s in "${SEED_LIST[@]}"; do
   [[ "$s" =~ ^[0-9]+$ ]] || { echo "tools/seeds.sh: --seeds: '$s' is not a seed" >&2; exit 2; }
 done
 mkdir -p "$DIR"
+ROW="$(basename "$DIR")"
 RUNS=""
 # A seed is done when its model, its ERS (unless --no-ers) and every adversarial set are.
 seed_done() {
@@ -66,10 +69,10 @@ for s in "${SEED_LIST[@]}"; do
   fi
   RUNS="${RUNS:+$RUNS,}$out"
 done
-"$DML" aggregate --runs "$RUNS" --names "$(basename "$CONFIG" .json)" --out "$DIR/aggregate"
+"$DML" aggregate --runs "$RUNS" --names "$ROW" --out "$DIR/aggregate"
 for spec in "${SETS[@]}"; do
   name="$(adversarial_set_name "$spec")"
   "$DML" aggregate --runs "$(printf '%s' "$RUNS" | sed "s|,|/$name,|g")/$name" \
-    --names "$(basename "$CONFIG" .json) $name" --out "$DIR/aggregate-$name"
+    --names "$ROW $name" --out "$DIR/aggregate-$name"
 done
 echo "done: ${#SEED_LIST[@]} seeds in $DIR"

@@ -14,35 +14,35 @@ stax=STAX:eps=0.3:alpha=0.1:pgditer=2
 mtax=MTAX:T=2:eps=0.3:alpha=0.1:pgditer=2
 run() {  # run LOG: the seeds command with both sets
   # shellcheck disable=SC2086
-  "$src/tools/seeds.sh" "$src/configs/quick.json" --seeds 0,1 --out "$d/s" --dml "$dml" \
+  "$src/tools/seeds.sh" "$src/configs/quick.json" --seeds 0,1 --out "$d/quick-tiny" --dml "$dml" \
     --device cpu --no-ers --adversarial-set "$stax" --adversarial-set "$mtax" $tiny \
     > "$d/$1" 2>&1 || { cat "$d/$1"; exit 1; }
 }
 run first.log
 for s in 0 1; do
-  test ! -e "$d/s/seed-$s/ers.json"
+  test ! -e "$d/quick-tiny/seed-$s/ers.json"
   for set in stax mtax-t2; do
-    test -s "$d/s/seed-$s/$set/metrics.json"; test -s "$d/s/seed-$s/$set/attack.json"
-    test ! -e "$d/s/seed-$s/$set/adversarial.npy"
+    test -s "$d/quick-tiny/seed-$s/$set/metrics.json"; test -s "$d/quick-tiny/seed-$s/$set/attack.json"
+    test ! -e "$d/quick-tiny/seed-$s/$set/adversarial.npy"
   done
 done
-m=$d/s/seed-1/run/model.safetensors
+m=$d/quick-tiny/seed-1/run/model.safetensors
 "$dml" attack --checkpoint "$m" --attack "$mtax" --device cpu --save-adversarial "$d/adv.npy" \
   > /dev/null 2>&1
 "$dml" eval --checkpoint "$m" --images "$d/adv.npy" --device cpu --json > "$d/mtax.json"
-cmp "$d/mtax.json" "$d/s/seed-1/mtax-t2/metrics.json"
-if cmp -s "$d/s/seed-1/stax/metrics.json" "$d/s/seed-1/run/metrics.json"; then
+cmp "$d/mtax.json" "$d/quick-tiny/seed-1/mtax-t2/metrics.json"
+if cmp -s "$d/quick-tiny/seed-1/stax/metrics.json" "$d/quick-tiny/seed-1/run/metrics.json"; then
   echo "the stax set scored as the clean split"; exit 1
 fi
-grep -q '| quick stax | 2 |' "$d/s/aggregate-stax.md"
-grep -q '| quick mtax-t2 | 2 |' "$d/s/aggregate-mtax-t2.md"
-cp "$d/s/seed-0/stax/metrics.json" "$d/stax0.json"
+grep -q '| quick-tiny stax | 2 |' "$d/quick-tiny/aggregate-stax.md"
+grep -q '| quick-tiny mtax-t2 | 2 |' "$d/quick-tiny/aggregate-mtax-t2.md"
+cp "$d/quick-tiny/seed-0/stax/metrics.json" "$d/stax0.json"
 run second.log
 test "$(grep -c 'done, skipped' "$d/second.log")" -eq 2
-rm "$d/s/seed-1/stax/metrics.json"
+rm "$d/quick-tiny/seed-1/stax/metrics.json"
 run third.log
 test "$(grep -c '==> adversarial set' "$d/third.log")" -eq 1
 grep -q "==> adversarial set $stax" "$d/third.log"
-cmp "$d/stax0.json" "$d/s/seed-0/stax/metrics.json"
-test -s "$d/s/seed-1/stax/metrics.json"
+cmp "$d/stax0.json" "$d/quick-tiny/seed-0/stax/metrics.json"
+test -s "$d/quick-tiny/seed-1/stax/metrics.json"
 echo "adversarial sets over seeds"
