@@ -320,6 +320,7 @@ RetrievalResult evaluate_retrieval(const Points& points, const std::vector<int64
   }
   qb = std::min(qb, n);
   result.query_block = qb;
+  result.device = options.device;
   const int64_t gb = std::min(options.gallery_block, n);
   const LabelGroups groups = group_by_label(labels);
 

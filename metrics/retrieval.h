@@ -112,6 +112,7 @@ struct RetrievalResult {
   int64_t queries = 0;       // queries with at least one relevant item (the means' divisor)
   int64_t lone_queries = 0;  // queries left out: no other item has their label
   int64_t query_block = 0;   // the block size used
+  engine::Device device = engine::Device::cpu();  // where the ranking ran
 };
 
 // labels.size() must equal points.n; ks must be >= 1. All means are NaN when every query is lone.

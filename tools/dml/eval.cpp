@@ -50,7 +50,8 @@ const char kUsage[] =
     "  --max-images N      only the first N images (default 0 = all)\n"
     "  --batch-size B      images per forward pass (default 256)\n"
     "  --seed S            k-means++ seed for NMI (default 0; dml train uses its config seed)\n"
-    "  --device DEV        cpu, cuda or cuda:N (default: cuda when a GPU is present)\n"
+    "  --device DEV        cpu, cuda or cuda:N (default: cuda when a GPU is present); the\n"
+    "                      embedding and the ranking (recall, mAP) run there\n"
     "  --json              one JSON object with the keys of `dml metrics --json`\n"
     "  --bn-branch K       evaluate through BN branch K of a K-branch model (default 0)\n"
     "  --images FILE.npy   the split with its images replaced by this file's, labels kept:\n"
@@ -133,6 +134,7 @@ int run_eval(Args& args) {
   settings.seed = static_cast<uint64_t>(seed);
   const engine::Device device = parse_device_option(device_text);
   const TrainedModel trained = load_trained_model(path, device);
+  settings.device = device;
   select_bn_branch(*trained.model, trained.config.bn_branches, bn_branch);
   settings.metric = metric.value_or(trained.metric);
   models::Model& model = *trained.model;
@@ -154,6 +156,8 @@ int run_eval(Args& args) {
                 static_cast<long long>(trained.config.embedding_dim), device.str().c_str());
     std::printf("precision   trained in %s, evaluated in %s\n", trained.precision.c_str(),
                 engine::precision_name(engine::precision()));
+    std::printf("ranking     on %s, %.2f s (k-means for NMI %.2f s)\n",
+                e.retrieval.device.str().c_str(), e.seconds_retrieval, e.seconds_clustering);
     print_metrics_table(e, dataset_name + " " + split + (images ? ", images of " + *images : ""));
   }
   return 0;

@@ -7,6 +7,7 @@
 // the set, each query's own row excluded by index. The numbers come from metrics/evaluate.h;
 // --device picks where the ranking (recall@K and the mAPs) runs (metrics/retrieval.h).
 #include <cstdio>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -39,9 +40,9 @@ const char kUsage[] =
     "  --seed S            k-means++ seed for NMI (default 0)\n"
     "  --kmeans-iterations I   at most I k-means assignment steps, I - 1 center updates\n"
     "                      (default 25)\n"
-    "  --device DEV        cpu (default), cuda or cuda:N: where the ranking (recall@K, map,\n"
-    "                      map_at_r10, map_at_r, r_precision, mrr) runs; NMI and pi_ratio stay\n"
-    "                      on the CPU\n"
+    "  --device DEV        cpu, cuda or cuda:N (default: cuda when a GPU is present): where the\n"
+    "                      ranking (recall@K, map, map_at_r10, map_at_r, r_precision, mrr)\n"
+    "                      runs; NMI and pi_ratio stay on the CPU\n"
     "\n"
     "map: AP over the full ranking; map_at_r10: robrank's mAP@R with R fixed to 10; map_at_r:\n"
     "PML's mAP@R with R = the query's same-class count; r_precision: the fraction of the first R\n"
@@ -53,8 +54,7 @@ const char kUsage[] =
     "nmi: k-means++ with k = number of classes, arithmetic normalization. pi_ratio: mean\n"
     "intra-class distance / mean distance between class means, on L2-normalized rows (E as N).\n";
 
-void print_table(const metrics::Evaluation& e, const std::string& embeddings_path,
-                 const std::string& device) {
+void print_table(const metrics::Evaluation& e, const std::string& embeddings_path) {
   std::printf("embeddings  %s\n", embeddings_path.c_str());
   std::printf("items       %lld in %lld classes, metric %s\n", static_cast<long long>(e.n),
               static_cast<long long>(e.classes), metrics::metric_name(e.metric));
@@ -69,7 +69,8 @@ void print_table(const metrics::Evaluation& e, const std::string& embeddings_pat
               e.spread.ratio, e.spread.intra, e.spread.inter);
   print_class_average_rows(e);
   std::printf("\ntime        ranking %.1f s (%s), k-means %.1f s, pi_ratio %.1f s\n",
-              e.seconds_retrieval, device.c_str(), e.seconds_clustering, e.seconds_spread);
+              e.seconds_retrieval, e.retrieval.device.str().c_str(), e.seconds_clustering,
+              e.seconds_spread);
 }
 
 }  // namespace
@@ -86,7 +87,7 @@ int run_metrics(Args& args) {
   const bool json = args.take_flag("--json");
   const int64_t seed = args.take_int("--seed", 0);
   const int64_t iterations = args.take_int("--kmeans-iterations", 25);
-  const std::string device_text = args.take_string("--device", "cpu");
+  const std::optional<std::string> device_text = args.take_optional("--device");
   args.finish();
 
   for (int64_t k : ks) {
@@ -125,7 +126,7 @@ int run_metrics(Args& args) {
   if (json) {
     std::printf("%s\n", metrics::metrics_json(e).dump().c_str());
   } else {
-    print_table(e, embeddings_path, device.str());
+    print_table(e, embeddings_path);
   }
   return 0;
 }

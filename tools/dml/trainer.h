@@ -47,6 +47,7 @@
 #include <nlohmann/json.hpp>
 
 #include "data/dataset.h"
+#include "engine/device.h"
 #include "kernels/common/device_counters.h"
 #include "metrics/evaluate.h"
 #include "models/model.h"
@@ -98,12 +99,14 @@ nlohmann::json model_metadata(const TrainConfig& config);
 
 // Benign evaluation shared by `dml train` and `dml eval`: the first max_images images of `test`
 // (0 = all) embedded in eval mode, scored with metrics::evaluate_embeddings under `metric`
-// (query set = gallery = those images; k-means seeded with `seed`).
+// (query set = gallery = those images; k-means seeded with `seed`). The ranking runs on `device`,
+// the model's: CUDA ranks with the GPU path of metrics/retrieval.h (SPEC §7's batched GPU k-NN).
 struct EvalSettings {
   metrics::Metric metric = metrics::Metric::N;
   int64_t max_images = 0;
   int64_t batch_size = 256;
   uint64_t seed = 0;
+  engine::Device device = engine::Device::cpu();
 };
 metrics::Evaluation evaluate_model(models::Model& model, const data::Dataset& test,
                                    const EvalSettings& settings);
