@@ -189,11 +189,52 @@ void load_weights(nn::Module& model, const std::map<std::string, Tensor>& tensor
   model.load_state_dict(state);
 }
 
+WeightLayout parse_weight_layout(const std::string& text) {
+  if (text == "dml") return WeightLayout::Ours;
+  if (text == "robrank") return WeightLayout::Robrank;
+  engine::fail("unknown weight layout '", text, "' (known: dml, robrank)");
+}
+
+std::map<std::string, Tensor> read_weight_file(const std::string& path) {
+  return engine::is_torch_checkpoint_path(path) ? engine::load_pth(path)
+                                                : engine::load_safetensors(path);
+}
+
+std::map<std::string, Tensor> rename_weights(std::map<std::string, Tensor> tensors,
+                                             WeightLayout layout, const std::string& model_name,
+                                             const std::string& source) {
+  if (layout == WeightLayout::Ours) return tensors;
+  const std::string prefix = "backbone.";
+  // robrank's C2F2 Sequential: 0 conv, 1 ReLU, 2 pool, 3 conv, 4 ReLU, 5 pool, 6 flatten,
+  // 7 linear, 8 ReLU, 9 linear; only the four layers with weights have entries.
+  const std::map<std::string, std::string> c2f2_layers = {
+      {"0", "conv1"}, {"3", "conv2"}, {"7", "fc1"}, {"9", "fc2"}};
+  std::map<std::string, Tensor> out;
+  for (auto& [name, tensor] : tensors) {
+    if (!starts_with(name, prefix)) continue;  // the loss's entries, optimizer-free extras
+    std::string ours = name.substr(prefix.size());
+    if (model_name == "c2f2") {
+      const size_t dot = ours.find('.');
+      const auto layer = c2f2_layers.find(ours.substr(0, dot));
+      if (dot == std::string::npos || layer == c2f2_layers.end()) {
+        engine::fail(source, ": ", name,
+                     " is not a layer of robrank's C2F2 (backbone.0, .3, .7 and .9 hold its "
+                     "weights)");
+      }
+      ours = layer->second + ours.substr(dot);
+    }
+    out[ours] = std::move(tensor);
+  }
+  if (out.empty()) {
+    engine::fail(source,
+                 ": no backbone.* entry: not a robrank checkpoint (its network is under "
+                 "backbone.); --layout dml reads the names as they are");
+  }
+  return out;
+}
+
 void load_weights(nn::Module& model, const std::string& path, const WeightLoadOptions& options) {
-  load_weights(model,
-               engine::is_torch_checkpoint_path(path) ? engine::load_pth(path)
-                                                      : engine::load_safetensors(path),
-               path, options);
+  load_weights(model, read_weight_file(path), path, options);
 }
 
 void save_weights(const nn::Module& model, const std::string& path,

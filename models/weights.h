@@ -43,6 +43,27 @@ struct WeightLoadOptions {
   std::vector<std::string> keep_prefixes;
 };
 
+// Whose names a weight file uses: ours (= torchvision's, above), or robrank's (Zhou et al.'s code,
+// a PyTorch Lightning checkpoint): its `state_dict` holds the network under `backbone.` (beside
+// the loss's own entries, if any), a torchvision ResNet as it is, and its C2F2 as one
+// nn.Sequential, `backbone.{0,3,7,9}.{weight,bias}` for conv1, conv2, fc1, fc2 (robrank
+// models/template_rank.py, MetricTemplate28).
+enum class WeightLayout { Ours, Robrank };
+// "dml" or "robrank"; anything else is an engine::Error listing both.
+WeightLayout parse_weight_layout(const std::string& text);
+
+// The tensors of `path` (safetensors, or torch.save by engine::is_torch_checkpoint_path), as they
+// are named there.
+std::map<std::string, engine::Tensor> read_weight_file(const std::string& path);
+// `tensors` renamed from `layout` to ours for model `model_name` (registry name). Robrank: only
+// the `backbone.` entries, without the prefix; for c2f2 the Sequential indices 0, 3, 7, 9 become
+// conv1, conv2, fc1, fc2. An engine::Error naming `source` when a robrank file has no
+// `backbone.` entry, or a C2F2 one has an index that is none of those four.
+std::map<std::string, engine::Tensor> rename_weights(std::map<std::string, engine::Tensor> tensors,
+                                                     WeightLayout layout,
+                                                     const std::string& model_name,
+                                                     const std::string& source);
+
 // Reads `path` (safetensors, or torch.save by engine::is_torch_checkpoint_path; names
 // canonicalized) and loads it into `model` as described above.
 void load_weights(engine::nn::Module& model, const std::string& path,

@@ -393,3 +393,69 @@ TEST_CASE("weights: a corrupt file is an error naming it", "[models][weights]") 
   REQUIRE_THROWS_WITH(models::load_weights(*model, dir.file("absent.safetensors")),
                       Catch::Contains("absent.safetensors"));
 }
+
+TEST_CASE("weights: robrank's layout: C2F2's Sequential indices and the backbone. prefix",
+          "[models][weights]") {
+  // robrank models/template_rank.py (MetricTemplate28): backbone = Sequential(conv 1->32 k5,
+  // ReLU, pool, conv 32->64 k5, ReLU, pool, flatten, linear 3136->1024, ReLU, linear 1024->D),
+  // so its weights are backbone.0, .3, .7 and .9 (written out here, not taken from our model).
+  const int64_t d = 8;
+  const std::vector<std::pair<std::string, Shape>> robrank = {
+      {"backbone.0.weight", {32, 1, 5, 5}},  {"backbone.0.bias", {32}},
+      {"backbone.3.weight", {64, 32, 5, 5}}, {"backbone.3.bias", {64}},
+      {"backbone.7.weight", {1024, 3136}},   {"backbone.7.bias", {1024}},
+      {"backbone.9.weight", {d, 1024}},      {"backbone.9.bias", {d}}};
+  std::map<std::string, Tensor> file;
+  for (size_t i = 0; i < robrank.size(); ++i) {
+    file[robrank[i].first] = Tensor::full(robrank[i].second, 0.25 * static_cast<double>(i + 1));
+  }
+  file["lossfunc.scale"] = Tensor::full({1}, 9.0);  // a loss's own entry: not the network's
+  auto model = build("c2f2", d);
+  models::load_weights(
+      *model, models::rename_weights(file, models::WeightLayout::Robrank, "c2f2", "f"), "f");
+  const engine::nn::StateDict state = model->state_dict();
+  const std::vector<std::string> ours = {"conv1.weight", "conv1.bias", "conv2.weight", "conv2.bias",
+                                         "fc1.weight",   "fc1.bias",   "fc2.weight",   "fc2.bias"};
+  REQUIRE(state.size() == ours.size());
+  for (size_t i = 0; i < ours.size(); ++i) {
+    INFO(ours[i]);
+    const Tensor flat = state.at(ours[i]).flatten();
+    CHECK(flat.slice(0, 0, 1).item() == 0.25 * static_cast<double>(i + 1));
+    CHECK(flat.slice(0, flat.numel() - 1, flat.numel()).item() ==
+          0.25 * static_cast<double>(i + 1));
+  }
+  // Our own names pass unchanged.
+  CHECK(models::rename_weights(file, models::WeightLayout::Ours, "c2f2", "f").size() == 9);
+
+  file["backbone.5.weight"] = Tensor::full({1}, 1.0);  // index 5 is a max-pool: no weights
+  REQUIRE_THROWS_WITH(models::rename_weights(file, models::WeightLayout::Robrank, "c2f2", "f.ckpt"),
+                      Catch::Contains("f.ckpt") && Catch::Contains("backbone.5.weight"));
+  REQUIRE_THROWS_WITH(
+      models::rename_weights({{"conv1.weight", Tensor::full({1}, 1.0)}},
+                             models::WeightLayout::Robrank, "c2f2", "mine.safetensors"),
+      Catch::Contains("mine.safetensors") && Catch::Contains("no backbone.* entry"));
+  CHECK(models::parse_weight_layout("dml") == models::WeightLayout::Ours);
+  CHECK(models::parse_weight_layout("robrank") == models::WeightLayout::Robrank);
+  REQUIRE_THROWS_WITH(models::parse_weight_layout("torch"), Catch::Contains("dml, robrank"));
+}
+
+TEST_CASE("weights: robrank's layout: a ResNet is torchvision's under backbone.",
+          "[models][weights]") {
+  // robrank's MetricTemplate224 keeps torchvision's resnet18 as `backbone` with fc replaced by a
+  // D-way linear layer.
+  const std::vector<Key> keys = torchvision_resnet_keys(false, 16);
+  std::map<std::string, Tensor> file;
+  for (const auto& [name, tensor] : tensors_for(keys, true)) file["backbone." + name] = tensor;
+  file["lossfunc.scale"] = Tensor::full({1}, 9.0);
+  auto model = build("resnet18", 16);
+  models::load_weights(
+      *model, models::rename_weights(file, models::WeightLayout::Robrank, "resnet18", "r.ckpt"),
+      "r.ckpt");
+  const engine::nn::StateDict state = model->state_dict();
+  for (size_t i = 0; i < keys.size(); ++i) {
+    if (keys[i].counter) continue;
+    INFO(keys[i].name);
+    CHECK(state.at(keys[i].name).flatten().slice(0, 0, 1).item() ==
+          Approx(fill_value(i, keys[i].name)).epsilon(1e-6));
+  }
+}

@@ -28,5 +28,6 @@ int run_report(Args& args);          // tools/dml/report.cpp (+ report_grid.cpp)
 int run_bench_train(const std::string& config_path, Args& args);
 int run_aggregate(Args& args);  // tools/dml/aggregate.cpp
 int run_hardness(Args& args);   // tools/dml/hardness.cpp
+int run_import(Args& args);     // tools/dml/import.cpp
 
 }  // namespace dml

@@ -35,7 +35,7 @@ const char* kUsageToData =
     "                 (--input images.npy | --data NAME [--split test] [--root DIR]\n"
     "                  [--transform robrank|revisiting])\n"
     "                 --out emb.npy [--labels-out labels.npy] [--device cpu|cuda]\n"
-    "                 [--batch-size B] [--bn-branches K]\n"
+    "                 [--batch-size B] [--bn-branches K] [--layout dml|robrank]\n"
     "\n"
     "Writes the model's output (eval mode, before any L2 normalization) as float32 .npy [N, D].\n"
     "\n"
@@ -43,6 +43,8 @@ const char* kUsageToData =
     "  --embedding-dim D    the model's embedding dimension (must match the weights)\n"
     "  --weights FILE       safetensors, or a torch.save .pth/.pt/.ckpt state dict, with the\n"
     "                       model's state (torchvision names for ResNets)\n"
+    "  --layout L           the file's names: dml (default) or robrank (its Lightning\n"
+    "                       checkpoints: backbone.*; dml import has the details)\n"
     "  --input FILE         float32 (or float64) .npy [N, C, H, W] with pixels in [0, 1]\n"
     "  --data NAME          a dataset instead: ";
 const char* kUsageFromData =
@@ -121,11 +123,9 @@ int run_embed(Args& args) {
     std::fputs(usage().c_str(), stdout);
     return 0;
   }
-  models::ModelConfig config;
-  config.name = args.take_string("--model");
-  config.embedding_dim = args.take_int("--embedding-dim");
-  config.bn_branches = args.take_int("--bn-branches", 1);
+  models::ModelConfig config = take_model_options(args);
   const std::string weights = args.take_string("--weights");
+  const std::string layout_text = args.take_string("--layout", "dml");
   std::optional<std::string> input = args.take_optional("--input");
   std::optional<std::string> dataset = args.take_optional("--data");
   const std::optional<std::string> split_given = args.take_optional("--split");
@@ -147,15 +147,12 @@ int run_embed(Args& args) {
     throw UsageError("--labels-out and --out name the same file");
   }
 
-  if (!models::is_model_name(config.name)) {
-    std::string known;
-    for (const std::string& n : models::model_names()) known += (known.empty() ? "" : ", ") + n;
-    throw UsageError("unknown model '" + config.name + "' (known: " + known + ")");
-  }
-  if (config.embedding_dim <= 0) throw UsageError("--embedding-dim must be positive");
-  if (config.bn_branches <= 0) throw UsageError("--bn-branches must be positive");
-  if (config.name == "c2f2" && config.bn_branches != 1) {
-    throw UsageError("c2f2 has no batch norm: --bn-branches needs c2f2-bn");
+  check_model_options(config);
+  models::WeightLayout layout;
+  try {
+    layout = models::parse_weight_layout(layout_text);
+  } catch (const engine::Error& e) {
+    throw UsageError(std::string("--layout: ") + e.what());
   }
   if (batch_size <= 0) throw UsageError("--batch-size must be positive");
   if (input.has_value() == dataset.has_value()) {
@@ -177,7 +174,10 @@ int run_embed(Args& args) {
   const engine::Device device = parse_device_option(device_text);
 
   std::shared_ptr<models::Model> model = models::build_model(config);
-  models::load_weights(*model, weights);
+  models::load_weights(
+      *model,
+      models::rename_weights(models::read_weight_file(weights), layout, config.name, weights),
+      weights);
   model->to(device);
   select_bn_branch(*model, config.bn_branches, bn_branch);
 

@@ -26,13 +26,34 @@ void select_bn_branch(models::Model& model, int64_t branches, int64_t branch) {
   engine::nn::set_batch_norm_eval_branch(model, branch);
 }
 
+models::ModelConfig take_model_options(Args& args) {
+  models::ModelConfig config;
+  config.name = args.take_string("--model");
+  config.embedding_dim = args.take_int("--embedding-dim");
+  config.bn_branches = args.take_int("--bn-branches", 1);
+  return config;
+}
+
+void check_model_options(const models::ModelConfig& config) {
+  if (!models::is_model_name(config.name)) {
+    std::string known;
+    for (const std::string& n : models::model_names()) known += (known.empty() ? "" : ", ") + n;
+    throw UsageError("unknown model '" + config.name + "' (known: " + known + ")");
+  }
+  if (config.embedding_dim <= 0) throw UsageError("--embedding-dim must be positive");
+  if (config.bn_branches <= 0) throw UsageError("--bn-branches must be positive");
+  if (config.name == "c2f2" && config.bn_branches != 1) {
+    throw UsageError("c2f2 has no batch norm: --bn-branches needs c2f2-bn");
+  }
+}
+
 TrainedModel load_trained_model(const std::string& path, const engine::Device& device) {
   require_input_file(path, "--checkpoint");
   if (engine::is_torch_checkpoint_path(path)) {
     throw UsageError(path +
                      ": a PyTorch checkpoint holds weights without dml's model metadata; give a "
-                     "file written by `dml train`, or load these weights with `dml embed "
-                     "--weights` or the config's model.pretrained");
+                     "file written by `dml train`, or make one of these weights with `dml "
+                     "import`");
   }
   const engine::SafetensorsFile file = engine::read_safetensors(path);
   TrainedModel trained;
@@ -61,7 +82,7 @@ TrainedModel load_trained_model(const std::string& path, const engine::Device& d
   } else {
     throw UsageError(path +
                      ": no dml_checkpoint or dml_model metadata; give a file written by "
-                     "`dml train` (for bare weights use `dml embed` + `dml metrics`)");
+                     "`dml train` (bare weights: make one with `dml import`)");
   }
   std::string metric_text;
   try {

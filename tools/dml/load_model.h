@@ -8,6 +8,7 @@
 #include "losses/distance.h"
 #include "models/model.h"
 #include "models/registry.h"
+#include "tools/dml/args.h"
 
 namespace dml {
 
@@ -27,6 +28,12 @@ struct TrainedModel {
 // <output_dir>/model.safetensors (dml_model metadata). UsageError for a missing file or a file
 // without either metadata; engine::Error for unreadable or mismatching weights.
 TrainedModel load_trained_model(const std::string& path, const engine::Device& device);
+
+// --model NAME, --embedding-dim D and --bn-branches K (default 1) of the commands that build a
+// model from bare weights (embed, import); check_model_options refuses (UsageError) an unknown
+// name, a non-positive D or K, and K > 1 for c2f2 (which has no batch norm).
+models::ModelConfig take_model_options(Args& args);
+void check_model_options(const models::ModelConfig& config);
 
 // `--bn-branch k` of eval, attack, ers and embed: use BN branch k's running statistics (a
 // C2F2-BN or ResNet trained with K = `branches` branches, MDProp / AdvProp-D; 0, the clean branch,

@@ -37,6 +37,8 @@ const dml::Command kCommands[] = {
      dml::run_aggregate},
     {"hardness", "E[H] and Var[H] of each triplet miner, H = d(a,p) - d(a,n) (HM paper, Table 1)",
      dml::run_hardness},
+    {"import", "bare weights (e.g. a paper's published .pth) as a dml model file for --checkpoint",
+     dml::run_import},
 };
 
 void print_usage(FILE* out) {
