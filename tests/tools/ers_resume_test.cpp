@@ -91,6 +91,8 @@ TEST_CASE("dml ers --resume refuses a file written for other settings", "[tools]
       {"weights_fnv1a64", "0123456789abcdef"},  // another model's results at the same path
       {"metric", "E"},                          // written by a run with --metric E
       {"batch_size", 3},                        // the selection draws go batch by batch
+      {"precision", "tf32"},                    // a run with --precision tf32
+      {"bn_branch", 1},                         // a run through another BN branch
   };
   for (const auto& [key, stored] : changes) {
     INFO(key);
@@ -102,6 +104,16 @@ TEST_CASE("dml ers --resume refuses a file written for other settings", "[tools]
                         Catch::Contains(std::string("written with ") + key + " " + stored.dump()) &&
                             Catch::Contains(file));
   }
+  // This run's precision and branch are recorded; a file from before they were (fp32 and branch 0
+  // were the only choices then) resumes.
+  CHECK(partial.at("precision") == "fp32");
+  CHECK(partial.at("trained_precision") == "fp32");
+  CHECK(partial.at("bn_branch") == 0);
+  json before_precision = partial;
+  for (const char* key : {"precision", "trained_precision", "bn_branch"})
+    before_precision.erase(key);
+  write_json(dir.file("before_precision.json"), before_precision);
+  REQUIRE(ers(checkpoint, dir.file("before_precision.json"), {"--resume"}) == 0);
   // A file from before each attack had its own random stream (attacks/attack.h).
   json old_streams = partial;
   old_streams.erase("random_streams");

@@ -12,6 +12,7 @@
 
 #include "attacks/attack.h"
 #include "engine/dist/communicator.h"
+#include "engine/precision.h"
 #include "kernels/common/check.h"
 #include "tools/dml/args.h"
 #include "tools/dml/attack_blackbox.h"
@@ -111,7 +112,11 @@ int run_attack_command(Args& args) {
       run_attack(*setup.trained.model, setup.images, setup.gallery, spec, setup.run);
   if (!writes_results()) return 0;  // several MPI ranks: rank 0 prints
   if (setup.json) {
-    std::printf("%s\n", attack_summary_json(s).dump().c_str());
+    nlohmann::ordered_json out = attack_summary_json(s);
+    out["precision"] = engine::precision_name(engine::precision());
+    out["trained_precision"] = setup.trained.precision;
+    out["bn_branch"] = setup.bn_branch;
+    std::printf("%s\n", out.dump().c_str());
     return 0;
   }
   std::printf("attack      %s\n", s.spec.c_str());
@@ -119,6 +124,9 @@ int run_attack_command(Args& args) {
               setup.trained.config.name.c_str(),
               static_cast<long long>(setup.trained.config.embedding_dim),
               setup.device.str().c_str());
+  std::printf("precision   trained in %s, attacked in %s, BN branch %lld\n",
+              setup.trained.precision.c_str(), engine::precision_name(engine::precision()),
+              static_cast<long long>(setup.bn_branch));
   std::printf("images      %lld attacked of %s %s (gallery %lld), %.1fs\n\n",
               static_cast<long long>(s.images), setup.dataset.c_str(), setup.split.c_str(),
               static_cast<long long>(setup.images.labels.size()), s.seconds);

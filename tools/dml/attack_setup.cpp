@@ -67,6 +67,7 @@ AttackSetup setup_attack(const AttackCommonOptions& o) {
   const int64_t batch_size = o.batch_size;
   setup.trained = load_trained_model(path, setup.device);
   select_bn_branch(*setup.trained.model, setup.trained.config.bn_branches, o.bn_branch);
+  setup.bn_branch = o.bn_branch;
   setup.metric = o.metric.value_or(setup.trained.metric);
   const bool large =
       setup.trained.model->input_shape().size() == 3 && setup.trained.model->input_shape()[1] != 28;

@@ -26,6 +26,7 @@ struct AttackSetup {
   attacks::Gallery gallery;
   AttackRunSettings run;
   engine::Device device;
+  int64_t bn_branch = 0;  // the BN branch the model evaluates through (--bn-branch)
   bool json = false;
 };
 

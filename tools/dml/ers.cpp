@@ -21,6 +21,7 @@
 #include "attacks/profiles.h"
 #include "engine/dist/communicator.h"
 #include "engine/io/file_io.h"
+#include "engine/precision.h"
 #include "kernels/common/check.h"
 #include "metrics/ers.h"
 #include "tools/dml/attack_runner.h"
@@ -116,6 +117,19 @@ std::vector<AttackSummary> finished_attacks(const std::string& path, const nlohm
   expect("robrank_compat", setup.run.robrank_compat);
   expect("seed", setup.run.seed);
   expect("random_streams", kRandomStreams);
+  // Files from before these keys were recorded ran in fp32 through branch 0 (the only choices
+  // then).
+  auto expect_or = [&](const char* key, const nlohmann::json& value, const nlohmann::json& old) {
+    if (previous.contains(key)) {
+      expect(key, value);
+    } else if (value != old) {
+      throw UsageError("--resume: " + path + " was written with " + key + " " + old.dump() +
+                       " (a file from before " + key + " was recorded), this run has " +
+                       value.dump());
+    }
+  };
+  expect_or("precision", engine::precision_name(engine::precision()), "fp32");
+  expect_or("bn_branch", setup.bn_branch, 0);
   std::vector<AttackSummary> finished;
   for (const nlohmann::json& attack : previous.at("attacks")) {
     finished.push_back(attack_summary_from_json(attack, path));
@@ -201,6 +215,9 @@ struct ErsReport {
     out["seed"] = setup.run.seed;
     out["random_streams"] = kRandomStreams;
     out["device"] = setup.device.str();
+    out["precision"] = engine::precision_name(engine::precision());  // this run's GEMMs and convs
+    out["trained_precision"] = setup.trained.precision;
+    out["bn_branch"] = setup.bn_branch;
     out["seconds"] = seconds;
     out["complete"] = complete;
     const bool is_ers = attacks::is_ers_profile(profile);
@@ -229,10 +246,14 @@ struct ErsReport {
 // the curve tables (curve profiles) and the worst case (--worst-case).
 void print_ers_report(const ErsReport& report, const nlohmann::ordered_json& out) {
   const AttackSetup& setup = report.setup;
-  std::printf("profile %s on %s %s (%lld images), %s, %.0fs\n\n", report.profile.c_str(),
+  std::printf("profile %s on %s %s (%lld images), %s, %.0fs\n", report.profile.c_str(),
               setup.dataset.c_str(), setup.split.c_str(),
               static_cast<long long>(out["images"].get<int64_t>()), setup.device.str().c_str(),
               report.seconds);
+  std::printf("precision %s (trained in %s), BN branch %lld\n\n",
+              out["precision"].get<std::string>().c_str(),
+              out["trained_precision"].get<std::string>().c_str(),
+              static_cast<long long>(setup.bn_branch));
   std::printf("%-52s %-16s %10s %12s %10s\n", "attack", "measure", "clean", "adversarial",
               "max|delta|");
   for (const AttackSummary& s : report.summaries) {

@@ -30,6 +30,7 @@
 #include "engine/io/file_io.h"
 #include "engine/io/npy.h"
 #include "engine/ops.h"
+#include "engine/precision.h"
 #include "engine/random.h"
 #include "kernels/common/check.h"
 #include "losses/miners.h"
@@ -76,6 +77,9 @@ const char kUsage[] =
 // A source of SPC-2 batches: the embeddings and labels of batch k.
 struct Batches {
   std::string source;  // for the output: the checkpoint or the embeddings file
+  // A checkpoint's: the precision it was trained in and the one it was embedded in here ("" for
+  // an embeddings file, made elsewhere).
+  std::string trained_precision, precision;
   int64_t count = 0;
   int64_t pairs = 0;
   std::function<std::pair<engine::Tensor, engine::Tensor>(int64_t)> batch;
@@ -156,6 +160,10 @@ nlohmann::ordered_json report(const std::vector<MinerStats>& stats, const Batche
                               losses::Metric metric, double margin, int64_t seed) {
   nlohmann::ordered_json out;
   out["source"] = batches.source;
+  if (!batches.precision.empty()) {
+    out["precision"] = batches.precision;
+    out["trained_precision"] = batches.trained_precision;
+  }
   out["metric"] = losses::metric_name(metric);
   out["margin"] = margin;
   out["batches"] = batches.count;
@@ -279,6 +287,8 @@ int run_hardness(Args& args) {
     auto sampler = std::make_shared<data::Spc2Sampler>(*labels, pairs, static_cast<uint64_t>(seed),
                                                        /*drop_last=*/true);
     batches.source = *checkpoint;
+    batches.trained_precision = trained.precision;
+    batches.precision = engine::precision_name(engine::precision());
     batches.count = batches_wanted;
     batches.pairs = pairs;
     batches.batch = [embeddings, labels, sampler](int64_t) {
