@@ -283,6 +283,11 @@ TEST_CASE("config: every reference config in configs/ resolves, defenses as docu
       CHECK(t.defense.pgd.eps == Approx(77.0 / 255.0));
       CHECK(t.defense.pgd.alpha == Approx(3.0 / 255.0));
       CHECK(t.defense.pgd.steps == (stem.find("fgsm") != std::string::npos ? 1 : 32));
+      // Tables 4 to 6 of Zhou et al. TPAMI: <recipe>-b<beta> trains with triplet margin beta (the
+      // loss's and so the defense's); ses-w3 is SES with eq. 19's weight (docs/defenses.md).
+      const size_t b = stem.find("-b");
+      if (b != std::string::npos) CHECK(t.margin == Approx(std::stod(stem.substr(b + 2))));
+      if (stem == "ses-w3") CHECK(t.defense.ses_weight == 3.0);
     }
     if (entry.path().parent_path().filename() != "configs") {
       // Reproductions pin strict FP32 in the file itself, not through the default (config.md).
@@ -295,7 +300,8 @@ TEST_CASE("config: every reference config in configs/ resolves, defenses as docu
       CHECK(t.defense.hm.ics_lambda == Approx(sop ? 0.05 : 0.5));
     }
   }
-  CHECK(count >= 34);  // quick + 18 fashion (6 of them MDProp's) + 5 cub + 4 cars + 4 sop + 2 bench
+  CHECK(count >= 44);  // quick + 28 fashion (6 of them MDProp's, 10 of Tables 4-6) + 5 cub + 4 cars
+                       // + 4 sop + 2 bench
 }
 
 TEST_CASE("config: a file that is not a clean JSON object is a usage error naming the key",
