@@ -226,7 +226,7 @@ BENCH_JSON="$STATE/${LOG_NAME%.md}.json"
 # Precision modes of dml bench: every one in a full check; the performance profile leaves out
 # pytorch-default (its GEMM rows are fp32's and its conv rows tf32's) to save device time.
 BENCH_MODES="${GPU_CHECK_BENCH_MODES:-$([ "$PERFORMANCE" = 1 ] && echo fp32,tf32,bf16 || echo fp32,pytorch-default,tf32,bf16)}"
-run_step bench "dml bench" "$BUILD/dml" bench --json "$BENCH_JSON" --commit "$COMMIT" \
+run_step bench "dml bench" "$BUILD/dml" bench --json "$BENCH_JSON" --overwrite --commit "$COMMIT" \
   --precision-modes "$BENCH_MODES"
 if [ -n "${OUT:-}" ] && [ -f "$BENCH_JSON" ]; then cp "$BENCH_JSON" "$OUT/"; fi
 # The A/B of our two TF32 and BF16 convolutions (engine/backend.h): the bench step timed the
@@ -259,7 +259,7 @@ train_bench() {
   if [ -f "$dir/peer-$1.json" ]; then peer=(--peer "$dir/peer-$1.json"); fi
   case "$PRECISION" in fp32 | tf32 | bf16) ours=(--precision "$PRECISION") ;; esac
   "$BUILD/dml" bench --train "$config" --device cuda --steps 10 --warmup 3 "${ours[@]}" \
-    "${peer[@]}" --profile --json "$dir/train-$1.json" || status=1
+    "${peer[@]}" --profile --json "$dir/train-$1.json" --overwrite || status=1
   # Into the log rather than $OUT, which brings back at most 8 files.
   local file
   for file in "$dir/peer-$1.json" "$dir/train-$1.json"; do
@@ -292,7 +292,7 @@ resnet_bench() {  # resnet_bench CONFIG-NAME PRECISION
     status=1
   if [ -f "$out-peer.json" ]; then peer=(--peer "$out-peer.json"); fi
   "$BUILD/dml" bench --train "$config" --device cuda --steps 3 --warmup 1 --precision "$2" \
-    "${peer[@]}" --json "$out-train.json" || status=1
+    "${peer[@]}" --json "$out-train.json" --overwrite || status=1
   local file
   for file in "$out-peer.json" "$out-train.json"; do
     if [ -f "$file" ]; then echo "--- $(basename "$file")" && cat "$file"; fi

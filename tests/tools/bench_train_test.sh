@@ -88,6 +88,14 @@ expect_usage_error() {  # expect_usage_error MESSAGE ARGS...
   grep -qF -- "$message" "$dir/err" || { cat "$dir/err"; fail "no '$message' for: $*"; }
 }
 expect_usage_error "--steps must be >= 1" --train "$config" --device cpu --steps 0
+# An existing --json is refused before any step (SPEC §13), kept, and replaced with --overwrite.
+cp "$dir/out.json" "$dir/kept.json"
+expect_usage_error "--overwrite" "$@" --steps 2 --warmup 1 --json "$dir/out.json"
+cmp "$dir/kept.json" "$dir/out.json" || fail "the existing --json was changed"
+grep -q "stopped after" "$dir/err" && fail "steps ran before the --json refusal"
+"$dml" bench "$@" --steps 1 --warmup 0 --json "$dir/out.json" --overwrite > /dev/null 2>&1 ||
+  fail "--overwrite refused"
+cmp -s "$dir/kept.json" "$dir/out.json" && fail "--overwrite kept the old file"
 expect_usage_error "--peer: cannot open '$dir/none.json'" --train "$config" --device cpu \
   --peer "$dir/none.json"
 echo '{"peer": "x"}' > "$dir/bad.json"

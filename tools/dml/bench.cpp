@@ -30,6 +30,7 @@
 #include "tools/dml/bench_gpu.h"
 #include "tools/dml/bench_table.h"
 #include "tools/dml/commands.h"
+#include "tools/dml/output_files.h"
 #include "tools/dml/version.h"
 
 namespace dml {
@@ -45,7 +46,8 @@ const char* kUsage =
     "in the same run. The GEMM and convolution rows run in each precision mode, ours and the\n"
     "peer in the same mode. Needs a CUDA device.\n"
     "\n"
-    "  --json FILE      also write the rows, ceilings, GPU name, date and commit as JSON\n"
+    "  --json FILE      also write the rows, ceilings, GPU name, date and commit as JSON (an\n"
+    "                   existing file only with --overwrite, checked before any timing)\n"
     "  --repeats N      timed runs per measurement; the median is reported (default 20)\n"
     "  --warmup N       untimed runs before them, at least 1 (default 5)\n"
     "  --filter TEXT    only workloads whose name contains TEXT, e.g. 'conv layer1', 'wgrad',\n"
@@ -66,7 +68,7 @@ const char* kUsage =
     "the magnitudes of its terms.\n"
     "\n"
     "usage: dml bench --train CONFIG [--set KEY=VALUE]... [--device DEV] [--steps N]\n"
-    "                 [--warmup N] [--peer FILE.json]... [--json FILE] [--profile]\n"
+    "                 [--warmup N] [--peer FILE.json]... [--json FILE [--overwrite]] [--profile]\n"
     "\n"
     "Times whole training steps of a config (dml train's own loop: batch to the device, the\n"
     "defense's PGD steps, forward, backward, optimizer step) on the CPU or a GPU: the median of\n"
@@ -87,8 +89,10 @@ bench::Options parse_options(Args& args) {
   o.commit = args.take_string("--commit", build_commit());
   o.modes = bench::parse_precision_modes(
       args.take_string("--precision-modes", bench::all_precision_mode_names()));
+  const ExistingResult existing = take_existing_result_flags(args, /*can_resume=*/false);
   args.finish();
   bench::validate_options(o);
+  if (o.json_path) check_result_file(*o.json_path, "--json", existing);  // before the minutes
   return o;
 }
 

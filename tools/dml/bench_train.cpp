@@ -42,6 +42,7 @@
 #include "tools/dml/bench_peers.h"
 #include "tools/dml/commands.h"
 #include "tools/dml/config.h"
+#include "tools/dml/output_files.h"
 #include "tools/dml/trainer.h"
 #include "tools/dml/version.h"
 
@@ -88,7 +89,9 @@ TrainBenchOptions take_train_bench_options(const std::string& config_path, Args&
   o.peer_files = args.take_all("--peer");
   o.json_path = args.take_optional("--json");
   o.profile = args.take_flag("--profile");
+  const ExistingResult existing = take_existing_result_flags(args, /*can_resume=*/false);
   args.finish();
+  if (o.json_path) check_result_file(*o.json_path, "--json", existing);  // before the steps
   if (o.steps < 1) throw UsageError("--steps must be >= 1");
   if (o.warmup < 0) throw UsageError("--warmup must be >= 0");
   return o;
