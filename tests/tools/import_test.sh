@@ -16,7 +16,9 @@ grep -q "^wrote $d/imported.safetensors: c2f2, D = 16, 1 BN branch(es), from $w 
 "$dml" eval --checkpoint "$w" --device cpu --max-images 100 --json > "$d/model.json"
 "$dml" eval --checkpoint "$d/imported.safetensors" --device cpu --max-images 100 --json > "$d/imported.json"
 cmp "$d/model.json" "$d/imported.json"
-"$dml" eval --checkpoint "$d/imported.safetensors" --device cpu --max-images 100 > "$d/imported.txt"
+"$dml" eval --checkpoint "$d/imported.safetensors" --device cpu --max-images 100 > "$d/imported.txt" \
+  2> "$d/imported.err"
+grep -q "^eval: 100/100 images$" "$d/imported.err"  # the progress line (not a terminal: lines)
 grep -q "trained in tf32" "$d/imported.txt"
 grep -q "fashion-mnist test: 100 images in 10 classes, metric N" "$d/imported.txt"
 expect() {  # expect CODE TEXT COMMAND...: exit status CODE and TEXT on stderr

@@ -4,7 +4,6 @@
 //   dml embed --model NAME --embedding-dim D --weights FILE (.safetensors or torch.save .pth)
 //             (--input images.npy | --data NAME [--split test] [--root DIR] [--transform R])
 //             --out emb.npy [--device cpu|cuda] [--batch-size B] [--bn-branches K]
-#include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -68,31 +67,11 @@ std::string usage() {
   return kUsageToData + datasets + kUsageFromData;
 }
 
-// "embed: 2560/10000 images" on stderr, overwritten in place on a terminal, else about every 10%.
-class Progress {
- public:
-  explicit Progress(int64_t total) : total_(total), tty_(isatty(fileno(stderr)) != 0) {}
-  void update(int64_t done) {
-    bool last = done >= total_;
-    if (!tty_ && !last && done * 10 / total_ == shown_ * 10 / total_) return;  // total_ > 0
-    shown_ = done;
-    std::fprintf(stderr, "%sembed: %lld/%lld images%s", tty_ ? "\r" : "",
-                 static_cast<long long>(done), static_cast<long long>(total_),
-                 tty_ && !last ? "" : "\n");
-    std::fflush(stderr);
-  }
-
- private:
-  int64_t total_;
-  bool tty_;
-  int64_t shown_ = 0;
-};
-
 engine::Tensor embed_dataset(models::Model& model, const data::Dataset& dataset,
                              int64_t batch_size) {
   const int64_t n = dataset.size();
   ENGINE_CHECK(n > 0, "dataset ", dataset.name(), " split ", dataset.split(), " is empty");
-  Progress progress(n);
+  ImageProgress progress("embed", n);
   return embed_split(model, dataset, n, batch_size,
                      [&progress](int64_t done, int64_t) { progress.update(done); });
 }
@@ -109,7 +88,7 @@ engine::Tensor embed_file(models::Model& model, const std::string& path, int64_t
   } catch (const engine::Error& e) {
     engine::fail(path, ": ", e.what());
   }
-  Progress progress(images.size(0));
+  ImageProgress progress("embed", images.size(0));
   models::EmbedOptions options;
   options.batch_size = batch_size;
   options.progress = [&progress](int64_t done, int64_t) { progress.update(done); };

@@ -135,6 +135,7 @@ int run_eval(Args& args) {
   const engine::Device device = parse_device_option(device_text);
   const TrainedModel trained = load_trained_model(path, device);
   settings.device = device;
+  settings.progress = true;  // rank 0 only (embed_split)
   select_bn_branch(*trained.model, trained.config.bn_branches, bn_branch);
   settings.metric = metric.value_or(trained.metric);
   models::Model& model = *trained.model;

@@ -1,7 +1,10 @@
 // A dataset split batch by batch (header: tools/dml/split_stream.h).
 #include "tools/dml/split_stream.h"
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <cstdio>
 
 #include "data/loader.h"
 #include "engine/dist/communicator.h"
@@ -10,6 +13,19 @@
 #include "tools/dml/args.h"
 
 namespace dml {
+
+ImageProgress::ImageProgress(std::string what, int64_t total)
+    : what_(std::move(what)), total_(total), tty_(isatty(fileno(stderr)) != 0) {}
+
+void ImageProgress::update(int64_t done) {
+  const bool last = done >= total_;
+  if (!tty_ && !last && done * 10 / total_ == shown_ * 10 / total_) return;  // total_ > 0
+  shown_ = done;
+  std::fprintf(stderr, "%s%s: %lld/%lld images%s", tty_ ? "\r" : "", what_.c_str(),
+               static_cast<long long>(done), static_cast<long long>(total_),
+               tty_ && !last ? "" : "\n");
+  std::fflush(stderr);
+}
 
 namespace {
 

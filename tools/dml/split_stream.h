@@ -33,6 +33,21 @@ std::unique_ptr<data::Dataset> open_data_option(const std::string& name, const s
                                                 const std::string& root,
                                                 const std::string& transform);
 
+// "<what>: 2560/10000 images" on stderr while a split is embedded: overwritten in place on a
+// terminal, else a line about every 10% (so a log stays short); `update` is embed_split's
+// progress callback.
+class ImageProgress {
+ public:
+  ImageProgress(std::string what, int64_t total);
+  void update(int64_t done);
+
+ private:
+  std::string what_;
+  int64_t total_;
+  bool tty_;
+  int64_t shown_ = 0;
+};
+
 // The labels of the first `count` items of the split (0 < count <= dataset.size()).
 std::vector<int64_t> split_labels(const data::Dataset& dataset, int64_t count);
 

@@ -56,7 +56,11 @@ metrics::Evaluation evaluate_model(models::Model& model, const data::Dataset& te
   if (settings.max_images > 0) n = std::min(n, settings.max_images);
   ENGINE_CHECK(n > 0, "evaluation: the ", test.name(), " ", test.split(), " split is empty");
   const std::vector<int64_t> labels = split_labels(test, n);
-  const engine::Tensor embeddings = embed_split(model, test, n, settings.batch_size);
+  ImageProgress progress("eval", n);
+  const engine::Tensor embeddings =
+      embed_split(model, test, n, settings.batch_size, [&](int64_t done, int64_t) {
+        if (settings.progress) progress.update(done);
+      });
   const metrics::Metric metric = settings.metric;
   const metrics::Points points = metrics::make_points(embeddings, metric, "evaluation embeddings");
   metrics::EvaluationOptions options;

@@ -107,6 +107,7 @@ struct EvalSettings {
   int64_t batch_size = 256;
   uint64_t seed = 0;
   engine::Device device = engine::Device::cpu();
+  bool progress = false;  // "eval: 2560/10000 images" on stderr while embedding (dml eval)
 };
 metrics::Evaluation evaluate_model(models::Model& model, const data::Dataset& test,
                                    const EvalSettings& settings);
