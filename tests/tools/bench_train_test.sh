@@ -88,7 +88,8 @@ expect_usage_error() {  # expect_usage_error MESSAGE ARGS...
   grep -qF -- "$message" "$dir/err" || { cat "$dir/err"; fail "no '$message' for: $*"; }
 }
 expect_usage_error "--steps must be >= 1" --train "$config" --device cpu --steps 0
-# An existing --json is refused before any step (SPEC §13), kept, and replaced with --overwrite.
+# An existing --json is refused before any step (tools/dml/output_files.h), kept, and replaced
+# with --overwrite.
 cp "$dir/out.json" "$dir/kept.json"
 expect_usage_error "--overwrite" "$@" --steps 2 --warmup 1 --json "$dir/out.json"
 cmp "$dir/kept.json" "$dir/out.json" || fail "the existing --json was changed"

@@ -1,6 +1,6 @@
 #!/bin/sh
 # usage: eval_cuda_ranking.sh DML DIR TRAIN_ARGS...
-# `dml eval --device cuda` ranks on the GPU (SPEC §7's batched GPU k-NN; before, every evaluation
+# `dml eval --device cuda` ranks on the GPU (metrics/retrieval.h's GPU path; before, every evaluation
 # ranked on the CPU whatever the device) and scores what the CPU scores: a tiny model trained on
 # the CPU, evaluated on 100 test images on each device; the CUDA run says where it ranked and its
 # recall@k, mAP, mAP@R and MRR equal the CPU run's to 1e-6 (the embeddings of the two devices may

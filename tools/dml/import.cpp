@@ -33,7 +33,8 @@ namespace dml {
 
 namespace {
 
-const char kUsage[] =
+// The usage around the list of data sets, which is data::dataset_names() (usage()).
+const char kUsageToData[] =
     "usage: dml import --model NAME --embedding-dim D --weights FILE --data NAME\n"
     "                  --out model.safetensors [options]\n"
     "\n"
@@ -47,8 +48,10 @@ const char kUsage[] =
     "  --layout L           the file's names: dml (ours = torchvision's; default) or robrank\n"
     "                       (Zhou et al.'s Lightning checkpoints: the network under backbone.,\n"
     "                       C2F2 as backbone.0/.3/.7/.9)\n"
-    "  --data NAME          the data set the model was trained for (fashion-mnist, mnist,\n"
-    "                       cub200, cars196, sop, synthetic): the default of the commands\n"
+    "  --data NAME          the data set the model was trained for, the default of the\n"
+    "                       commands that read the file: ";
+const char kUsageFromData[] =
+    "\n"
     "  --root DIR           that data set's directory (default: its default place)\n"
     "  --transform R        its image recipe: robrank (default) or revisiting\n"
     "  --metric N|E|C       the distance it was trained with (default N)\n"
@@ -56,11 +59,17 @@ const char kUsage[] =
     "  --out FILE           the model file to write (an existing file only with --overwrite)\n"
     "  --overwrite          replace an existing --out file\n";
 
+std::string usage() {
+  std::string datasets;
+  for (const std::string& n : data::dataset_names()) datasets += (datasets.empty() ? "" : ", ") + n;
+  return kUsageToData + datasets + kUsageFromData;
+}
+
 }  // namespace
 
 int run_import(Args& args) {
   if (args.take_flag("--help") || args.take_flag("-h")) {
-    std::fputs(kUsage, stdout);
+    std::fputs(usage().c_str(), stdout);
     return 0;
   }
   TrainConfig trained;  // only the fields model_metadata writes
@@ -103,7 +112,9 @@ int run_import(Args& args) {
   refuse_output_over_input(out, "--out", weights, "--weights");
   check_result_file(out, "--out", existing);
 
-  std::shared_ptr<models::Model> model = models::build_model(trained.model);
+  models::ModelConfig config = trained.model;
+  config.init_weights = false;  // every weight is loaded next
+  std::shared_ptr<models::Model> model = models::build_model(config);
   const auto tensors = models::rename_weights(models::read_weight_file(weights), layout,
                                               trained.model.name, weights);
   models::load_weights(*model, tensors, weights);

@@ -100,7 +100,7 @@ nlohmann::json model_metadata(const TrainConfig& config);
 // Benign evaluation shared by `dml train` and `dml eval`: the first max_images images of `test`
 // (0 = all) embedded in eval mode, scored with metrics::evaluate_embeddings under `metric`
 // (query set = gallery = those images; k-means seeded with `seed`). The ranking runs on `device`,
-// the model's: CUDA ranks with the GPU path of metrics/retrieval.h (SPEC §7's batched GPU k-NN).
+// the model's: CUDA ranks with the GPU path of metrics/retrieval.h (docs/metrics.md).
 struct EvalSettings {
   metrics::Metric metric = metrics::Metric::N;
   int64_t max_images = 0;
