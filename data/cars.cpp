@@ -92,39 +92,49 @@ ImageList read_cars_csv(const std::string& root, const std::string& split) {
   // PML pools both CSV files and then splits by class; so do we.
   for (const std::string part : {"train", "test"}) {
     const std::string csv = join_path(root, "anno_" + part + ".csv");
-    const std::vector<std::string> lines = detail::read_lines(csv, "CARS196 annotation list");
+    const std::vector<CarsCsvEntry> entries =
+        parse_cars_csv(detail::read_text(csv, "CARS196 annotation list"), csv);
     const std::string image_dir =
         join_path(join_path(join_path(root, "car_data"), "car_data"), part);
     std::map<std::string, std::string> images;
     bool indexed = false;
-    for (std::size_t i = 0; i < lines.size(); ++i) {
-      if (detail::is_blank(lines[i])) continue;
-      const int64_t line = static_cast<int64_t>(i) + 1;
-      const std::vector<std::string> fields = detail::split_fields(lines[i], ',');
-      if (fields.size() != 6) {
-        fail(csv, ":", line, ": expected 'file,x1,y1,x2,y2,class', got '", lines[i], "'");
-      }
-      const int64_t class_id = detail::parse_int(fields[5], csv, line, "class");
-      if (class_id < 1 || class_id > 196) {
-        fail(csv, ":", line, ": class ", class_id, " is not in 1..196");
-      }
-      if (!in_split(class_id, split)) continue;
+    for (const CarsCsvEntry& entry : entries) {
+      if (!in_split(entry.class_id, split)) continue;
       if (!indexed) {  // list the folder only when this CSV contributes to the split
         images = index_images(image_dir);
         indexed = true;
       }
-      const auto found = images.find(fields[0]);
+      const auto found = images.find(entry.file);
       if (found == images.end()) {
-        fail(csv, ":", line, ": image ", fields[0], " not found under ", image_dir);
+        fail(csv, ":", entry.line, ": image ", entry.file, " not found under ", image_dir);
       }
       list.paths.push_back(found->second);
-      list.class_ids.push_back(class_id);
+      list.class_ids.push_back(entry.class_id);
     }
   }
   return list;
 }
 
 }  // namespace
+
+std::vector<CarsCsvEntry> parse_cars_csv(std::string_view text, const std::string& csv) {
+  const std::vector<std::string> lines = detail::split_lines(text);
+  std::vector<CarsCsvEntry> entries;
+  for (std::size_t i = 0; i < lines.size(); ++i) {
+    if (detail::is_blank(lines[i])) continue;
+    const int64_t line = static_cast<int64_t>(i) + 1;
+    const std::vector<std::string> fields = detail::split_fields(lines[i], ',');
+    if (fields.size() != 6) {
+      fail(csv, ":", line, ": expected 'file,x1,y1,x2,y2,class', got '", lines[i], "'");
+    }
+    const int64_t class_id = detail::parse_int(fields[5], csv, line, "class");
+    if (class_id < 1 || class_id > 196) {
+      fail(csv, ":", line, ": class ", class_id, " is not in 1..196");
+    }
+    entries.push_back({fields[0], class_id, line});
+  }
+  return entries;
+}
 
 ImageList read_cars_list(const std::string& root, const std::string& split) {
   if (split != "train" && split != "test") {

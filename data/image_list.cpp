@@ -54,11 +54,19 @@ ImageList read_cub_list(const std::string& root, const std::string& split) {
       file_exists(join_path(join_path(root, "CUB_200_2011"), "images.txt"))) {
     dir = join_path(root, "CUB_200_2011");
   }
-  const std::string images_txt = join_path(dir, "images.txt");
-  const std::string labels_txt = join_path(dir, "image_class_labels.txt");
-  const std::vector<std::string> image_lines = detail::read_lines(images_txt, "CUB image list");
-  const std::vector<std::string> label_lines =
-      detail::read_lines(labels_txt, "CUB class label list");
+  const std::string images = detail::read_text(join_path(dir, "images.txt"), "CUB image list");
+  const std::string labels =
+      detail::read_text(join_path(dir, "image_class_labels.txt"), "CUB class label list");
+  return parse_cub_lists(dir, split, images, labels);
+}
+
+ImageList parse_cub_lists(const std::string& dir, const std::string& split,
+                          std::string_view images_txt, std::string_view image_class_labels_txt) {
+  check_split("cub200", split);
+  const std::string images_path = join_path(dir, "images.txt");
+  const std::string labels_path = join_path(dir, "image_class_labels.txt");
+  const std::vector<std::string> image_lines = detail::split_lines(images_txt);
+  const std::vector<std::string> label_lines = detail::split_lines(image_class_labels_txt);
 
   std::unordered_map<int64_t, int64_t> class_of;
   for (std::size_t i = 0; i < label_lines.size(); ++i) {
@@ -66,13 +74,14 @@ ImageList read_cub_list(const std::string& root, const std::string& split) {
     const int64_t line = static_cast<int64_t>(i) + 1;
     const std::vector<std::string> fields = detail::split_fields(label_lines[i], ' ');
     if (fields.size() != 2) {
-      fail(labels_txt, ":", line, ": expected '<image_id> <class_id>', got '", label_lines[i], "'");
+      fail(labels_path, ":", line, ": expected '<image_id> <class_id>', got '", label_lines[i],
+           "'");
     }
-    const int64_t id = detail::parse_int(fields[0], labels_txt, line, "image_id");
-    const int64_t cls = detail::parse_int(fields[1], labels_txt, line, "class_id");
-    if (cls < 1 || cls > 200) fail(labels_txt, ":", line, ": class_id ", cls, " is not in 1..200");
+    const int64_t id = detail::parse_int(fields[0], labels_path, line, "image_id");
+    const int64_t cls = detail::parse_int(fields[1], labels_path, line, "class_id");
+    if (cls < 1 || cls > 200) fail(labels_path, ":", line, ": class_id ", cls, " is not in 1..200");
     if (!class_of.emplace(id, cls).second) {
-      fail(labels_txt, ":", line, ": image_id ", id, " listed twice");
+      fail(labels_path, ":", line, ": image_id ", id, " listed twice");
     }
   }
   // Zero-shot split: the first 100 classes train, the other 100 test.
@@ -82,12 +91,12 @@ ImageList read_cub_list(const std::string& root, const std::string& split) {
   for (std::size_t i = 0; i < image_lines.size(); ++i) {
     if (detail::is_blank(image_lines[i])) continue;
     const int64_t line = static_cast<int64_t>(i) + 1;
-    const auto [id, path] = id_and_rest(image_lines[i], images_txt, line, "path");
+    const auto [id, path] = id_and_rest(image_lines[i], images_path, line, "path");
     if (!seen.emplace(id, line).second)
-      fail(images_txt, ":", line, ": image_id ", id, " listed twice");
+      fail(images_path, ":", line, ": image_id ", id, " listed twice");
     const auto found = class_of.find(id);
     if (found == class_of.end()) {
-      fail(labels_txt, ": no class for image_id ", id, " (", images_txt, " line ", line, ")");
+      fail(labels_path, ": no class for image_id ", id, " (", images_path, " line ", line, ")");
     }
     if (found->second < lo || found->second > hi) continue;
     list.paths.push_back(join_path(join_path(dir, "images"), path));
@@ -115,7 +124,13 @@ ImageList read_sop_list(const std::string& root, const std::string& split) {
     // Info_Files/ and the class folders under images/.
     if (detail::directory_exists(join_path(dir, "images"))) image_dir = join_path(dir, "images");
   }
-  const std::vector<std::string> lines = detail::read_lines(list_path, "SOP " + split + " list");
+  return parse_sop_list(detail::read_text(list_path, "SOP " + split + " list"), list_path,
+                        image_dir);
+}
+
+ImageList parse_sop_list(std::string_view text, const std::string& list_path,
+                         const std::string& image_dir) {
+  const std::vector<std::string> lines = detail::split_lines(text);
   ImageList list;
   for (std::size_t i = 0; i < lines.size(); ++i) {
     if (detail::is_blank(lines[i])) continue;

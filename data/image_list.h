@@ -30,6 +30,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "data/dataset.h"
@@ -45,6 +46,26 @@ struct ImageList {
 ImageList read_cub_list(const std::string& root, const std::string& split);
 ImageList read_cars_list(const std::string& root, const std::string& split);
 ImageList read_sop_list(const std::string& root, const std::string& split);
+
+// The rules of the list files, on their text: the readers above find and read the files and
+// call these, and tests/fuzz/fuzz_list_file.cpp hands them any bytes. Anything malformed throws
+// engine::Error naming the file (the path given) and the line.
+//
+// CUB: `dir` is the folder of images.txt and image_class_labels.txt (their paths in errors, and
+// the images under <dir>/images); the split's images in images.txt order.
+ImageList parse_cub_lists(const std::string& dir, const std::string& split,
+                          std::string_view images_txt, std::string_view image_class_labels_txt);
+// SOP: one of Ebay_{train,test}.txt (`list_path`), its image paths relative to `image_dir`.
+ImageList parse_sop_list(std::string_view text, const std::string& list_path,
+                         const std::string& image_dir);
+// CARS196's CSV re-packaging: one anno_{train,test}.csv (`csv`), every line's image file name
+// (found later under the split's image folder) and class id 1..196, of either split.
+struct CarsCsvEntry {
+  std::string file;
+  int64_t class_id = 0;
+  int64_t line = 0;  // 1-based, for errors
+};
+std::vector<CarsCsvEntry> parse_cars_csv(std::string_view text, const std::string& csv);
 
 // A split summary (size, class count, id range) of a list, without decoding any image.
 SplitSummary summarize_list(const ImageList& list, const std::string& split);

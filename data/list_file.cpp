@@ -6,6 +6,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 
 #include "kernels/common/check.h"
 
@@ -13,7 +14,7 @@ namespace data::detail {
 
 using engine::fail;
 
-std::vector<std::string> read_lines(const std::string& path, const std::string& what) {
+std::string read_text(const std::string& path, const std::string& what) {
   std::error_code ec;
   if (!std::filesystem::is_regular_file(path, ec)) {
     fail(path, ": cannot open ", what, ": ",
@@ -21,13 +22,23 @@ std::vector<std::string> read_lines(const std::string& path, const std::string& 
   }
   std::ifstream in(path, std::ios::binary);
   if (!in) fail(path, ": cannot open ", what, ": ", std::strerror(errno));
-  std::vector<std::string> lines;
-  std::string line;
-  while (std::getline(in, line)) {
-    if (!line.empty() && line.back() == '\r') line.pop_back();
-    lines.push_back(line);
-  }
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   if (in.bad()) fail(path, ": read error in ", what);
+  return text;
+}
+
+std::vector<std::string> split_lines(std::string_view text) {
+  std::vector<std::string> lines;
+  std::size_t start = 0;
+  // As std::getline splits: a final "\n" ends the last line rather than starting an empty one.
+  while (start < text.size()) {
+    std::size_t end = text.find('\n', start);
+    if (end == std::string_view::npos) end = text.size();
+    std::string_view line = text.substr(start, end - start);
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    lines.emplace_back(line);
+    start = end + 1;
+  }
   return lines;
 }
 

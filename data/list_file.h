@@ -4,13 +4,18 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace data::detail {
 
-// Lines of a text file without their line endings ("\n" or "\r\n"); blank lines are kept so that
-// line numbers stay right. A missing file is an error naming it and what it is (`what`).
-std::vector<std::string> read_lines(const std::string& path, const std::string& what);
+// The bytes of a text file. A missing file is an error naming it and what it is (`what`).
+std::string read_text(const std::string& path, const std::string& what);
+
+// The lines of a list file's text without their line endings ("\n" or "\r\n"); blank lines are
+// kept so that line numbers stay right. The readers split what read_text returns with it, and
+// tests/fuzz/fuzz_list_file.cpp any bytes.
+std::vector<std::string> split_lines(std::string_view text);
 
 // Fields separated by runs of spaces/tabs (sep == ' ') or by one character (e.g. ',').
 std::vector<std::string> split_fields(const std::string& line, char sep);

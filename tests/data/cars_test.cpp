@@ -365,3 +365,22 @@ TEST_CASE("cars196 errors: no annotation file, bad class in the .mat", "[data]")
   REQUIRE_THROWS_WITH(data::open_dataset("cars196", "train", dir.file("bad")),
                       Contains("cars_annos.mat") && Contains("class 197"));
 }
+
+TEST_CASE("cars196: the CSV lists parse from their text as from the files", "[data]") {
+  // Every line of either split, with its line number (blank lines count); the image folder is
+  // searched later, by read_cars_list.
+  const std::vector<data::CarsCsvEntry> entries =
+      data::parse_cars_csv("00001.jpg,39,116,569,375,14\r\n\n00002.jpg,,,,, 196 ", "anno.csv");
+  REQUIRE(entries.size() == 2);
+  CHECK(entries[0].file == "00001.jpg");
+  CHECK(entries[0].class_id == 14);
+  CHECK(entries[0].line == 1);
+  CHECK(entries[1].file == "00002.jpg");
+  CHECK(entries[1].class_id == 196);
+  CHECK(entries[1].line == 3);
+  CHECK(data::parse_cars_csv("", "anno.csv").empty());
+  REQUIRE_THROWS_WITH(data::parse_cars_csv("a.jpg,1,2,3,4,197\n", "anno.csv"),
+                      Contains("anno.csv:1") && Contains("not in 1..196"));
+  REQUIRE_THROWS_WITH(data::parse_cars_csv("a.jpg;1;2;3;4;5\n", "anno.csv"),
+                      Contains("anno.csv:1") && Contains("expected 'file,x1,y1,x2,y2,class'"));
+}

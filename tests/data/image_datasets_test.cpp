@@ -214,3 +214,26 @@ TEST_CASE("sop errors: missing list file, malformed line", "[data]") {
   REQUIRE_THROWS_WITH(data::open_dataset("sop", "train", sop),
                       Contains("Ebay_train.txt:2") && Contains("class_id 'x'"));
 }
+
+TEST_CASE("cub200 and sop lists parse from their text as from the files", "[data]") {
+  // The readers split and parse the files' text with these (tests/fuzz/fuzz_list_file.cpp feeds
+  // them any bytes): CRLF line ends, blank lines counted in line numbers, a last line without "\n".
+  const data::ImageList cub =
+      data::parse_cub_lists("cub", "test", "1 a.jpg\r\n\r\n2  b c.jpg ", "2 101\r\n1 200\n");
+  REQUIRE(cub.paths.size() == 2);
+  CHECK(cub.paths[0] == "cub/images/a.jpg");
+  CHECK(cub.paths[1] == "cub/images/b c.jpg");
+  CHECK(cub.class_ids == std::vector<int64_t>{200, 101});
+  CHECK(data::parse_cub_lists("cub", "train", "1 a.jpg", "1 200").paths.empty());
+  REQUIRE_THROWS_WITH(data::parse_cub_lists("cub", "test", "1 a.jpg\n", "\n1 201\n"),
+                      Contains("cub/image_class_labels.txt:2") && Contains("not in 1..200"));
+  REQUIRE_THROWS_WITH(data::parse_cub_lists("cub", "test", "1 a.jpg\n", ""),
+                      Contains("no class for image_id 1") && Contains("cub/images.txt line 1"));
+
+  const data::ImageList sop = data::parse_sop_list(
+      "image_id class_id super_class_id path\r\n1 7 1 x/a.JPG", "Ebay_train.txt", "sop");
+  CHECK(sop.paths == std::vector<std::string>{"sop/x/a.JPG"});
+  CHECK(sop.class_ids == std::vector<int64_t>{7});
+  REQUIRE_THROWS_WITH(data::parse_sop_list("\n\n1 0 1 a.JPG", "Ebay_test.txt", "sop"),
+                      Contains("Ebay_test.txt:3") && Contains("not positive"));
+}

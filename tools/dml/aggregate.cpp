@@ -25,7 +25,6 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <optional>
 #include <sstream>
 #include <string>
@@ -39,6 +38,7 @@
 #include "tools/dml/commands.h"
 #include "tools/dml/output_files.h"
 #include "tools/dml/report.h"
+#include "tools/dml/result_json.h"
 #include "tools/dml/svg.h"
 
 namespace dml {
@@ -63,28 +63,6 @@ const char kUsage[] =
     "                      folder name, e.g. act for runs/seeds/act/seed-0)\n"
     "  --out PREFIX        output path without extension (required)\n";
 
-// A column of the table: its name (also its key in the JSON) and its digits in the Markdown.
-struct Column {
-  std::string name;
-  int digits;
-};
-
-// A column read from each seed's metrics.json.
-struct MetricColumn {
-  Column column;
-  std::string key;  // its key in metrics.json; "passes" is divided by "steps"
-  double scale;     // 100 for the columns in %
-  bool optional;    // absent from metrics.json files written before it was recorded
-};
-
-const char kCostKey[] = "passes";
-
-std::vector<MetricColumn> metric_columns() {
-  return {{{"R@1", 1}, "recall@1", 100.0, false},   {{"mAP", 1}, "map", 100.0, false},
-          {{"mAP@R", 1}, "map_at_r", 100.0, true},  {{"NMI", 1}, "nmi", 100.0, false},
-          {{"pi_ratio", 3}, "pi_ratio", 1.0, true}, {{"passes/batch", 2}, kCostKey, 1.0, true}};
-}
-
 std::vector<Column> ers_columns() {
   std::vector<Column> columns = {{"ERS", 1}};
   for (const std::string& name : metrics::ers_column_names()) {
@@ -93,33 +71,11 @@ std::vector<Column> ers_columns() {
   return columns;
 }
 
-struct SeedResult {
-  std::vector<std::optional<double>> metrics;  // metric_columns()'s, scaled; none if not recorded
-  bool has_ers = false;
-  metrics::ErsRow ers_raw{};
-  std::string ers_conditions;  // profile, images, robrank_compat: what makes ERS files comparable
-  nlohmann::ordered_json ers_meta;  // the same as JSON, for aggregate.json
-};
-
 struct Row {
   std::string name;
   std::vector<std::string> dirs;
   std::vector<SeedResult> seeds;
 };
-
-nlohmann::json read_result_json(const std::string& path) {
-  std::ifstream in(path);
-  ENGINE_CHECK(in.is_open(), path, ": cannot be read");
-  const nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
-  ENGINE_CHECK(!j.is_discarded() && j.is_object(), path, ": not a JSON object");
-  return j;
-}
-
-double number_at(const nlohmann::json& j, const std::string& key, const std::string& path) {
-  const auto it = j.find(key);
-  ENGINE_CHECK(it != j.end() && it->is_number(), path, ": no number \"", key, "\"");
-  return it->get<double>();
-}
 
 // The metrics file of a seed folder: DIR/run/metrics.json (tools/repro.sh) or DIR/metrics.json.
 std::string metrics_path(const std::string& dir) {
@@ -130,43 +86,13 @@ std::string metrics_path(const std::string& dir) {
 }
 
 SeedResult read_seed(const std::string& dir) {
-  SeedResult seed;
   const std::string path = metrics_path(dir);
-  const nlohmann::json m = read_result_json(path);
-  for (const MetricColumn& c : metric_columns()) {
-    const auto it = m.find(c.key);
-    if (c.optional && (it == m.end() || it->is_null())) {  // pi_ratio is null when undefined
-      seed.metrics.push_back(std::nullopt);
-      continue;
-    }
-    double value = number_at(m, c.key, path);
-    if (c.key == kCostKey) {
-      const double steps = number_at(m, "steps", path);
-      ENGINE_CHECK(steps > 0, path, ": \"steps\" is ", steps,
-                   ": no training step to divide the passes by");
-      value /= steps;
-    }
-    seed.metrics.push_back(c.scale * value);
-  }
   const std::string ers_path = (fs::path(dir) / "ers.json").string();
   std::error_code error;
-  if (!fs::exists(ers_path, error)) return seed;
-  const nlohmann::json e = read_result_json(ers_path);
-  ENGINE_CHECK(e.value("complete", false), ers_path,
-               ": the ERS is not complete (\"complete\" is not true): run tools/seeds.sh or "
-               "tools/repro.sh again to finish it");
-  seed.has_ers = true;
-  for (int c = 0; c < metrics::kErsColumns; ++c) {
-    seed.ers_raw[static_cast<size_t>(c)] =
-        number_at(e, metrics::ers_column_names()[static_cast<size_t>(c)], ers_path);
-  }
-  auto field = [&](const char* key) { return e.contains(key) ? e.at(key).dump() : "(none)"; };
-  for (const char* key : {"profile", "images", "robrank_compat"}) {
-    seed.ers_meta[key] = e.contains(key) ? e.at(key) : nlohmann::json(nullptr);
-  }
-  seed.ers_conditions = "profile " + field("profile") + ", " + field("images") +
-                        " images, robrank_compat " + field("robrank_compat");
-  return seed;
+  const std::optional<std::string> ers_text =
+      fs::exists(ers_path, error) ? std::optional<std::string>(read_result_file(ers_path))
+                                  : std::nullopt;
+  return parse_seed_result(read_result_file(path), path, ers_text, ers_path);
 }
 
 struct Stats {

@@ -236,28 +236,6 @@ nlohmann::ordered_json attack_summary_json(const AttackSummary& s) {
   return out;
 }
 
-AttackSummary attack_summary_from_json(const nlohmann::json& json, const std::string& source) {
-  try {
-    AttackSummary s;
-    s.spec = json.at("attack").get<std::string>();
-    s.label = attacks::attack_label(attacks::parse_attack_spec(s.spec));
-    s.images = json.at("images").get<int64_t>();
-    s.seconds = json.at("seconds").get<double>();
-    for (const auto& item : json.at("measures").items()) {
-      s.names.push_back(item.key());
-      s.clean.push_back(item.value().at("clean").get<double>());
-      s.adversarial.push_back(item.value().at("adversarial").get<double>());
-    }
-    s.perturbation.max_delta = json.at("max_delta").get<double>();
-    s.perturbation.nan_count = json.at("nan_count").get<int64_t>();
-    s.perturbation.min_pixel = json.at("pixel_min").get<double>();
-    s.perturbation.max_pixel = json.at("pixel_max").get<double>();
-    return s;
-  } catch (const nlohmann::json::exception& e) {
-    engine::fail(source, ": not an attack result of dml ers/attack: ", e.what());
-  }
-}
-
 double adversarial_value(const AttackSummary& summary, const std::string& measure) {
   for (size_t m = 0; m < summary.names.size(); ++m) {
     if (summary.names[m] == measure) return summary.adversarial[m];

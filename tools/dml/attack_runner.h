@@ -71,12 +71,9 @@ AttackSummary run_attack(models::Model& model, const SplitImages& split,
                          const AttackRunSettings& settings);
 
 // {"attack", "images", "seconds", "measures": {name: {"clean", "adversarial"}}, "max_delta",
-//  "nan_count", "pixel_min", "pixel_max"}
+//  "nan_count", "pixel_min", "pixel_max"}; read back by attack_summary_from_json, with the other
+// readers of result files in tools/dml/result_json.h.
 nlohmann::ordered_json attack_summary_json(const AttackSummary& summary);
-
-// The inverse of attack_summary_json (objective_first_batch is not stored, so it stays empty);
-// throws engine::Error naming `source` and the key when something is missing or mistyped.
-AttackSummary attack_summary_from_json(const nlohmann::json& json, const std::string& source);
 
 // The adversarial value of `measure` in a summary; throws if it has none.
 double adversarial_value(const AttackSummary& summary, const std::string& measure);

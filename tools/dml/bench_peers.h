@@ -19,6 +19,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -121,6 +122,20 @@ inline std::vector<PeerRow> parse_peer_rows(const nlohmann::json& doc, const std
     out.push_back(r);
   }
   return out;
+}
+
+// Every row of a peer file's text (`file` names it in errors): UsageError for text that is not
+// JSON, as for a document parse_peer_rows refuses. Like `in >> doc`, what follows the JSON value is
+// not read.
+inline std::vector<PeerRow> parse_peer_file(const std::string& text, const std::string& file) {
+  nlohmann::json doc;
+  try {
+    std::istringstream in(text);
+    in >> doc;
+  } catch (const nlohmann::json::exception& e) {
+    throw UsageError("--peer: '" + file + "' is not valid JSON: " + e.what());
+  }
+  return parse_peer_rows(doc, file);
 }
 
 // The file name of a config path: "configs/fashion/est.json" -> "est.json".

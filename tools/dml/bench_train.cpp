@@ -29,6 +29,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <optional>
 #include <string>
 #include <vector>
@@ -62,15 +63,10 @@ struct TrainBenchOptions {
 };
 
 std::vector<bench::PeerRow> read_peer_file(const std::string& path) {
-  std::ifstream in(path);
+  std::ifstream in(path, std::ios::binary);
   if (!in) throw UsageError("--peer: cannot open '" + path + "'");
-  nlohmann::json doc;
-  try {
-    in >> doc;
-  } catch (const nlohmann::json::exception& e) {
-    throw UsageError("--peer: '" + path + "' is not valid JSON: " + e.what());
-  }
-  return bench::parse_peer_rows(doc, path);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  return bench::parse_peer_file(text, path);
 }
 
 // "cpu (2 threads)" or the GPU's name.

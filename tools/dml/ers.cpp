@@ -31,6 +31,7 @@
 #include "tools/dml/distributed.h"
 #include "tools/dml/ers_worst_case.h"
 #include "tools/dml/output_files.h"
+#include "tools/dml/result_json.h"
 #include "tools/dml/table1_results.h"
 
 namespace dml {
@@ -87,63 +88,28 @@ std::string file_fnv1a64(const std::string& path) {
   return hex;
 }
 
-// The attacks an interrupted `dml ers --out FILE` run finished (`previous`: FILE's JSON), after
-// checking that FILE was written for the same weights (by their hash: the checkpoint may have been
-// moved or named by another path since), profile, metric and selection settings (its device may
-// differ).
-std::vector<AttackSummary> finished_attacks(const std::string& path, const nlohmann::json& previous,
-                                            const std::string& checkpoint,
-                                            const std::string& weights_hash,
-                                            const std::string& profile, const AttackSetup& setup) {
-  ENGINE_CHECK(previous.is_object() && previous.contains("attacks"), path,
-               ": not a dml ers result (no \"attacks\")");
-  auto expect = [&](const char* key, const nlohmann::json& value) {
-    if (!previous.contains(key) || previous.at(key) != value) {
-      throw UsageError("--resume: " + path + " was written with " + key + " " +
-                       (previous.contains(key) ? previous.at(key).dump() : "(none)") +
-                       ", this run has " + value.dump());
-    }
-  };
-  expect("weights_fnv1a64", weights_hash);
-  if (previous.value("checkpoint", std::string()) != checkpoint && writes_results()) {
-    std::fprintf(stderr, "ers: %s was written for %s: the same weights as %s\n", path.c_str(),
-                 previous.value("checkpoint", std::string("(no path)")).c_str(),
-                 checkpoint.c_str());
-  }
-  expect("profile", profile);
-  expect("metric", losses::metric_name(setup.metric));
-  expect("batch_size", setup.run.batch_size);  // the selection draws go batch by batch
-  expect("dataset", setup.dataset + ":" + setup.split);
-  expect("robrank_compat", setup.run.robrank_compat);
-  expect("seed", setup.run.seed);
-  expect("random_streams", kRandomStreams);
-  // Files from before these keys were recorded ran in fp32 through branch 0 (the only choices
-  // then).
-  auto expect_or = [&](const char* key, const nlohmann::json& value, const nlohmann::json& old) {
-    if (previous.contains(key)) {
-      expect(key, value);
-    } else if (value != old) {
-      throw UsageError("--resume: " + path + " was written with " + key + " " + old.dump() +
-                       " (a file from before " + key + " was recorded), this run has " +
-                       value.dump());
-    }
-  };
-  expect_or("precision", engine::precision_name(engine::precision()), "fp32");
-  expect_or("bn_branch", setup.bn_branch, 0);
-  std::vector<AttackSummary> finished;
-  for (const nlohmann::json& attack : previous.at("attacks")) {
-    finished.push_back(attack_summary_from_json(attack, path));
-    const int64_t images = finished.back().images;
-    const int64_t expected =
-        setup.run.max_images > 0
-            ? std::min<int64_t>(setup.run.max_images, setup.images.labels.size())
-            : static_cast<int64_t>(setup.images.labels.size());
-    if (images != expected) {
-      throw UsageError("--resume: " + path + " attacked " + std::to_string(images) +
-                       " images, this run attacks " + std::to_string(expected));
-    }
-  }
-  return finished;
+// What a run with `setup` writes into its --out file and a file it resumes must hold too
+// (read_ers_resume, tools/dml/result_json.h): the same weights (by their hash: the checkpoint may
+// have been moved or named by another path since), profile, metric and selection settings (its
+// device may differ).
+ErsResumeKey ers_resume_key(const std::string& weights_hash, const std::string& profile,
+                            const AttackSetup& setup, const WorstCaseOptions& worst_options) {
+  ErsResumeKey key;
+  key.weights_fnv1a64 = weights_hash;
+  key.profile = profile;
+  key.metric = losses::metric_name(setup.metric);
+  key.batch_size = setup.run.batch_size;  // the selection draws go batch by batch
+  key.dataset = setup.dataset + ":" + setup.split;
+  key.robrank_compat = setup.run.robrank_compat;
+  key.seed = setup.run.seed;
+  key.random_streams = kRandomStreams;
+  key.precision = engine::precision_name(engine::precision());
+  key.bn_branch = setup.bn_branch;
+  key.images = setup.run.max_images > 0
+                   ? std::min<int64_t>(setup.run.max_images, setup.images.labels.size())
+                   : static_cast<int64_t>(setup.images.labels.size());
+  key.worst_case_restarts = worst_options.restarts;
+  return key;
 }
 
 // The attacks of `profile`, parsed; an unknown name is a usage error.
@@ -323,12 +289,14 @@ int run_ers(Args& args) {
   const std::optional<std::string> previous_text =
       resume ? file_text_of_rank_zero(out_path) : std::nullopt;
   if (previous_text) {
-    const nlohmann::json previous = nlohmann::json::parse(*previous_text, nullptr, false);
-    ENGINE_CHECK(previous.is_object(), out_path, ": not a JSON object");
-    ErsWorstCase::check_resume(out_path, previous, worst_options);
-    if (worst) worst->restore(out_path, previous);
-    finished =
-        finished_attacks(out_path, previous, options.checkpoint, weights_hash, profile, setup);
+    const ErsResume previous = read_ers_resume(
+        *previous_text, out_path, ers_resume_key(weights_hash, profile, setup, worst_options),
+        worst ? &worst->table() : nullptr);
+    if (previous.checkpoint.value_or("") != options.checkpoint && writes_results()) {
+      std::fprintf(stderr, "ers: %s was written for %s: the same weights as %s\n", out_path.c_str(),
+                   previous.checkpoint.value_or("(no path)").c_str(), options.checkpoint.c_str());
+    }
+    finished = previous.finished;
     for (const AttackSummary& f : finished) report.seconds += f.seconds;
     if (writes_results()) {
       std::fprintf(stderr, "ers: resuming %s: %zu of %zu attacks already done\n", out_path.c_str(),

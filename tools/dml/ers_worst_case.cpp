@@ -4,7 +4,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <limits>
 
 #include "attacks/profiles.h"
 #include "engine/dist/communicator.h"
@@ -70,63 +69,10 @@ nlohmann::ordered_json verdict_json(const attacks::SanityVerdict& v) {
   return out;
 }
 
-// JSON null (NaN written by nlohmann) back to NaN.
-std::vector<double> values_from_json(const nlohmann::json& array) {
-  std::vector<double> values;
-  for (const nlohmann::json& v : array) {
-    values.push_back(v.is_null() ? std::numeric_limits<double>::quiet_NaN() : v.get<double>());
-  }
-  return values;
-}
-
 }  // namespace
 
 ErsWorstCase::ErsWorstCase(const WorstCaseOptions& options, int64_t images)
     : options_(options), table_(images) {}
-
-void ErsWorstCase::check_resume(const std::string& path, const nlohmann::json& previous,
-                                const WorstCaseOptions& options) {
-  const bool has = previous.contains("worst_case");
-  const bool any_attack = previous.contains("attacks") && !previous.at("attacks").empty();
-  if (has && !options.enabled()) {
-    throw UsageError("--resume: " + path +
-                     " was written with --worst-case; resume it with --worst-case " +
-                     previous.at("worst_case").value("restarts", nlohmann::json()).dump());
-  }
-  if (!has && options.enabled() && any_attack) {
-    throw UsageError("--resume: " + path +
-                     " was written without --worst-case: its attacks kept no per-image values");
-  }
-  if (has && previous.at("worst_case").value("restarts", int64_t{-1}) != options.restarts) {
-    throw UsageError("--resume: " + path + " was written with --worst-case " +
-                     previous.at("worst_case").value("restarts", nlohmann::json()).dump() +
-                     ", this run has --worst-case " + std::to_string(options.restarts));
-  }
-}
-
-void ErsWorstCase::restore(const std::string& path, const nlohmann::json& previous) {
-  if (!previous.contains("worst_case")) return;
-  try {
-    for (const nlohmann::json& attack : previous.at("worst_case").at("attacks")) {
-      const std::string spec = attack.at("attack").get<std::string>();
-      const std::string label = attacks::attack_label(attacks::parse_attack_spec(spec));
-      const int64_t done = attack.at("restarts_done").get<int64_t>();
-      for (const auto& item : attack.at("measures").items()) {
-        const std::vector<double> single = values_from_json(item.value().at("single"));
-        const std::vector<double> restarts = values_from_json(item.value().at("restarts"));
-        ENGINE_CHECK(static_cast<int64_t>(single.size()) == table_.images() &&
-                         single.size() == restarts.size(),
-                     path, ": worst_case ", spec, " ", item.key(), " has ", single.size(),
-                     " images, this run attacks ", table_.images());
-        table_.add(spec, label, 0, 0, {{item.key(), single}});
-        if (done > 0) table_.add(spec, label, 1, 0, {{item.key(), restarts}});
-      }
-      table_.finish_restart(spec, done);
-    }
-  } catch (const nlohmann::json::exception& e) {
-    engine::fail(path, ": not a worst-case result of dml ers: ", e.what());
-  }
-}
 
 AttackRunSettings ErsWorstCase::single_run_settings(const AttackRunSettings& settings,
                                                     const attacks::AttackSpec& spec) {

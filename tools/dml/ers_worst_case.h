@@ -45,13 +45,10 @@ class ErsWorstCase {
  public:
   ErsWorstCase(const WorstCaseOptions& options, int64_t images);
 
-  // --resume: takes the per-image values from a previous --out file (`previous`: its JSON, read
-  // from `path`); refuses one written without --worst-case (its attacks have no per-image values)
-  // or with another R. A file written with it is refused when this run has no --worst-case (it
-  // would drop them).
-  static void check_resume(const std::string& path, const nlohmann::json& previous,
-                           const WorstCaseOptions& options);
-  void restore(const std::string& path, const nlohmann::json& previous);
+  // The per-image values so far. --resume fills it from the previous --out file
+  // (read_ers_resume, tools/dml/result_json.h, which also refuses a file written without
+  // --worst-case or with another R).
+  attacks::WorstCaseTable& table() { return table_; }
 
   // The profile's own run of `spec` (restart 0): `settings` with a hook that keeps its per-image
   // values.

@@ -37,6 +37,7 @@
 #include "tools/dml/commands.h"
 #include "tools/dml/output_files.h"
 #include "tools/dml/report.h"
+#include "tools/dml/result_json.h"
 #include "tools/dml/svg.h"
 
 namespace dml {
@@ -118,70 +119,25 @@ const char kUsage[] =
 
 // ---- --log ---------------------------------------------------------------------------------
 
-// Appends (step, value); a resumed run that logs a step again replaces what followed it.
-void add_point(svg::Series& series, double step, double value) {
-  while (!series.points.empty() && series.points.back().first >= step) series.points.pop_back();
-  series.points.emplace_back(step, value);
-}
-
-// The number under `key`, if the record has one (null, e.g. a NaN loss, counts as absent).
-bool number_at(const nlohmann::json& record, const char* key, double& value) {
-  auto it = record.find(key);
-  if (it == record.end() || !it->is_number()) return false;
-  value = it->get<double>();
-  return true;
-}
-
 int report_log(const std::string& run_dir, const std::string& out_arg) {
   const std::string path = (std::filesystem::path(run_dir) / "log.jsonl").string();
   const std::string out =
       out_arg.empty() ? (std::filesystem::path(run_dir) / "report.svg").string() : out_arg;
-  std::ifstream in(path);
-  ENGINE_CHECK(in.is_open(), path, ": cannot open the training log (a `dml train` output_dir?)");
-  svg::Series loss{"mean_loss", svg::palette(0), {}};
-  svg::Series clean{"clean_loss", svg::palette(2), {}};
-  svg::Series adversarial{"adversarial_loss", svg::palette(1), {}};
-  // The evaluations: few points, each circled with its value written.
-  svg::Series recall{"recall@1", svg::palette(0), {}, true};
-  svg::Series map{"map_at_r10", svg::palette(3), {}, true};
-  int64_t train_records = 0, eval_records = 0, line_number = 0;
-  double max_step = 0.0;
-  std::string line;
-  while (std::getline(in, line)) {
-    ++line_number;
-    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
-    const nlohmann::json record = nlohmann::json::parse(line, nullptr, false);
-    // The last line without its newline is a record a kill cut short (the trainer drops it on
-    // --resume too): plot the run up to there. A bad line anywhere else is an error.
-    if (record.is_discarded() && in.eof()) {
-      std::fprintf(stderr,
-                   "dml report: warning: %s:%lld: the last line is cut short (a killed run?); "
-                   "plotted without it\n",
-                   path.c_str(), static_cast<long long>(line_number));
-      break;
-    }
-    ENGINE_CHECK(!record.is_discarded() && record.is_object(), path, ":", line_number,
-                 ": not a JSON object");
-    const auto type = record.find("type");
-    if (type == record.end() || (*type != "train" && *type != "eval")) continue;
-    double step = 0.0, value = 0.0;
-    ENGINE_CHECK(number_at(record, "step", step), path, ":", line_number, ": a ",
-                 type->get<std::string>(), " record without a numeric \"step\"");
-    if (*type == "train") {
-      ++train_records;
-      if (number_at(record, "mean_loss", value)) add_point(loss, step, value);
-      if (number_at(record, "clean_loss", value)) add_point(clean, step, value);
-      if (number_at(record, "adversarial_loss", value)) add_point(adversarial, step, value);
-    } else {
-      ++eval_records;
-      if (number_at(record, "recall@1", value)) add_point(recall, step, 100.0 * value);
-      if (number_at(record, "map_at_r10", value)) add_point(map, step, 100.0 * value);
-    }
-    max_step = std::max(max_step, step);
+  const TrainingLog log = parse_training_log(read_result_file(path), path);
+  if (log.cut_line > 0) {
+    std::fprintf(stderr,
+                 "dml report: warning: %s:%lld: the last line is cut short (a killed run?); "
+                 "plotted without it\n",
+                 path.c_str(), static_cast<long long>(log.cut_line));
   }
-  ENGINE_CHECK(!in.bad(), path, ":", line_number + 1, ": read error");
-  ENGINE_CHECK(train_records + eval_records > 0, path, ":", line_number,
-               ": no train or eval records");
+  const int64_t train_records = log.train_records, eval_records = log.eval_records;
+  const svg::Series loss{"mean_loss", svg::palette(0), log.mean_loss};
+  const svg::Series clean{"clean_loss", svg::palette(2), log.clean_loss};
+  const svg::Series adversarial{"adversarial_loss", svg::palette(1), log.adversarial_loss};
+  // The evaluations: few points, each circled with its value written.
+  const svg::Series recall{"recall@1", svg::palette(0), log.recall_at_1, true};
+  const svg::Series map{"map_at_r10", svg::palette(3), log.map_at_r10, true};
+  const double max_step = log.max_step;
 
   const int panels = (train_records > 0) + (eval_records > 0);
   svg::Document doc(960, 40 + 390 * panels);
@@ -212,47 +168,15 @@ int report_log(const std::string& run_dir, const std::string& out_arg) {
 
 // ---- --ers ---------------------------------------------------------------------------------
 
-// What an ERS file's numbers depend on besides the model: results that differ here are not
-// comparable side by side (more images, or robrank's attack definitions, move the scores).
-struct ErsConditions {
-  std::string profile, images, robrank_compat;
-  bool operator!=(const ErsConditions& o) const {
-    return profile != o.profile || images != o.images || robrank_compat != o.robrank_compat;
-  }
-  std::string str() const {
-    return "profile " + profile + ", " + images + " images, robrank_compat " + robrank_compat;
-  }
-};
-
-ErsConditions ers_conditions(const nlohmann::json& j) {
-  auto field = [&](const char* key) { return j.contains(key) ? j.at(key).dump() : "(none)"; };
-  return {field("profile"), field("images"), field("robrank_compat")};
-}
-
 metrics::ErsRow read_ers_file(const std::string& path, ErsConditions* conditions) {
-  std::ifstream in(path);
-  ENGINE_CHECK(in.is_open(), path, ": cannot open");
-  std::stringstream text;
-  text << in.rdbuf();
-  const nlohmann::json j = nlohmann::json::parse(text.str(), nullptr, false);
-  ENGINE_CHECK(!j.is_discarded() && j.is_object(), path, ": not a JSON object");
-  *conditions = ers_conditions(j);
-  metrics::ErsRow raw{};
-  for (int c = 0; c < metrics::kErsColumns; ++c) {
-    const std::string& key = metrics::ers_column_names()[static_cast<size_t>(c)];
-    const auto it = j.find(key);
-    ENGINE_CHECK(it != j.end() && it->is_number(), path, ": no number \"", key,
-                 "\" (give the `dml ers --out` JSON of a finished rob28 or rob224 profile)");
-    raw[static_cast<size_t>(c)] = it->get<double>();
-  }
-  const double ers = metrics::empirical_robustness_score(raw);
-  const auto stored = j.find("ers");
-  if (stored != j.end() && stored->is_number() &&
-      std::abs(stored->get<double>() - ers) > 1e-6 * std::max(1.0, std::abs(ers))) {
+  const ErsFile file = parse_ers_file(read_result_file(path), path);
+  *conditions = file.conditions;
+  const double ers = metrics::empirical_robustness_score(file.raw);
+  if (file.stored_ers && std::abs(*file.stored_ers - ers) > 1e-6 * std::max(1.0, std::abs(ers))) {
     std::fprintf(stderr, "dml report: warning: %s: \"ers\" %g differs from its columns' %g\n",
-                 path.c_str(), stored->get<double>(), ers);
+                 path.c_str(), *file.stored_ers, ers);
   }
-  return raw;
+  return file.raw;
 }
 
 int report_ers(const std::vector<std::string>& files, const std::vector<std::string>& names,

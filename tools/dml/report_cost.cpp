@@ -13,7 +13,6 @@
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <optional>
 #include <set>
 #include <string>
@@ -25,66 +24,12 @@
 #include "kernels/common/check.h"
 #include "tools/dml/output_files.h"
 #include "tools/dml/report.h"
+#include "tools/dml/result_json.h"
 #include "tools/dml/svg.h"
 
 namespace dml {
 
 namespace {
-
-// One aggregate row: its name, seeds and the mean and std of its cost and ERS.
-struct CostPoint {
-  std::string name;
-  size_t seeds = 0;
-  double cost = 0.0, ers = 0.0;
-  std::optional<double> cost_std, ers_std;
-};
-
-struct CostSeries {
-  std::string label;
-  std::vector<CostPoint> points;  // in the order of their cost
-};
-
-std::optional<double> std_of(const nlohmann::json& column) {
-  const auto it = column.find("std");
-  if (it == column.end() || !it->is_number()) return std::nullopt;
-  return it->get<double>();
-}
-
-// Reads an aggregate JSON; `conditions` collects each row's ERS conditions as text.
-CostSeries read_cost_series(const std::string& label, const std::string& path,
-                            std::set<std::string>& conditions) {
-  std::ifstream in(path);
-  ENGINE_CHECK(in.is_open(), path, ": cannot be read");
-  const nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
-  ENGINE_CHECK(!j.is_discarded() && j.is_object() && j.contains("rows") && j.at("rows").is_array(),
-               path, ": not a `dml aggregate` JSON (no \"rows\" array)");
-  CostSeries series{label, {}};
-  for (const nlohmann::json& row : j.at("rows")) {
-    const std::string name = row.value("name", std::string("?"));
-    const nlohmann::json columns = row.value("columns", nlohmann::json::object());
-    for (const char* key : {"passes/batch", "ERS"}) {
-      ENGINE_CHECK(columns.contains(key) && columns.at(key).contains("mean") &&
-                       columns.at(key).at("mean").is_number(),
-                   path, ": row ", name, " has no \"", key, "\" column",
-                   std::string(key) == "ERS" ? " (its seeds have no ers.json)"
-                                             : " (its metrics.json files record no passes)");
-    }
-    CostPoint p;
-    p.name = name;
-    p.seeds = row.value("seeds", size_t{0});
-    p.cost = columns.at("passes/batch").at("mean").get<double>();
-    p.cost_std = std_of(columns.at("passes/batch"));
-    p.ers = columns.at("ERS").at("mean").get<double>();
-    p.ers_std = std_of(columns.at("ERS"));
-    series.points.push_back(p);
-    conditions.insert(row.contains("ers_conditions") ? row.at("ers_conditions").dump()
-                                                     : "(not recorded)");
-  }
-  ENGINE_CHECK(!series.points.empty(), path, ": no rows");
-  std::stable_sort(series.points.begin(), series.points.end(),
-                   [](const CostPoint& a, const CostPoint& b) { return a.cost < b.cost; });
-  return series;
-}
 
 // "profile rob28, 10000 images, robrank_compat true" from an ers_conditions object's JSON text.
 std::string condition_text(const std::string& dumped) {
@@ -178,7 +123,8 @@ int run_report_cost_ers(Args& args) {
   std::vector<CostSeries> series;
   std::set<std::string> conditions;
   for (const auto& input : inputs) {
-    series.push_back(read_cost_series(input.first, input.second, conditions));
+    series.push_back(parse_cost_series(input.first, read_result_file(input.second), input.second));
+    conditions.insert(series.back().conditions.begin(), series.back().conditions.end());
   }
   if (conditions.size() > 1) {
     std::fprintf(stderr,

@@ -17,14 +17,10 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <optional>
-#include <sstream>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "attacks/attack.h"
 #include "attacks/curve_profiles.h"
@@ -35,31 +31,11 @@
 #include "tools/dml/commands.h"
 #include "tools/dml/output_files.h"
 #include "tools/dml/report.h"
+#include "tools/dml/result_json.h"
 #include "tools/dml/svg.h"
 
 namespace dml {
 namespace {
-
-struct CurvePoint {
-  std::string sweep, column;
-  double x = 0.0;  // eps (eps sweep) or steps (steps sweep)
-  double score = 0.0;
-};
-
-// What one model's files hold.
-struct ModelResults {
-  std::string label, weights;
-  std::string ers_path, curve_path;  // empty when not given
-  std::optional<metrics::ErsRow> ers_raw;
-  nlohmann::json ers_json, curve_json;
-  nlohmann::json worst_case;  // null when the ERS file has none
-  std::vector<CurvePoint> curve;
-};
-
-std::string text_of(const nlohmann::json& j, const char* key) {
-  if (!j.contains(key)) return "?";
-  return j.at(key).is_string() ? j.at(key).get<std::string>() : j.at(key).dump();
-}
 
 // 0.301961 -> "77/255"; a budget that is not a whole number of 1/255 as "%.5g".
 std::string in_255(double value) {
@@ -73,107 +49,27 @@ std::string in_255(double value) {
   return buffer;
 }
 
-nlohmann::json read_json_file(const std::string& path) {
-  std::ifstream in(path);
-  ENGINE_CHECK(in.is_open(), path, ": cannot open");
-  std::stringstream text;
-  text << in.rdbuf();
-  nlohmann::json j = nlohmann::json::parse(text.str(), nullptr, false);
-  ENGINE_CHECK(!j.is_discarded() && j.is_object(), path, ": not a JSON object");
-  ENGINE_CHECK(j.contains("profile") && j.at("profile").is_string(), path,
-               ": no \"profile\" (give `dml ers --out` results)");
-  return j;
-}
-
-void read_ers(ModelResults& model, const std::string& path, const nlohmann::json& j) {
-  ENGINE_CHECK(model.ers_path.empty(), path, ": a second ERS result for '", model.label, "' (",
-               model.ers_path, " is the first)");
-  metrics::ErsRow raw{};
-  for (size_t c = 0; c < raw.size(); ++c) {
-    const std::string& key = metrics::ers_column_names()[c];
-    ENGINE_CHECK(j.contains(key) && j.at(key).is_number(), path, ": no number \"", key,
-                 "\" (an unfinished rob28/rob224 run? finish it with `dml ers --resume`)");
-    raw[c] = j.at(key).get<double>();
-  }
-  model.ers_path = path;
-  model.ers_raw = raw;
-  model.ers_json = j;
-  if (j.contains("worst_case")) model.worst_case = j.at("worst_case");
-}
-
-void read_curve(ModelResults& model, const std::string& path, const nlohmann::json& j) {
-  ENGINE_CHECK(model.curve_path.empty(), path, ": a second curve result for '", model.label, "' (",
-               model.curve_path, " is the first)");
-  ENGINE_CHECK(j.contains("curve") && j.at("curve").is_array(), path,
-               ": no \"curve\" array (written by a binary without curve28/curve224?)");
-  for (const nlohmann::json& p : j.at("curve")) {
-    CurvePoint point;
-    try {
-      point.sweep = p.at("sweep").get<std::string>();
-      point.column = p.at("column").get<std::string>();
-      point.x = point.sweep == "eps" ? p.at("eps").get<double>() : p.at("steps").get<double>();
-      point.score = p.at("score").get<double>();
-    } catch (const nlohmann::json::exception& e) {
-      engine::fail(path,
-                   ": a \"curve\" point without sweep, column, eps, steps or score: ", p.dump());
-    }
-    model.curve.push_back(point);
-  }
-  model.curve_path = path;
-  model.curve_json = j;
-}
-
-void read_model_file(ModelResults& model, const std::string& path) {
-  const nlohmann::json j = read_json_file(path);
-  const std::string profile = j.at("profile").get<std::string>();
-  const std::string weights = text_of(j, "weights_fnv1a64");
-  if (!model.weights.empty()) {
-    ENGINE_CHECK(weights == model.weights, path, ": weights_fnv1a64 ", weights,
-                 " differs from the other file of '", model.label, "' (", model.weights,
-                 "): two models under one label");
-  }
-  model.weights = weights;
-  if (attacks::is_ers_profile(profile)) {
-    read_ers(model, path, j);
-  } else if (attacks::is_curve_profile(profile)) {
-    read_curve(model, path, j);
-  } else {
-    engine::fail(path, ": profile '", profile,
-                 "' is neither an ERS (rob28, rob224) nor a curve (curve28, curve224) result");
-  }
-}
-
-// "rob28, 10000 images of fashion-mnist:test, eps 77/255, 32 steps of 3/255, ..." from a result's
-// header and its first attack's spec.
-std::string mode_text(const nlohmann::json& j, const std::string& restarts) {
-  std::string text = text_of(j, "profile") + ": " + text_of(j, "images") + " images of " +
-                     text_of(j, "dataset") + ", metric " + text_of(j, "metric");
-  if (j.contains("attacks") && j.at("attacks").is_array() && !j.at("attacks").empty() &&
-      j.at("attacks")[0].contains("attack")) {
-    const attacks::AttackSpec spec =
-        attacks::parse_attack_spec(j.at("attacks")[0].at("attack").get<std::string>());
-    if (attacks::is_ers_profile(j.at("profile").get<std::string>())) {
+// "rob28: 10000 images of fashion-mnist:test, metric N, eps 77/255, 32 steps of 3/255, ..." from a
+// result's header and its first attack's spec.
+std::string mode_text(const ResultHeader& h, const std::string& restarts) {
+  std::string text =
+      h.profile + ": " + h.images + " images of " + h.dataset + ", metric " + h.metric;
+  if (h.first_attack) {
+    const attacks::AttackSpec& spec = *h.first_attack;
+    if (attacks::is_ers_profile(h.profile)) {
       text += ", eps " + in_255(spec.pgd.eps) + ", " + std::to_string(spec.pgd.steps) +
               " steps of " + in_255(spec.pgd.alpha);
     }
     text += spec.pgd.random_start ? ", random start" : ", no random start";
   }
-  text += ", " + restarts + ", seed " + text_of(j, "seed") + ", robrank-compat " +
-          (j.value("robrank_compat", false) ? "on" : "off");
-  if (j.value("complete", false) != true) text += ", INCOMPLETE";
+  text += ", " + restarts + ", seed " + h.seed + ", robrank-compat " +
+          (h.robrank_compat_on ? "on" : "off");
+  if (!h.complete) text += ", INCOMPLETE";
   return text;
 }
 
-std::string restarts_text(const nlohmann::json& worst_case) {
-  if (worst_case.is_object() && worst_case.contains("restarts") &&
-      worst_case.at("restarts").is_number()) {
-    return "worst case over " + worst_case.at("restarts").dump() + " restarts";
-  }
-  return "1 run per attack";
-}
-
 // The caption: one colour swatch per model with its files' modes. Returns the y below it.
-double draw_caption(svg::Document& doc, const std::vector<ModelResults>& models, double top) {
+double draw_caption(svg::Document& doc, const std::vector<RobustnessModel>& models, double top) {
   double y = top;
   doc.text(20, y + 12,
            "Scores are ERS columns normalized to higher = more robust (0-100, metrics/ers.h); "
@@ -181,18 +77,18 @@ double draw_caption(svg::Document& doc, const std::vector<ModelResults>& models,
            12);
   y += 16;
   for (size_t m = 0; m < models.size(); ++m) {
-    const ModelResults& model = models[m];
+    const RobustnessModel& model = models[m];
     doc.rect(20, y + 3, 14, 10, svg::palette(m), "legend");
     doc.text(40, y + 12, model.label, 12, "start", 0.0, true);
-    const std::string ers =
-        model.ers_path.empty()
-            ? "ERS: no rob28/rob224 file"
-            : "ERS " + mode_text(model.ers_json, restarts_text(model.worst_case));
+    const std::string restarts = model.worst_case_restarts
+                                     ? "worst case over " + *model.worst_case_restarts + " restarts"
+                                     : "1 run per attack";
+    const std::string ers = model.ers_path.empty() ? "ERS: no rob28/rob224 file"
+                                                   : "ERS " + mode_text(model.ers_header, restarts);
     const std::string curve = model.curve_path.empty()
                                   ? "curves: no curve28/curve224 file"
-                                  : "curves " + mode_text(model.curve_json, "1 run per attack") +
-                                        ", " + std::to_string(model.curve_json.at("curve").size()) +
-                                        " points";
+                                  : "curves " + mode_text(model.curve_header, "1 run per attack") +
+                                        ", " + std::to_string(model.curve.size()) + " points";
     doc.text(130, y + 12, ers, 11);
     doc.text(130, y + 28, curve, 11);
     y += 32;
@@ -246,27 +142,12 @@ void model_bars(svg::Document& doc, const svg::Rect& plot, const std::string& ti
   doc.line(plot.x, zero, plot.x + plot.w, zero, "#333333");
 }
 
-// The three worst-case numbers drawn per model (see draw_ers_band), NaN where absent.
-std::vector<double> worst_case_values(const nlohmann::json& worst_case) {
-  auto number = [](const nlohmann::json& j, const char* key, double scale) {
-    return j.is_object() && j.contains(key) && j.at(key).is_number()
-               ? scale * j.at(key).get<double>()
-               : std::nan("");
-  };
-  const nlohmann::json none;
-  const nlohmann::json& fractions = worst_case.is_object() && worst_case.contains("robust_fraction")
-                                        ? worst_case.at("robust_fraction")
-                                        : none;
-  return {number(worst_case, "ers_worst", 1.0), number(fractions, "single", 100.0),
-          number(fractions, "worst", 100.0)};
-}
-
-void draw_ers_band(svg::Document& doc, const std::vector<ModelResults>& models, double top) {
+void draw_ers_band(svg::Document& doc, const std::vector<RobustnessModel>& models, double top) {
   std::vector<std::string> groups(metrics::ers_column_names().begin(),
                                   metrics::ers_column_names().end());
   groups.push_back("ERS");
   std::vector<std::vector<double>> values;
-  for (const ModelResults& model : models) {
+  for (const RobustnessModel& model : models) {
     std::vector<double> row(groups.size(), std::nan(""));
     if (model.ers_raw) {
       const metrics::ErsRow normalized = metrics::ers_normalized(*model.ers_raw);
@@ -276,7 +157,7 @@ void draw_ers_band(svg::Document& doc, const std::vector<ModelResults>& models, 
     values.push_back(row);
   }
   std::vector<std::string> names;
-  for (const ModelResults& model : models) names.push_back(model.label);
+  for (const RobustnessModel& model : models) names.push_back(model.label);
   model_bars(doc, svg::Rect{70, top + 60, 580, 220}, "ERS: normalized columns and their mean",
              groups, names, values, "score");
 
@@ -287,8 +168,8 @@ void draw_ers_band(svg::Document& doc, const std::vector<ModelResults>& models, 
   const svg::Rect plot{750, top + 60, 180, 220};
   bool any = false;
   std::vector<std::vector<double>> worst;
-  for (const ModelResults& model : models) {
-    worst.push_back(worst_case_values(model.worst_case));
+  for (const RobustnessModel& model : models) {
+    worst.emplace_back(model.worst_case.begin(), model.worst_case.end());
     for (double v : worst.back()) any = any || !std::isnan(v);
   }
   if (!any) {
@@ -306,7 +187,7 @@ void draw_ers_band(svg::Document& doc, const std::vector<ModelResults>& models, 
 // In the eps panels a dashed grey line marks `profile_eps` (the steps sweep's budget) when known.
 void curve_panel(svg::Document& doc, const svg::Rect& plot, const std::string& column,
                  const std::string& sweep, double profile_eps,
-                 const std::vector<ModelResults>& models) {
+                 const std::vector<RobustnessModel>& models) {
   const bool log_x = sweep == "steps";
   svg::Ticks x;
   if (log_x) {
@@ -317,7 +198,7 @@ void curve_panel(svg::Document& doc, const svg::Rect& plot, const std::string& c
     x = svg::nice_ticks(0.0, 1.0, 4);
   }
   double lo = 0.0, hi = 100.0;
-  for (const ModelResults& model : models) {
+  for (const RobustnessModel& model : models) {
     for (const CurvePoint& p : model.curve) {
       if (p.sweep == sweep && p.column == column) {
         lo = std::min(lo, p.score);
@@ -358,17 +239,12 @@ void curve_panel(svg::Document& doc, const svg::Rect& plot, const std::string& c
   }
 }
 
-double draw_curves(svg::Document& doc, const std::vector<ModelResults>& models, double top) {
+double draw_curves(svg::Document& doc, const std::vector<RobustnessModel>& models, double top) {
   // The budget of the steps sweep, for its heading: the eps of the first model's steps points.
   double profile_eps = 0.0;
-  for (const ModelResults& model : models) {
-    if (!model.curve_json.is_object() || profile_eps > 0.0) continue;
-    for (const nlohmann::json& p : model.curve_json.at("curve")) {
-      if (p.value("sweep", "") == "steps") {
-        profile_eps = p.value("eps", 0.0);
-        break;
-      }
-    }
+  for (const RobustnessModel& model : models) {
+    if (model.curve_path.empty() || profile_eps > 0.0) continue;
+    profile_eps = model.steps_eps;
   }
   const std::string steps_eps =
       profile_eps > 0.0 ? "eps " + in_255(profile_eps) + " (dashed above)" : "the profile's eps";
@@ -394,27 +270,27 @@ double draw_curves(svg::Document& doc, const std::vector<ModelResults>& models, 
 
 // Models whose ERS (or curve) files were attacked on other images, another profile or with
 // robrank's definitions do not compare bar for bar: a warning on stderr (the caption shows it too).
-void warn_if_not_comparable(const std::vector<ModelResults>& models) {
-  auto conditions = [](const nlohmann::json& j) {
-    return text_of(j, "profile") + ", " + text_of(j, "images") + " images of " +
-           text_of(j, "dataset") + ", robrank_compat " + text_of(j, "robrank_compat");
+void warn_if_not_comparable(const std::vector<RobustnessModel>& models) {
+  auto conditions = [](const ResultHeader& h) {
+    return h.profile + ", " + h.images + " images of " + h.dataset + ", robrank_compat " +
+           h.robrank_compat;
   };
   for (const char* kind : {"ERS", "curve"}) {
-    const ModelResults* first = nullptr;
-    for (const ModelResults& model : models) {
-      const nlohmann::json& j = std::string(kind) == "ERS" ? model.ers_json : model.curve_json;
-      if (!j.is_object()) continue;
+    const bool ers = std::string(kind) == "ERS";
+    const RobustnessModel* first = nullptr;
+    for (const RobustnessModel& model : models) {
+      if ((ers ? model.ers_path : model.curve_path).empty()) continue;
       if (first == nullptr) {
         first = &model;
         continue;
       }
-      const nlohmann::json& f = std::string(kind) == "ERS" ? first->ers_json : first->curve_json;
-      if (conditions(j) != conditions(f)) {
+      const std::string mine = conditions(ers ? model.ers_header : model.curve_header);
+      const std::string its = conditions(ers ? first->ers_header : first->curve_header);
+      if (mine != its) {
         std::fprintf(stderr,
                      "dml report: warning: the %s results of '%s' (%s) and '%s' (%s) were attacked "
                      "under different conditions: they do not compare\n",
-                     kind, model.label.c_str(), conditions(j).c_str(), first->label.c_str(),
-                     conditions(f).c_str());
+                     kind, model.label.c_str(), mine.c_str(), first->label.c_str(), its.c_str());
       }
     }
   }
@@ -457,11 +333,13 @@ int run_report_robustness(Args& args) {
   for (const auto& input : inputs) {
     for (const std::string& file : input.second) require_input_file(file, "--input");
   }
-  std::vector<ModelResults> models;
+  std::vector<RobustnessModel> models;
   for (const auto& [label, files] : inputs) {
-    ModelResults model;
+    RobustnessModel model;
     model.label = label;
-    for (const std::string& file : files) read_model_file(model, file);
+    for (const std::string& file : files) {
+      add_robustness_file(model, read_result_file(file), file);
+    }
     models.push_back(std::move(model));
   }
   warn_if_not_comparable(models);
@@ -479,15 +357,15 @@ int run_report_robustness(Args& args) {
   draw_curves(doc, models, curves_top);
   engine::detail::write_file_atomically(out, doc.str());
 
-  for (const ModelResults& model : models) {
+  for (const RobustnessModel& model : models) {
     char ers[32] = "-";
     if (model.ers_raw) {
       std::snprintf(ers, sizeof ers, "%.1f", metrics::empirical_robustness_score(*model.ers_raw));
     }
     // The worst case's summary number (the whole object, with its per-image lists, was printed).
     char worst[32] = "not computed";
-    if (!model.worst_case.is_null()) {
-      std::snprintf(worst, sizeof worst, "%.1f", model.worst_case.at("ers_worst").get<double>());
+    if (model.has_worst_case && !std::isnan(model.worst_case[0])) {
+      std::snprintf(worst, sizeof worst, "%.1f", model.worst_case[0]);
     }
     std::printf("%-16s ERS %s, worst-case ERS %s, %zu curve points\n", model.label.c_str(), ers,
                 worst, model.curve.size());
