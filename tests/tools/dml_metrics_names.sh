@@ -1,5 +1,5 @@
 #!/bin/sh
-# usage: dml_metrics_names.sh DML DIR
+# usage: dml_metrics_names.sh DML DIR WRITE_NPY (WRITE_NPY: tests/tools/write_npy.cpp)
 # dml metrics on six points on a line (metric E): x = 0, 1, 2, 3, 4, 10, labels 7, 3, 7, 7, 3, 5
 # (classes A = {0, 2, 3}, B = {1, 4}, C = {5} alone). The hand computation is in
 # tests/metrics/retrieval_test.cpp ("six points on a line"): r_precision 3/10, mrr 31/60,
@@ -7,23 +7,11 @@
 # map_at_r 1/6, r_precision 1/4, mrr 23/48. The printed table gains their rows, and the JSON
 # carries them under our keys, PML's names and PML's avg_of_avgs names (docs/metrics.md).
 set -e
-dml=$1; d=$2
+dml=$1; d=$2; write_npy=$3
 rm -rf "$d"; mkdir -p "$d"
 
-# write_npy FILE DESCR SHAPE BYTES: a version 1.0 .npy whose data are the printf escapes BYTES.
-write_npy() {
-  h="{'descr': '$2', 'fortran_order': False, 'shape': $3, }"
-  pad=$(( 63 - (10 + ${#h}) % 64 ))
-  h="$h$(printf '%*s' "$pad" '')"
-  len=$(( ${#h} + 1 ))
-  { printf '\223NUMPY\001\000'; printf "\\$(printf '%03o' "$len")\\000"; printf '%s\n' "$h";
-    printf "$4"; } > "$1"
-}
-# f32 little-endian: 0, 1, 2, 3, 4, 10; i64 little-endian: 7, 3, 7, 7, 3, 5.
-write_npy "$d/e.npy" '<f4' '(6, 1)' \
-  '\0\0\0\0\0\0\200\77\0\0\0\100\0\0\100\100\0\0\200\100\0\0\40\101'
-z='\0\0\0\0\0\0\0'
-write_npy "$d/l.npy" '<i8' '(6,)' "\7$z\3$z\7$z\7$z\3$z\5$z"
+"$write_npy" "$d/e.npy" f4 6 1 0 1 2 3 4 10
+"$write_npy" "$d/l.npy" i8 6 0 7 3 7 7 3 5
 
 "$dml" metrics --embeddings "$d/e.npy" --labels "$d/l.npy" --metric E > "$d/table.txt"
 cat "$d/table.txt"
