@@ -21,6 +21,7 @@
 #include "tests/tools/tiny_training.h"
 #include "tools/dml/args.h"
 #include "tools/dml/commands.h"
+#include "tools/dml/load_model.h"
 #include "tools/dml/trainer.h"
 
 namespace {
@@ -227,6 +228,37 @@ TEST_CASE("a bad metric is blamed on its source: the option, or the file's metad
                           !Catch::Contains("--metric"));
   // A sound option is taken as the config takes it (lower case included).
   CHECK(eval(tiny_checkpoint(), {"--metric", "c", "--max-images", "10", "--json"}) == 0);
+}
+
+// nlohmann's get<int64_t>() converts a floating-point number, out of range undefined behaviour:
+// the counts of a model's or a checkpoint's metadata are read through dml::integer_at instead.
+TEST_CASE("a count in a file's metadata that is not an integer is refused, naming the file",
+          "[tools][output]") {
+  test::TempDir dir;
+  engine::SafetensorsFile file = engine::read_safetensors(tiny_checkpoint());
+  json model = json::parse(file.metadata.at("dml_model"));
+  model["embedding_dim"] = 1e300;
+  file.metadata["dml_model"] = model.dump();
+  engine::write_safetensors(dir.file("spoiled.safetensors"), file);
+  REQUIRE_THROWS_WITH(dml::load_trained_model(dir.file("spoiled.safetensors"), engine::Device()),
+                      Catch::Contains("spoiled.safetensors: model metadata: \"embedding_dim\" "
+                                      "1e+300 is not an integer"));
+
+  // A training checkpoint whose step is 2.5: --resume names the file and the key.
+  const dml::TrainConfig config = tiny_training::tiny_config("triplet", dir.file("run"), 1);
+  REQUIRE(dml::train(config, dml::TrainOptions()) == 0);
+  const std::string checkpoint = dir.file("run/checkpoint.safetensors");
+  engine::SafetensorsFile saved = engine::read_safetensors(checkpoint);
+  json meta = json::parse(saved.metadata.at("dml_checkpoint"));
+  meta["step"] = 2.5;
+  saved.metadata["dml_checkpoint"] = meta.dump();
+  engine::write_safetensors(checkpoint, saved);
+  dml::TrainOptions resume;
+  resume.resume = true;
+  REQUIRE_THROWS_AS(dml::train(config, resume), engine::Error);
+  REQUIRE_THROWS_WITH(dml::train(config, resume),
+                      Catch::Contains("checkpoint.safetensors: dml_checkpoint metadata: \"step\" "
+                                      "2.5 is not an integer"));
 }
 
 TEST_CASE("dml embed --labels-out writes the labels dml metrics needs", "[tools][output]") {

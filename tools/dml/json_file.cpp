@@ -3,9 +3,11 @@
 
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <set>
 #include <vector>
 
+#include "kernels/common/check.h"
 #include "tools/dml/args.h"
 
 namespace dml {
@@ -85,6 +87,23 @@ json read_json_object_file(const std::string& path, const std::string& what) {
     throw UsageError(name + " must hold a JSON object, got " + std::string(value.type_name()));
   }
   return value;
+}
+
+std::optional<int64_t> integer_of(const nlohmann::json& value) {
+  if (value.is_number_unsigned()) {
+    const uint64_t u = value.get<uint64_t>();
+    if (u > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) return std::nullopt;
+    return static_cast<int64_t>(u);
+  }
+  if (value.is_number_integer()) return value.get<int64_t>();
+  return std::nullopt;
+}
+
+int64_t integer_at(const nlohmann::json& object, const char* key, const std::string& where) {
+  const nlohmann::json& value = object.at(key);
+  const std::optional<int64_t> integer = integer_of(value);
+  if (!integer) engine::fail(where, ": \"", key, "\" ", value.dump(), " is not an integer");
+  return *integer;
 }
 
 }  // namespace dml

@@ -2,6 +2,8 @@
 // that names the file and, where there is one, the key it happened under.
 #pragma once
 
+#include <cstdint>
+#include <optional>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -13,5 +15,14 @@ namespace dml {
 // under "optimizer.lr"), a key written twice in one object (JSON parsers keep one of the two
 // silently, so a config would not do what it says), and a value that is not an object.
 nlohmann::json read_json_object_file(const std::string& path, const std::string& what);
+
+// The integer a JSON value holds, if it is one that fits int64_t. nlohmann's get<int64_t>() also
+// converts floating-point numbers, and one out of int64_t's range (1e300) is undefined behaviour;
+// every reader of a count from a file that was not just written by this process goes through here.
+std::optional<int64_t> integer_of(const nlohmann::json& value);
+
+// `object[key]` as an integer; engine::Error "<where>: \"<key>\" <value> is not an integer" when it
+// is another value, and nlohmann's out_of_range (as `at`) when it is missing.
+int64_t integer_at(const nlohmann::json& object, const char* key, const std::string& where);
 
 }  // namespace dml

@@ -14,6 +14,7 @@
 #include "kernels/common/check.h"
 #include "models/weights.h"
 #include "tools/dml/args.h"
+#include "tools/dml/json_file.h"
 
 namespace dml {
 
@@ -87,8 +88,8 @@ TrainedModel load_trained_model(const std::string& path, const engine::Device& d
   std::string metric_text;
   try {
     trained.config.name = model.at("name").get<std::string>();
-    trained.config.embedding_dim = model.at("embedding_dim").get<int64_t>();
-    trained.config.bn_branches = model.at("bn_branches").get<int64_t>();
+    trained.config.embedding_dim = integer_at(model, "embedding_dim", path + ": model metadata");
+    trained.config.bn_branches = integer_at(model, "bn_branches", path + ": model metadata");
     trained.data = model.at("data").get<std::string>();
     if (!is_checkpoint) trained.root = model.value("root", "");  // none before 2026-11-29: ""
     if (!is_checkpoint) trained.transform = model.value("transform", "robrank");

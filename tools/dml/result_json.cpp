@@ -12,24 +12,13 @@
 #include "attacks/profiles.h"
 #include "kernels/common/check.h"
 #include "tools/dml/args.h"
+#include "tools/dml/json_file.h"
 
 namespace dml {
 
 using nlohmann::json;
 
 namespace {
-
-// The integer a JSON value holds, if it is one that fits int64_t. nlohmann's get<int64_t>() also
-// converts floating-point numbers, and one out of int64_t's range (1e300) is undefined behaviour.
-std::optional<int64_t> integer_of(const json& value) {
-  if (value.is_number_unsigned()) {
-    const uint64_t u = value.get<uint64_t>();
-    if (u > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) return std::nullopt;
-    return static_cast<int64_t>(u);
-  }
-  if (value.is_number_integer()) return value.get<int64_t>();
-  return std::nullopt;
-}
 
 // True when `j` is an object whose `key` is the boolean true. nlohmann's j.value(key, false)
 // throws for a value of another type, and for `j` not an object.

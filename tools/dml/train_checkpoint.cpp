@@ -11,6 +11,7 @@
 #include "engine/io/safetensors.h"
 #include "kernels/common/check.h"
 #include "tools/dml/args.h"
+#include "tools/dml/json_file.h"
 
 namespace dml {
 
@@ -60,7 +61,7 @@ uint64_t parse_u64(const json& value, const std::string& what) {
 
 // The micro-batches of a step and the ranks that run them are decided per rank count
 // (data_parallel.h), so a run resumes only with the world size that wrote its checkpoint.
-void check_world_size(int stored, const std::string& path) {
+void check_world_size(int64_t stored, const std::string& path) {
   const int ranks = engine::dist::world().size;
   if (stored == ranks) return;
   throw UsageError("--resume: the checkpoint " + path + " was written by a run of " +
@@ -139,7 +140,8 @@ OptimizerStates restore_checkpoint(const std::string& path, const TrainConfig& c
                        path +
                        " (only epochs, eval.*, log/checkpoint cadence, device and output_dir may)");
     }
-    check_world_size(meta.value("world_size", 1), path);
+    const std::string where = path + ": dml_checkpoint metadata";
+    check_world_size(meta.contains("world_size") ? integer_at(meta, "world_size", where) : 1, path);
     std::map<std::string, engine::Tensor> model_state, loss_state, defense_state;
     for (const auto& [name, raw] : file.tensors) {
       engine::Tensor t = engine::tensor_from_raw(raw, path + ": " + name);
@@ -166,15 +168,15 @@ OptimizerStates restore_checkpoint(const std::string& path, const TrainConfig& c
     parts.mining.seed = parse_u64(meta.at("mining_generator").at("seed"), path + " mining seed");
     parts.mining.offset =
         parse_u64(meta.at("mining_generator").at("offset"), path + " mining offset");
-    parts.run.step = meta.at("step").get<int64_t>();
-    parts.run.epochs_evaluated = meta.at("epochs_evaluated").get<int64_t>();
+    parts.run.step = integer_at(meta, "step", where);
+    parts.run.epochs_evaluated = integer_at(meta, "epochs_evaluated", where);
     // Checkpoints written before defenses have no passes: one per step.
-    parts.run.passes = meta.value("passes", parts.run.step);
+    parts.run.passes = meta.contains("passes") ? integer_at(meta, "passes", where) : parts.run.step;
     if (meta.contains("log_window")) {  // absent in older checkpoints: the window restarts
       const json& window = meta.at("log_window");
       parts.run.window_loss_sum = window.at("loss_sum").get<double>();
-      parts.run.window_batches = window.at("batches").get<int64_t>();
-      parts.run.window_passes = window.at("passes").get<int64_t>();
+      parts.run.window_batches = integer_at(window, "batches", where + " log_window");
+      parts.run.window_passes = integer_at(window, "passes", where + " log_window");
     }
   } catch (const json::exception& e) {
     engine::fail(path, ": unreadable dml_checkpoint metadata: ", e.what());
