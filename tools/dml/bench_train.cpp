@@ -28,8 +28,6 @@
 
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
-#include <iterator>
 #include <optional>
 #include <string>
 #include <vector>
@@ -44,6 +42,7 @@
 #include "tools/dml/commands.h"
 #include "tools/dml/config.h"
 #include "tools/dml/output_files.h"
+#include "tools/dml/result_json.h"
 #include "tools/dml/trainer.h"
 #include "tools/dml/version.h"
 
@@ -63,10 +62,11 @@ struct TrainBenchOptions {
 };
 
 std::vector<bench::PeerRow> read_peer_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw UsageError("--peer: cannot open '" + path + "'");
-  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  return bench::parse_peer_file(text, path);
+  std::error_code error;
+  if (!std::filesystem::is_regular_file(path, error)) {
+    throw UsageError("--peer: cannot open '" + path + "'");
+  }
+  return bench::parse_peer_file(read_result_file(path), path);
 }
 
 // "cpu (2 threads)" or the GPU's name.
