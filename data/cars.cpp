@@ -6,6 +6,7 @@
 #include "data/image_list.h"
 #include "data/list_file.h"
 #include "data/mat_file.h"
+#include "engine/io/file_io.h"
 #include "kernels/common/check.h"
 
 namespace data {
@@ -93,7 +94,7 @@ ImageList read_cars_csv(const std::string& root, const std::string& split) {
   for (const std::string part : {"train", "test"}) {
     const std::string csv = join_path(root, "anno_" + part + ".csv");
     const std::vector<CarsCsvEntry> entries =
-        parse_cars_csv(detail::read_text(csv, "CARS196 annotation list"), csv);
+        parse_cars_csv(engine::detail::read_whole_file(csv, "CARS196 annotation list"), csv);
     const std::string image_dir =
         join_path(join_path(join_path(root, "car_data"), "car_data"), part);
     std::map<std::string, std::string> images;

@@ -6,6 +6,7 @@
 #include <unordered_map>
 
 #include "data/list_file.h"
+#include "engine/io/file_io.h"
 #include "kernels/common/check.h"
 
 namespace data {
@@ -54,9 +55,10 @@ ImageList read_cub_list(const std::string& root, const std::string& split) {
       file_exists(join_path(join_path(root, "CUB_200_2011"), "images.txt"))) {
     dir = join_path(root, "CUB_200_2011");
   }
-  const std::string images = detail::read_text(join_path(dir, "images.txt"), "CUB image list");
-  const std::string labels =
-      detail::read_text(join_path(dir, "image_class_labels.txt"), "CUB class label list");
+  const std::string images =
+      engine::detail::read_whole_file(join_path(dir, "images.txt"), "CUB image list");
+  const std::string labels = engine::detail::read_whole_file(
+      join_path(dir, "image_class_labels.txt"), "CUB class label list");
   return parse_cub_lists(dir, split, images, labels);
 }
 
@@ -124,8 +126,8 @@ ImageList read_sop_list(const std::string& root, const std::string& split) {
     // Info_Files/ and the class folders under images/.
     if (detail::directory_exists(join_path(dir, "images"))) image_dir = join_path(dir, "images");
   }
-  return parse_sop_list(detail::read_text(list_path, "SOP " + split + " list"), list_path,
-                        image_dir);
+  return parse_sop_list(engine::detail::read_whole_file(list_path, "SOP " + split + " list"),
+                        list_path, image_dir);
 }
 
 ImageList parse_sop_list(std::string_view text, const std::string& list_path,

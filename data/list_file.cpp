@@ -3,29 +3,13 @@
 
 #include <cerrno>
 #include <cstdlib>
-#include <cstring>
 #include <filesystem>
-#include <fstream>
-#include <iterator>
 
 #include "kernels/common/check.h"
 
 namespace data::detail {
 
 using engine::fail;
-
-std::string read_text(const std::string& path, const std::string& what) {
-  std::error_code ec;
-  if (!std::filesystem::is_regular_file(path, ec)) {
-    fail(path, ": cannot open ", what, ": ",
-         std::filesystem::exists(path, ec) ? "not a regular file" : "no such file");
-  }
-  std::ifstream in(path, std::ios::binary);
-  if (!in) fail(path, ": cannot open ", what, ": ", std::strerror(errno));
-  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (in.bad()) fail(path, ": read error in ", what);
-  return text;
-}
 
 std::vector<std::string> split_lines(std::string_view text) {
   std::vector<std::string> lines;

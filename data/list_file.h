@@ -9,11 +9,9 @@
 
 namespace data::detail {
 
-// The bytes of a text file. A missing file is an error naming it and what it is (`what`).
-std::string read_text(const std::string& path, const std::string& what);
-
 // The lines of a list file's text without their line endings ("\n" or "\r\n"); blank lines are
-// kept so that line numbers stay right. The readers split what read_text returns with it, and
+// kept so that line numbers stay right. The readers split what
+// engine::detail::read_whole_file returns with it, and
 // tests/fuzz/fuzz_list_file.cpp any bytes.
 std::vector<std::string> split_lines(std::string_view text);
 

@@ -26,9 +26,9 @@ std::string parent_directory(const std::string& path) {
 
 }  // namespace
 
-InputFile::InputFile(const std::string& path) : path_(path) {
+InputFile::InputFile(const std::string& path, const std::string& what) : path_(path) {
   fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd_ < 0) fail(path, ": cannot open for reading: ", system_error());
+  if (fd_ < 0) fail(path, ": cannot open ", what, ": ", system_error());
   struct stat info;
   if (::fstat(fd_, &info) != 0) {
     const std::string reason = system_error();
@@ -37,9 +37,16 @@ InputFile::InputFile(const std::string& path) : path_(path) {
   }
   if (!S_ISREG(info.st_mode)) {
     ::close(fd_);
-    fail(path, ": not a regular file");
+    fail(path, ": cannot open ", what, ": not a regular file");
   }
   size_ = static_cast<uint64_t>(info.st_size);
+}
+
+std::string read_whole_file(const std::string& path, const std::string& what) {
+  const InputFile file(path, what);
+  std::string bytes(static_cast<std::size_t>(file.size()), '\0');
+  file.read_at(0, bytes.data(), bytes.size());
+  return bytes;
 }
 
 InputFile::~InputFile() {

@@ -1,5 +1,6 @@
-// Small POSIX file helpers shared by the readers and writers in engine/io (safetensors, .npy, and
-// later checkpoints). Every failure is an engine::Error naming the file and the system error.
+// Small POSIX file helpers shared by every reader and writer of files (engine/io's safetensors and
+// .npy, the data sets' list files, dml's result files and logs). Every failure is an engine::Error
+// naming the file and the system error.
 #pragma once
 
 #include <cstddef>
@@ -12,7 +13,8 @@ namespace engine::detail {
 // against it *before* allocating (a corrupt length field must never trigger a huge allocation).
 class InputFile {
  public:
-  explicit InputFile(const std::string& path);
+  // `what` names the file in the errors: "<path>: cannot open <what>: <reason>".
+  explicit InputFile(const std::string& path, const std::string& what = "for reading");
   ~InputFile();
   InputFile(const InputFile&) = delete;
   InputFile& operator=(const InputFile&) = delete;
@@ -27,6 +29,11 @@ class InputFile {
   int fd_ = -1;
   uint64_t size_ = 0;
 };
+
+// The whole content of a file that is read at once (a list file, a result JSON, a log). `what`
+// says what the file is in the errors, as InputFile's ("<path>: cannot open CUB image list: No
+// such file or directory").
+std::string read_whole_file(const std::string& path, const std::string& what);
 
 // Writes a file so that `path` is either its old content or the complete new one, never a half
 // file: the bytes go to "<path>.tmp.<pid>", which is fsync'ed, renamed over `path` by commit(),

@@ -1,11 +1,14 @@
-// engine/io/file_io: remove_abandoned_temporaries, the clean-up of the "<path>.tmp.<pid>" files
-// that killed writers leave behind, and AtomicFileWriter calling it.
+// engine/io/file_io: read_whole_file, the one reader of whole files (list files, result JSON,
+// logs); remove_abandoned_temporaries, the clean-up of the "<path>.tmp.<pid>" files that killed
+// writers leave behind, and AtomicFileWriter calling it.
 #include <catch2/catch.hpp>
 
 #include <unistd.h>
 
+#include <cstdint>
 #include <filesystem>
 #include <string>
+#include <vector>
 
 #include "engine/io/file_io.h"
 #include "tests/io/io_test_util.h"
@@ -15,6 +18,26 @@ namespace {
 void touch(const std::string& path) { test::write_bytes(path, {1, 2, 3}); }
 
 }  // namespace
+
+TEST_CASE("read_whole_file returns every byte, and names the file and what it is when it cannot",
+          "[io][file_io]") {
+  test::TempDir dir;
+  const std::string path = dir.file("images.txt");
+  // Bytes a text-mode read would change or stop at: CR LF, a NUL, a byte above 127, no final LF.
+  const std::vector<uint8_t> bytes = {'1', ' ', 'a', '\r', '\n', 0, 0xff, '2'};
+  test::write_bytes(path, bytes);
+  const std::string text = engine::detail::read_whole_file(path, "CUB image list");
+  CHECK(std::vector<uint8_t>(text.begin(), text.end()) == bytes);
+
+  test::write_bytes(path, {});
+  CHECK(engine::detail::read_whole_file(path, "CUB image list").empty());
+
+  const std::string missing = dir.file("none.txt");
+  CHECK_THROWS_WITH(engine::detail::read_whole_file(missing, "CUB image list"),
+                    Catch::Contains(missing + ": cannot open CUB image list: No such file"));
+  CHECK_THROWS_WITH(engine::detail::read_whole_file(dir.file(""), "result file"),
+                    Catch::Contains(": cannot open result file: not a regular file"));
+}
 
 TEST_CASE("remove_abandoned_temporaries removes a killed writer's file and nothing else",
           "[io][file_io]") {

@@ -4,11 +4,10 @@
 #include <algorithm>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
-#include <iterator>
 #include <string>
 
 #include "engine/dist/communicator.h"
+#include "engine/io/file_io.h"
 #include "kernels/common/check.h"
 #include "tools/dml/args.h"
 
@@ -43,10 +42,7 @@ std::optional<std::string> file_text_of_rank_zero(const std::string& path) {
   int64_t header[2] = {0, 0};
   std::string text;
   if (writes_results() && std::filesystem::exists(path)) {
-    std::ifstream in(path, std::ios::binary);
-    ENGINE_CHECK(in.good(), path, ": cannot be read");
-    text.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-    ENGINE_CHECK(!in.bad(), path, ": read error");
+    text = engine::detail::read_whole_file(path, "for reading");
     header[0] = 1;
     header[1] = static_cast<int64_t>(text.size());
   }

@@ -3,13 +3,12 @@
 
 #include <algorithm>
 #include <cmath>
-#include <fstream>
-#include <iterator>
 #include <limits>
 
 #include "attacks/attack.h"
 #include "attacks/curve_profiles.h"
 #include "attacks/profiles.h"
+#include "engine/io/file_io.h"
 #include "kernels/common/check.h"
 #include "tools/dml/args.h"
 #include "tools/dml/json_file.h"
@@ -38,11 +37,7 @@ std::string dumped_or_none(const json& j, const char* key) {
 // ---- any result file -------------------------------------------------------------------------
 
 std::string read_result_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  ENGINE_CHECK(in.is_open(), path, ": cannot be read");
-  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  ENGINE_CHECK(!in.bad(), path, ": read error");
-  return text;
+  return engine::detail::read_whole_file(path, "result file");
 }
 
 json parse_result_object(const std::string& text, const std::string& path) {

@@ -29,11 +29,6 @@ bool is_place_key(const std::string& key) {
   return std::find(kPlaceKeys.begin(), kPlaceKeys.end(), key) != kPlaceKeys.end();
 }
 
-std::string read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-}
-
 std::vector<json> read_jsonl(const std::string& path) {
   std::ifstream in(path);
   std::vector<json> records;
@@ -234,7 +229,8 @@ class RunLog::Events {
  private:
   // A resumed run: the earlier file without its events after the checkpoint and a torn tail.
   static void keep_through_step(const std::string& path, int64_t step) {
-    const tensorboard::KeptRecords kept = tensorboard::records_through_step(read_file(path), step);
+    const tensorboard::KeptRecords kept = tensorboard::records_through_step(
+        engine::detail::read_whole_file(path, "TensorBoard event file"), step);
     if (kept.dropped == 0) return;
     engine::detail::write_file_atomically(path, kept.bytes);
     report_dropped(path, kept.dropped, "event record(s)", step);
