@@ -243,6 +243,14 @@ TEST_CASE("a count in a file's metadata that is not an integer is refused, namin
   REQUIRE_THROWS_WITH(dml::load_trained_model(dir.file("spoiled.safetensors"), engine::Device()),
                       Catch::Contains("spoiled.safetensors: model metadata: \"embedding_dim\" "
                                       "1e+300 is not an integer"));
+  // An integer, but wider than any tensor in the file: refused before a model with 2^40 outputs
+  // is built (its last layer alone would take terabytes).
+  model["embedding_dim"] = int64_t{1} << 40;
+  file.metadata["dml_model"] = model.dump();
+  engine::write_safetensors(dir.file("spoiled.safetensors"), file);
+  REQUIRE_THROWS_WITH(dml::load_trained_model(dir.file("spoiled.safetensors"), engine::Device()),
+                      Catch::Contains("spoiled.safetensors: malformed model metadata: "
+                                      "embedding_dim 1099511627776 is not between 1 and "));
 
   // A training checkpoint whose step is 2.5: --resume names the file and the key.
   const dml::TrainConfig config = tiny_training::tiny_config("triplet", dir.file("run"), 1);

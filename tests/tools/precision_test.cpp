@@ -52,8 +52,11 @@ void train_tiny_and_check_stored(const std::string& run_dir, const std::string& 
       engine::read_safetensors(run_dir + "/model.safetensors").metadata.at("dml_model"));
   CHECK(model.at("precision") == precision);
   const engine::Device cpu = engine::Device::cpu();
-  CHECK(dml::load_trained_model(run_dir + "/model.safetensors", cpu).precision == precision);
-  CHECK(dml::load_trained_model(dml::checkpoint_path(run_dir), cpu).precision == precision);
+  const auto trained_in = [&](const std::string& file) {
+    return engine::precision_name(dml::load_trained_model(file, cpu).precision);
+  };
+  CHECK(trained_in(run_dir + "/model.safetensors") == precision);
+  CHECK(trained_in(dml::checkpoint_path(run_dir)) == precision);
 }
 
 }  // namespace

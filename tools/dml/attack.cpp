@@ -114,7 +114,7 @@ int run_attack_command(Args& args) {
   if (setup.json) {
     nlohmann::ordered_json out = attack_summary_json(s);
     out["precision"] = engine::precision_name(engine::precision());
-    out["trained_precision"] = setup.trained.precision;
+    out["trained_precision"] = engine::precision_name(setup.trained.precision);
     out["bn_branch"] = setup.bn_branch;
     std::printf("%s\n", out.dump().c_str());
     return 0;
@@ -125,8 +125,8 @@ int run_attack_command(Args& args) {
               static_cast<long long>(setup.trained.config.embedding_dim),
               setup.device.str().c_str());
   std::printf("precision   trained in %s, attacked in %s, BN branch %lld\n",
-              setup.trained.precision.c_str(), engine::precision_name(engine::precision()),
-              static_cast<long long>(setup.bn_branch));
+              engine::precision_name(setup.trained.precision),
+              engine::precision_name(engine::precision()), static_cast<long long>(setup.bn_branch));
   std::printf("images      %lld attacked of %s %s (gallery %lld), %.1fs\n\n",
               static_cast<long long>(s.images), setup.dataset.c_str(), setup.split.c_str(),
               static_cast<long long>(setup.images.labels.size()), s.seconds);

@@ -182,7 +182,7 @@ struct ErsReport {
     out["random_streams"] = kRandomStreams;
     out["device"] = setup.device.str();
     out["precision"] = engine::precision_name(engine::precision());  // this run's GEMMs and convs
-    out["trained_precision"] = setup.trained.precision;
+    out["trained_precision"] = engine::precision_name(setup.trained.precision);
     out["bn_branch"] = setup.bn_branch;
     out["seconds"] = seconds;
     out["complete"] = complete;

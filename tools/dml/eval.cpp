@@ -155,7 +155,8 @@ int run_eval(Args& args) {
   } else {
     std::printf("checkpoint  %s (%s, D=%lld) on %s\n", path.c_str(), trained.config.name.c_str(),
                 static_cast<long long>(trained.config.embedding_dim), device.str().c_str());
-    std::printf("precision   trained in %s, evaluated in %s\n", trained.precision.c_str(),
+    std::printf("precision   trained in %s, evaluated in %s\n",
+                engine::precision_name(trained.precision),
                 engine::precision_name(engine::precision()));
     std::printf("ranking     on %s, %.2f s (k-means for NMI %.2f s)\n",
                 e.retrieval.device.str().c_str(), e.seconds_retrieval, e.seconds_clustering);

@@ -287,7 +287,7 @@ int run_hardness(Args& args) {
     auto sampler = std::make_shared<data::Spc2Sampler>(*labels, pairs, static_cast<uint64_t>(seed),
                                                        /*drop_last=*/true);
     batches.source = *checkpoint;
-    batches.trained_precision = trained.precision;
+    batches.trained_precision = engine::precision_name(trained.precision);
     batches.precision = engine::precision_name(engine::precision());
     batches.count = batches_wanted;
     batches.pairs = pairs;

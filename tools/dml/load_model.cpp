@@ -5,12 +5,17 @@
 #include <filesystem>
 #include <map>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "data/dataset.h"
+#include "data/transforms.h"
 #include "engine/io/pth.h"
 #include "engine/io/safetensors.h"
 #include "engine/nn/batch_norm.h"
+#include "engine/precision.h"
 #include "kernels/common/check.h"
 #include "models/weights.h"
 #include "tools/dml/args.h"
@@ -48,6 +53,102 @@ void check_model_options(const models::ModelConfig& config) {
   }
 }
 
+namespace {
+
+// One field of the metadata, parsed by `parse` (which throws engine::Error), or an error naming
+// the file, the field and the value.
+template <typename Parse>
+auto parsed_field(const std::string& path, const char* field, const std::string& value,
+                  Parse parse) {
+  try {
+    return parse(value);
+  } catch (const engine::Error& e) {
+    engine::fail(path, ": malformed model metadata: ", field, ": ", e.what());
+  }
+}
+
+// The model description of a checkpoint: its training config's model, data and loss entries.
+nlohmann::json model_of_checkpoint(const std::string& text, const std::string& path,
+                                   TrainedModel& trained) {
+  const nlohmann::json meta = nlohmann::json::parse(text, nullptr, false);
+  ENGINE_CHECK(meta.is_object() && meta.contains("config") && meta.at("config").is_object(), path,
+               ": unreadable dml_checkpoint metadata");
+  try {
+    const nlohmann::json& c = meta.at("config");
+    nlohmann::json model = {{"name", c.at("model").at("name")},
+                            {"embedding_dim", c.at("model").at("embedding_dim")},
+                            {"bn_branches", c.at("model").at("bn_branches")},
+                            {"data", c.at("data").at("name")},
+                            {"metric", c.at("loss").at("metric")}};
+    trained.root = c.at("data").at("root").get<std::string>();
+    trained.transform = c.at("data").value("transform", "robrank");
+    model["precision"] = c.value("precision", "fp32");
+    return model;
+  } catch (const nlohmann::json::exception& e) {
+    engine::fail(path, ": malformed dml_checkpoint config: ", e.what());
+  }
+}
+
+}  // namespace
+
+TrainedModel read_model_metadata(const std::map<std::string, std::string>& metadata,
+                                 int64_t largest_extent, const std::string& path) {
+  TrainedModel trained;
+  nlohmann::json model;
+  const auto checkpoint = metadata.find("dml_checkpoint");
+  const auto bare = metadata.find("dml_model");
+  if (checkpoint != metadata.end()) {
+    model = model_of_checkpoint(checkpoint->second, path, trained);
+  } else if (bare != metadata.end()) {
+    model = nlohmann::json::parse(bare->second, nullptr, false);
+  } else {
+    throw UsageError(path +
+                     ": no dml_checkpoint or dml_model metadata; give a file written by "
+                     "`dml train` (bare weights: make one with `dml import`)");
+  }
+  std::string metric, precision;
+  try {
+    ENGINE_CHECK(model.is_object(), path, ": malformed model metadata: not a JSON object");
+    trained.config.name = model.at("name").get<std::string>();
+    trained.config.embedding_dim = integer_at(model, "embedding_dim", path + ": model metadata");
+    trained.config.bn_branches = integer_at(model, "bn_branches", path + ": model metadata");
+    trained.data = model.at("data").get<std::string>();
+    metric = model.at("metric").get<std::string>();
+    precision = model.value("precision", "fp32");  // none before the policy: all trained in fp32
+    if (checkpoint == metadata.end()) {
+      trained.root = model.value("root", "");  // none before 2026-11-29: ""
+      trained.transform = model.value("transform", "robrank");
+    }
+  } catch (const nlohmann::json::exception& e) {
+    engine::fail(path, ": malformed model metadata: ", e.what());
+  }
+  if (!models::is_model_name(trained.config.name)) {
+    engine::fail(path, ": malformed model metadata: unknown model '", trained.config.name, "'");
+  }
+  const std::vector<std::string> datasets = data::dataset_names();
+  if (std::find(datasets.begin(), datasets.end(), trained.data) == datasets.end()) {
+    engine::fail(path, ": malformed model metadata: unknown data set '", trained.data, "'");
+  }
+  // Every model ends in a layer of embedding_dim outputs and keeps each batch norm's statistics
+  // as [bn_branches, channels], so both counts are extents of tensors in the file. Checked before
+  // a model of that size is built: a corrupt count must not allocate a network of any size.
+  for (const auto& [field, count] :
+       {std::pair<const char*, int64_t>{"embedding_dim", trained.config.embedding_dim},
+        {"bn_branches", trained.config.bn_branches}}) {
+    ENGINE_CHECK(count > 0 && count <= largest_extent, path, ": malformed model metadata: ", field,
+                 " ", count, " is not between 1 and ", largest_extent,
+                 ", the largest extent of the file's tensors");
+  }
+  trained.metric = parsed_field(path, "metric", metric,
+                                [](const std::string& text) { return losses::parse_metric(text); });
+  trained.precision = parsed_field(path, "precision", precision, [](const std::string& text) {
+    return engine::parse_precision(text);
+  });
+  (void)parsed_field(path, "transform", trained.transform,
+                     [](const std::string& text) { return data::parse_transform_recipe(text); });
+  return trained;
+}
+
 TrainedModel load_trained_model(const std::string& path, const engine::Device& device) {
   require_input_file(path, "--checkpoint");
   if (engine::is_torch_checkpoint_path(path)) {
@@ -57,52 +158,12 @@ TrainedModel load_trained_model(const std::string& path, const engine::Device& d
                      "import`");
   }
   const engine::SafetensorsFile file = engine::read_safetensors(path);
-  TrainedModel trained;
-  nlohmann::json model;
+  int64_t largest_extent = 0;
+  for (const auto& [name, raw] : file.tensors) {
+    for (const int64_t extent : raw.shape) largest_extent = std::max(largest_extent, extent);
+  }
+  TrainedModel trained = read_model_metadata(file.metadata, largest_extent, path);
   const bool is_checkpoint = file.metadata.count("dml_checkpoint") > 0;
-  if (is_checkpoint) {
-    const nlohmann::json meta =
-        nlohmann::json::parse(file.metadata.at("dml_checkpoint"), nullptr, false);
-    ENGINE_CHECK(meta.is_object() && meta.contains("config"), path,
-                 ": unreadable dml_checkpoint metadata");
-    try {
-      const nlohmann::json& c = meta.at("config");
-      model = {{"name", c.at("model").at("name")},
-               {"embedding_dim", c.at("model").at("embedding_dim")},
-               {"bn_branches", c.at("model").at("bn_branches")},
-               {"data", c.at("data").at("name")},
-               {"metric", c.at("loss").at("metric")}};
-      trained.root = c.at("data").at("root").get<std::string>();
-      trained.transform = c.at("data").value("transform", "robrank");
-      trained.precision = c.value("precision", "fp32");
-    } catch (const nlohmann::json::exception& e) {
-      engine::fail(path, ": malformed dml_checkpoint config: ", e.what());
-    }
-  } else if (auto it = file.metadata.find("dml_model"); it != file.metadata.end()) {
-    model = nlohmann::json::parse(it->second, nullptr, false);
-  } else {
-    throw UsageError(path +
-                     ": no dml_checkpoint or dml_model metadata; give a file written by "
-                     "`dml train` (bare weights: make one with `dml import`)");
-  }
-  std::string metric_text;
-  try {
-    trained.config.name = model.at("name").get<std::string>();
-    trained.config.embedding_dim = integer_at(model, "embedding_dim", path + ": model metadata");
-    trained.config.bn_branches = integer_at(model, "bn_branches", path + ": model metadata");
-    trained.data = model.at("data").get<std::string>();
-    if (!is_checkpoint) trained.root = model.value("root", "");  // none before 2026-11-29: ""
-    if (!is_checkpoint) trained.transform = model.value("transform", "robrank");
-    if (!is_checkpoint) trained.precision = model.value("precision", "fp32");
-    metric_text = model.at("metric").get<std::string>();
-  } catch (const nlohmann::json::exception& e) {
-    engine::fail(path, ": malformed model metadata: ", e.what());
-  }
-  try {
-    trained.metric = losses::parse_metric(metric_text);
-  } catch (const engine::Error& e) {  // the file's fault, not an option's: named as such
-    engine::fail(path, ": malformed model metadata: metric: ", e.what());
-  }
   std::map<std::string, engine::Tensor> weights;
   for (const auto& [name, raw] : file.tensors) {
     if (!is_checkpoint) {
