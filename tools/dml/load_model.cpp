@@ -55,8 +55,8 @@ void check_model_options(const models::ModelConfig& config) {
 
 namespace {
 
-// One field of the metadata, parsed by `parse` (which throws engine::Error), or an error naming
-// the file, the field and the value.
+// One field of the metadata, parsed by `parse` (which throws engine::Error naming the value), or
+// that error prefixed with the file and the field.
 template <typename Parse>
 auto parsed_field(const std::string& path, const char* field, const std::string& value,
                   Parse parse) {
