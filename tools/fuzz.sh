@@ -28,6 +28,7 @@ seeds_of() {
     fuzz_config) echo "$ROOT/configs" ;;  # every reference config (read recursively)
     fuzz_list_file) echo "$ROOT/tests/fuzz/seeds/list_file" ;;
     fuzz_result_json) echo "$ROOT/tests/fuzz/seeds/result_json" ;;
+    fuzz_event_file) echo "$ROOT/tests/fuzz/seeds/event_file" ;;
     fuzz_model_metadata) echo "$ROOT/tests/fuzz/seeds/model_metadata" ;;
     *) echo "tools/fuzz.sh: no seeds line for $1" >&2; exit 2 ;;
   esac
@@ -35,7 +36,7 @@ seeds_of() {
 TARGETS=("$@")
 if [ ${#TARGETS[@]} -eq 0 ]; then
   TARGETS=(fuzz_safetensors fuzz_pth fuzz_npy fuzz_idx fuzz_mat fuzz_image fuzz_list_file
-           fuzz_attack_spec fuzz_config fuzz_result_json fuzz_model_metadata)
+           fuzz_attack_spec fuzz_config fuzz_result_json fuzz_model_metadata fuzz_event_file)
 fi
 for target in "${TARGETS[@]}"; do seeds_of "$target" > /dev/null; done
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Writes the hand-made seed files of the binary-format fuzz targets (docs/testing.md, Fuzzing):
-small valid .npy, safetensors, IDX and MATLAB v5 files, each laid out byte by byte from the
-format's definition (Python's standard library only), so that the fuzzer starts past the format
+small valid .npy, safetensors, IDX and MATLAB v5 files and TensorBoard event files, each laid out
+byte by byte from the format's definition (Python's standard library only), so that the fuzzer starts past the format
 checks. Run from anywhere: python3 tests/fuzz/seeds/make_seeds.py"""
 import gzip
 import json
@@ -117,3 +117,55 @@ write("mat", "numeric_char.mat", mat_file(doubles, uint8s, chars))
 write("mat", "cell_struct.mat", mat_file(cell, structure))
 compressed = zlib.compress(structure)
 write("mat", "compressed.mat", mat_file(struct.pack("<II", MI_COMPRESSED, len(compressed)) + compressed))
+
+
+# ---- TensorBoard event files: TFRecords (length, masked CRC-32C of it, data, masked CRC-32C of
+# the data) around serialized tensorboard.Event protobufs (tools/dml/tensorboard/) --------------
+def crc32c(data):
+    crc = 0xFFFFFFFF
+    for byte in data:
+        crc ^= byte
+        for _ in range(8):
+            crc = (crc >> 1) ^ 0x82F63B78 if crc & 1 else crc >> 1
+    return crc ^ 0xFFFFFFFF
+
+
+def masked_crc(data):
+    crc = crc32c(data)
+    return (((crc >> 15) | (crc << 17)) + 0xA282EAD8) & 0xFFFFFFFF
+
+
+def tfrecord(data):
+    length = struct.pack("<Q", len(data))
+    return length + struct.pack("<I", masked_crc(length)) + data + struct.pack("<I", masked_crc(data))
+
+
+def varint(value):
+    out = b""
+    while True:
+        byte, value = value & 0x7F, value >> 7
+        out += bytes([byte | (0x80 if value else 0)])
+        if not value:
+            return out
+
+
+def event(step, file_version=None, scalars=()):
+    body = b"\x09" + struct.pack("<d", 1.7e9) + (b"\x10" + varint(step) if step else b"")
+    if file_version is not None:
+        body += b"\x1a" + varint(len(file_version)) + file_version
+    values = b"".join(b"\x0a" + varint(len(v)) + v for v in (
+        b"\x0a" + varint(len(tag)) + tag + b"\x15" + struct.pack("<f", value) for tag, value in scalars))
+    if scalars:
+        body += b"\x2a" + varint(len(values)) + values
+    return body
+
+
+# Byte 0 picks the mode of tests/fuzz/fuzz_event_file.cpp ('0' a file as is, '1' records framed
+# by the target: a length byte and the Event), byte 1 the checkpoint's step.
+events = [event(0, file_version=b"brain.Event:2"), event(50, scalars=[(b"train/loss", 0.5)]),
+          event(100, scalars=[(b"train/loss", 0.4), (b"eval/recall@1", 0.8)]), event(150)]
+whole = b"".join(tfrecord(e) for e in events)
+write("event_file", "four-events.bin", b"0" + bytes([100]) + whole)
+write("event_file", "torn-tail.bin", b"0" + bytes([200]) + whole + tfrecord(events[1])[:9])
+write("event_file", "framed-by-target.bin",
+      b"1" + bytes([60]) + b"".join(bytes([len(e)]) + e for e in events) + b"\x30ab")
