@@ -10,9 +10,8 @@
 namespace data::detail {
 
 // The lines of a list file's text without their line endings ("\n" or "\r\n"); blank lines are
-// kept so that line numbers stay right. The readers split what
-// engine::detail::read_whole_file returns with it, and
-// tests/fuzz/fuzz_list_file.cpp any bytes.
+// kept so that line numbers stay right. The readers split what engine::detail::read_whole_file
+// returns with it, and tests/fuzz/fuzz_list_file.cpp any bytes.
 std::vector<std::string> split_lines(std::string_view text);
 
 // Fields separated by runs of spaces/tabs (sep == ' ') or by one character (e.g. ',').

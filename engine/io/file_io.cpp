@@ -9,7 +9,9 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <optional>
 
+#include "engine/host_memory.h"
 #include "kernels/common/check.h"
 
 namespace engine::detail {
@@ -40,13 +42,6 @@ InputFile::InputFile(const std::string& path, const std::string& what) : path_(p
     fail(path, ": cannot open ", what, ": not a regular file");
   }
   size_ = static_cast<uint64_t>(info.st_size);
-}
-
-std::string read_whole_file(const std::string& path, const std::string& what) {
-  const InputFile file(path, what);
-  std::string bytes(static_cast<std::size_t>(file.size()), '\0');
-  file.read_at(0, bytes.data(), bytes.size());
-  return bytes;
 }
 
 InputFile::~InputFile() {
@@ -148,6 +143,20 @@ void AtomicFileWriter::commit() {
     ::fsync(directory);
     ::close(directory);
   }
+}
+
+std::string read_whole_file(const std::string& path, const std::string& what) {
+  const InputFile file(path, what);
+  // Refused before a byte is read when it cannot fit (engine/host_memory.h): an overcommitting
+  // kernel would hand out the pages and kill the process as they fill. (The budget's own cap is
+  // taken whole here, not less the tensors in use as the allocator takes it.)
+  const std::optional<HostMemoryBudget> budget = host_memory_budget(0);
+  ENGINE_CHECK(!budget || file.size() <= budget->bytes, path, ": cannot read ", what, ": its ",
+               format_bytes(file.size()), " do not fit in the ", format_bytes(budget->bytes),
+               " this process may still use (", budget->limit, ")");
+  std::string bytes(static_cast<std::size_t>(file.size()), '\0');
+  file.read_at(0, bytes.data(), bytes.size());
+  return bytes;
 }
 
 }  // namespace engine::detail

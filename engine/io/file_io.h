@@ -32,7 +32,8 @@ class InputFile {
 
 // The whole content of a file that is read at once (a list file, a result JSON, a log). `what`
 // says what the file is in the errors, as InputFile's ("<path>: cannot open CUB image list: No
-// such file or directory").
+// such file or directory"); a file larger than the host memory the process may still take is
+// refused with both sizes before it is read.
 std::string read_whole_file(const std::string& path, const std::string& what);
 
 // Writes a file so that `path` is either its old content or the complete new one, never a half

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cstdint>
+#include <cstdlib>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -37,6 +38,17 @@ TEST_CASE("read_whole_file returns every byte, and names the file and what it is
                     Catch::Contains(missing + ": cannot open CUB image list: No such file"));
   CHECK_THROWS_WITH(engine::detail::read_whole_file(dir.file(""), "result file"),
                     Catch::Contains(": cannot open result file: not a regular file"));
+
+  // Larger than the memory the process may take (here a cap of 4 bytes): refused with both sizes.
+  test::write_bytes(path, bytes);
+  ::setenv("ENGINE_HOST_MEMORY_LIMIT", "4", 1);
+  CHECK_THROWS_WITH(engine::detail::read_whole_file(path, "CUB image list"),
+                    Catch::Contains(path + ": cannot read CUB image list: its 8 B do not fit in "
+                                           "the 4 B this process may still use "
+                                           "(ENGINE_HOST_MEMORY_LIMIT=4)"));
+  ::setenv("ENGINE_HOST_MEMORY_LIMIT", "8", 1);
+  CHECK(engine::detail::read_whole_file(path, "CUB image list").size() == 8);
+  ::unsetenv("ENGINE_HOST_MEMORY_LIMIT");
 }
 
 TEST_CASE("remove_abandoned_temporaries removes a killed writer's file and nothing else",
