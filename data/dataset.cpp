@@ -1,6 +1,8 @@
 // The data set registry (data/dataset.h): names, aliases, default roots.
 #include "data/dataset.h"
 
+#include <algorithm>
+
 #include "data/image_list.h"
 #include "data/mnist.h"
 #include "data/synthetic.h"
@@ -48,6 +50,11 @@ std::vector<int64_t> Dataset::labels() const {
 
 std::vector<std::string> dataset_names() {
   return {"fashion-mnist", "mnist", "cub200", "cars196", "sop", "synthetic"};
+}
+
+bool is_dataset_name(const std::string& name) {
+  const std::vector<std::string> names = dataset_names();
+  return std::find(names.begin(), names.end(), name) != names.end();
 }
 
 std::unique_ptr<Dataset> open_dataset(const std::string& name, const std::string& split,

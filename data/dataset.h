@@ -53,5 +53,7 @@ std::unique_ptr<Dataset> open_dataset(const std::string& name, const std::string
                                       const std::string& transform = "robrank");
 std::vector<SplitSummary> describe_dataset(const std::string& name, const std::string& root = "");
 std::vector<std::string> dataset_names();
+// One of dataset_names() (the canonical names; open_dataset also takes robrank's short ones).
+bool is_dataset_name(const std::string& name);
 
 }  // namespace data

@@ -287,10 +287,7 @@ TrainConfig resolve_config(const json& config, const std::string& source) {
 
   TrainConfig t;
   t.data_name = c.str("data.name");
-  bool known_data = false;
-  for (const std::string& name : data::dataset_names())
-    known_data = known_data || name == t.data_name;
-  if (!known_data) {
+  if (!data::is_dataset_name(t.data_name)) {
     std::string list;
     for (const std::string& name : data::dataset_names()) list += (list.empty() ? "" : ", ") + name;
     c.fail("data.name", "names an unknown dataset (known: " + list + ")", c.at("data.name"));

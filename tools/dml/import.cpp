@@ -10,7 +10,6 @@
 // file written is what `dml train` writes as <output_dir>/model.safetensors: the weights under
 // their own names and the dml_model metadata (tools/dml/trainer.h, model_metadata) saying which
 // model, data and metric the commands that read it should assume.
-#include <algorithm>
 #include <cstdio>
 #include <memory>
 #include <optional>
@@ -102,10 +101,9 @@ int run_import(Args& args) {
   } catch (const engine::Error& e) {
     throw UsageError(e.what());
   }
-  const std::vector<std::string> datasets = data::dataset_names();
-  if (std::find(datasets.begin(), datasets.end(), trained.data_name) == datasets.end()) {
+  if (!data::is_dataset_name(trained.data_name)) {
     std::string known;
-    for (const std::string& n : datasets) known += (known.empty() ? "" : ", ") + n;
+    for (const std::string& n : data::dataset_names()) known += (known.empty() ? "" : ", ") + n;
     throw UsageError("--data: unknown data set '" + trained.data_name + "' (known: " + known + ")");
   }
   require_input_file(weights, "--weights");

@@ -6,7 +6,6 @@
 #include <map>
 #include <string>
 #include <utility>
-#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -125,8 +124,7 @@ TrainedModel read_model_metadata(const std::map<std::string, std::string>& metad
   if (!models::is_model_name(trained.config.name)) {
     engine::fail(path, ": malformed model metadata: unknown model '", trained.config.name, "'");
   }
-  const std::vector<std::string> datasets = data::dataset_names();
-  if (std::find(datasets.begin(), datasets.end(), trained.data) == datasets.end()) {
+  if (!data::is_dataset_name(trained.data)) {
     engine::fail(path, ": malformed model metadata: unknown data set '", trained.data, "'");
   }
   // Every model ends in a layer of embedding_dim outputs and keeps each batch norm's statistics
