@@ -6,6 +6,7 @@
 #include "data/image_list.h"
 #include "data/mnist.h"
 #include "data/synthetic.h"
+#include "engine/text.h"
 #include "kernels/common/check.h"
 
 namespace data {
@@ -23,9 +24,7 @@ std::string canonical_name(const std::string& name) {
   if (name == "cars196" || name == "cars") return "cars196";
   if (name == "sop") return "sop";
   if (name == "synthetic") return "synthetic";
-  std::string known;
-  for (const std::string& n : dataset_names()) known += (known.empty() ? "" : ", ") + n;
-  fail("unknown data set '", name, "' (known: ", known, ")");
+  fail("unknown data set '", name, "' (known: ", engine::join(dataset_names()), ")");
 }
 
 void check_split(const std::string& name, const std::string& split) {

@@ -7,6 +7,7 @@
 #include <memory>
 
 #include "engine/io/file_io.h"
+#include "engine/text.h"
 #include "kernels/common/check.h"
 
 namespace data {
@@ -366,9 +367,8 @@ const MatArray& MatArray::field(int64_t index, const std::string& field_name) co
   for (std::size_t f = 0; f < field_names.size(); ++f) {
     if (field_names[f] == field_name) return field(index, f);
   }
-  std::string present;
-  for (const std::string& f : field_names) present += (present.empty() ? "" : ", ") + f;
-  fail("MAT struct '", name, "' has no field '", field_name, "' (fields: ", present, ")");
+  fail("MAT struct '", name, "' has no field '", field_name,
+       "' (fields: ", engine::join(field_names), ")");
 }
 
 std::vector<MatArray> parse_mat(const uint8_t* data, std::size_t size,

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "engine/text.h"
 #include "kernels/common/check.h"
 #include "models/c2f2.h"
 #include "models/resnet.h"
@@ -37,9 +38,7 @@ std::shared_ptr<Model> build_model(const ModelConfig& config, engine::Generator&
     options.init_weights = config.init_weights;
     return std::make_shared<ResNet>(options, gen);
   }
-  std::string known;
-  for (const std::string& name : model_names()) known += (known.empty() ? "" : ", ") + name;
-  engine::fail("unknown model '", config.name, "' (known: ", known, ")");
+  engine::fail("unknown model '", config.name, "' (known: ", engine::join(model_names()), ")");
 }
 
 }  // namespace models

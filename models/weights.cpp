@@ -9,6 +9,7 @@
 #include "engine/io/pth.h"
 #include "engine/io/safetensors.h"
 #include "engine/nn/batch_norm.h"
+#include "engine/text.h"
 #include "kernels/common/check.h"
 #include "models/model.h"
 
@@ -39,12 +40,6 @@ long mdprop_branch(const std::string& component) {
     n = 10 * n + (component[i] - '0');
   }
   return n;
-}
-
-std::string join(const std::vector<std::string>& items) {
-  std::string out;
-  for (const std::string& item : items) out += (out.empty() ? "" : ", ") + item;
-  return out;
 }
 
 // First non-finite element of a floating tensor, or -1.
@@ -172,7 +167,7 @@ void load_weights(nn::Module& model, const std::map<std::string, Tensor>& tensor
                       : std::string());
     auto section = [&](const char* title, const std::vector<std::string>& items) {
       if (!items.empty())
-        message << "\n  " << title << " (" << items.size() << "): " << join(items);
+        message << "\n  " << title << " (" << items.size() << "): " << engine::join(items);
     };
     section("one branch named twice", aliased);
     section("missing keys", missing);

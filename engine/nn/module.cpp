@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "engine/autograd.h"
+#include "engine/text.h"
 
 namespace engine::nn {
 
@@ -219,15 +220,7 @@ StateDict Module::state_dict() const {
   return out;
 }
 
-namespace {
-
-std::string join(const std::vector<std::string>& items) {
-  std::ostringstream out;
-  for (size_t i = 0; i < items.size(); ++i) out << (i ? ", " : "") << items[i];
-  return out.str();
-}
-
-}  // namespace
+namespace {}  // namespace
 
 void Module::load_state_dict(const StateDict& state, bool strict) {
   StateDict expected;

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "data/dataset.h"
+#include "engine/text.h"
 #include "kernels/common/check.h"
 #include "losses/contrastive.h"
 #include "losses/distance.h"
@@ -279,29 +280,27 @@ void apply_override(json& config, const std::string& assignment) {
   *node = value;
 }
 
-TrainConfig resolve_config(const json& config, const std::string& source) {
-  if (!config.is_object()) throw UsageError(source + ": the config must be a JSON object");
-  json resolved = default_config_json();
-  merge_checked(config, resolved, "", source);
-  const ConfigChecker c(resolved, source);
+namespace {
 
-  TrainConfig t;
+void resolve_data(const ConfigChecker& c, TrainConfig& t) {
   t.data_name = c.str("data.name");
   if (!data::is_dataset_name(t.data_name)) {
-    std::string list;
-    for (const std::string& name : data::dataset_names()) list += (list.empty() ? "" : ", ") + name;
-    c.fail("data.name", "names an unknown dataset (known: " + list + ")", c.at("data.name"));
+    c.fail("data.name",
+           "names an unknown dataset (known: " + engine::join(data::dataset_names()) + ")",
+           c.at("data.name"));
   }
   t.data_root = c.str("data.root");
   // A loader thread decodes one batch at a time: more threads than this only waste memory.
   t.num_workers = c.integer_in("data.num_workers", 0, 256);
   t.data_transform = c.one_of("data.transform", {"robrank", "revisiting"});
+}
 
+void resolve_model(const ConfigChecker& c, TrainConfig& t) {
   t.model.name = c.str("model.name");
   if (!models::is_model_name(t.model.name)) {
-    std::string list;
-    for (const std::string& name : models::model_names()) list += (list.empty() ? "" : ", ") + name;
-    c.fail("model.name", "names an unknown model (known: " + list + ")", c.at("model.name"));
+    c.fail("model.name",
+           "names an unknown model (known: " + engine::join(models::model_names()) + ")",
+           c.at("model.name"));
   }
   t.model.embedding_dim = c.integer("model.embedding_dim", 1);
   t.model.bn_branches = c.integer("model.bn_branches", 1);
@@ -320,7 +319,9 @@ TrainConfig resolve_config(const json& config, const std::string& source) {
     c.fail("model.bn_branches", "must be 1 for c2f2 (it has no batch norm; use c2f2-bn)",
            c.at("model.bn_branches"));
   }
+}
 
+void resolve_sampler(const ConfigChecker& c, TrainConfig& t) {
   t.sampler_name = c.one_of("sampler.name", {"spc2", "m_per_class"});
   t.pairs_per_batch = c.integer("sampler.pairs_per_batch", 1);
   t.classes_per_batch = c.integer("sampler.classes_per_batch", 1);
@@ -335,7 +336,30 @@ TrainConfig resolve_config(const json& config, const std::string& source) {
   if (t.drop_last && t.sampler_name != "spc2") {  // m_per_class batches are always whole
     c.fail("sampler.drop_last", "applies to sampler spc2 only", c.at("sampler.drop_last"));
   }
+}
 
+// The margin a loss takes when loss.margin is null; false where the loss has no margin.
+bool default_margin_of(Loss loss, losses::Metric metric, double& margin) {
+  switch (loss) {
+    case Loss::Triplet:
+    case Loss::Lifted:
+      margin = losses::default_margin(metric);
+      return true;
+    case Loss::Contrastive:
+      margin = losses::kContrastiveMargin;
+      return true;
+    case Loss::Margin:
+      margin = losses::MarginLossOptions().margin;
+      return true;
+    case Loss::ArcFace:
+      margin = losses::ArcFaceOptions().margin;
+      return true;
+    default:
+      return false;
+  }
+}
+
+void resolve_loss(const ConfigChecker& c, TrainConfig& t) {
   t.loss = parse_loss(c.one_of("loss.name", loss_names()));
   t.metric = losses::parse_metric(c.one_of("loss.metric", {"N", "E", "C"}));
   t.miner = losses::parse_miner(c.one_of("loss.miner", losses::miner_names()));
@@ -345,19 +369,8 @@ TrainConfig resolve_config(const json& config, const std::string& source) {
                "', which uses no miner (leave it random)",
            c.at("loss.miner"));
   }
-  bool has_margin = true;
   double default_margin = 0.0;
-  if (t.loss == Loss::Triplet || t.loss == Loss::Lifted) {
-    default_margin = losses::default_margin(t.metric);
-  } else if (t.loss == Loss::Contrastive) {
-    default_margin = losses::kContrastiveMargin;
-  } else if (t.loss == Loss::Margin) {
-    default_margin = losses::MarginLossOptions().margin;
-  } else if (t.loss == Loss::ArcFace) {
-    default_margin = losses::ArcFaceOptions().margin;
-  } else {
-    has_margin = false;
-  }
+  const bool has_margin = default_margin_of(t.loss, t.metric, default_margin);
   if (c.at("loss.margin").is_null()) {
     t.margin = default_margin;
   } else if (!has_margin) {
@@ -382,7 +395,11 @@ TrainConfig resolve_config(const json& config, const std::string& source) {
   t.arcface.margin = t.loss == Loss::ArcFace ? t.margin : t.arcface.margin;
   t.lifted_norm_weight = c.number("loss.lifted.norm_weight", 0.0, false);
   t.npair_norm_weight = c.number("loss.npair.norm_weight", 0.0, false);
+}
 
+// `resolved` is the config `c` reads: resolve_param_groups fills the groups' defaults in there.
+void resolve_optimizer(const ConfigChecker& c, json& resolved, const std::string& source,
+                       TrainConfig& t) {
   t.optimizer.name = c.one_of("optimizer.name", {"adam", "adamw", "sgd"});
   t.optimizer.lr = c.number("optimizer.lr", 0.0, true);
   t.optimizer.weight_decay = c.number("optimizer.weight_decay", 0.0, false);
@@ -399,16 +416,11 @@ TrainConfig resolve_config(const json& config, const std::string& source) {
   }
   t.optimizer.groups =
       resolve_param_groups(resolved.at("optimizer").at("groups"), t.optimizer, source);
+}
 
-  if (t.sampler_name == "m_per_class" && !loss_takes_any_batch(t)) {
-    c.fail("sampler.name",
-           std::string("m_per_class batches have no anchor/partner layout, which loss '") +
-               loss_name(t.loss) +
-               "' needs (use spc2, or a loss that takes any labeled batch: arcface, or "
-               "multi_similarity with spc2_anchors false)",
-           c.at("sampler.name"));
-  }
-  t.defense = resolve_defense(c, t);
+// How the run goes: data parallelism, epochs, evaluation, logging, output, seed, device and
+// precision.
+void resolve_run(const ConfigChecker& c, TrainConfig& t) {
   // Whether the micro-batches fit the batch and the defense also depends on the number of MPI
   // ranks: checked when training starts (data_parallel.h, check_micro_batches).
   t.micro_batches = c.integer_in("train.micro_batches", 1, 1 << 20);
@@ -438,6 +450,32 @@ TrainConfig resolve_config(const json& config, const std::string& source) {
   } catch (const engine::Error& e) {
     c.fail("precision", "must be fp32, tf32 or bf16", c.at("precision"));
   }
+}
+
+}  // namespace
+
+TrainConfig resolve_config(const json& config, const std::string& source) {
+  if (!config.is_object()) throw UsageError(source + ": the config must be a JSON object");
+  json resolved = default_config_json();
+  merge_checked(config, resolved, "", source);
+  const ConfigChecker c(resolved, source);
+
+  TrainConfig t;
+  resolve_data(c, t);
+  resolve_model(c, t);
+  resolve_sampler(c, t);
+  resolve_loss(c, t);
+  resolve_optimizer(c, resolved, source, t);
+  if (t.sampler_name == "m_per_class" && !loss_takes_any_batch(t)) {
+    c.fail("sampler.name",
+           std::string("m_per_class batches have no anchor/partner layout, which loss '") +
+               loss_name(t.loss) +
+               "' needs (use spc2, or a loss that takes any labeled batch: arcface, or "
+               "multi_similarity with spc2_anchors false)",
+           c.at("sampler.name"));
+  }
+  t.defense = resolve_defense(c, t);
+  resolve_run(c, t);
   t.resolved = resolved;  // after resolve_param_groups filled the groups in
   return t;
 }
@@ -464,13 +502,11 @@ std::vector<size_t> assign_param_groups(const std::vector<std::string>& names,
       const std::string top = name.substr(0, name.find('.') + 1);
       if (std::find(tops.begin(), tops.end(), top) == tops.end()) tops.push_back(top);
     }
-    std::string list;
-    for (const std::string& top : tops) list += (list.empty() ? "" : ", ") + top;
     throw UsageError("config key 'optimizer.groups[" + std::to_string(g) + "].match' (\"" +
                      groups[g].match + "\") " +
                      (matches_any ? "only matches parameters an earlier group already took"
                                   : "matches no parameter") +
-                     "; the model's parameter names start with " + list);
+                     "; the model's parameter names start with " + engine::join(tops));
   }
   return group_of;
 }

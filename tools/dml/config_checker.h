@@ -12,6 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "engine/text.h"
 #include "tools/dml/args.h"
 
 namespace dml {
@@ -60,12 +61,10 @@ class ConfigChecker {
   }
   std::string one_of(const std::string& key, const std::vector<std::string>& allowed) const {
     const std::string value = str(key);
-    std::string list;
     for (const std::string& a : allowed) {
       if (a == value) return value;
-      list += (list.empty() ? "" : ", ") + a;
     }
-    fail(key, "must be one of " + list, at(key));
+    fail(key, "must be one of " + engine::join(allowed), at(key));
   }
   [[noreturn]] void fail(const std::string& key, const std::string& why,
                          const nlohmann::json& value) const {

@@ -16,6 +16,7 @@
 #include "data/transforms.h"
 #include "engine/device.h"
 #include "engine/io/npy.h"
+#include "engine/text.h"
 #include "models/embed.h"
 #include "models/registry.h"
 #include "models/weights.h"
@@ -61,11 +62,7 @@ const char* kUsageFromData =
     "  --bn-branches K      batch-norm branches of the weights (default 1); branch 0 embeds\n"
     "  --bn-branch k        embed through BN branch k instead (0 <= k < K)\n";
 
-std::string usage() {
-  std::string datasets;
-  for (const std::string& n : data::dataset_names()) datasets += (datasets.empty() ? "" : ", ") + n;
-  return kUsageToData + datasets + kUsageFromData;
-}
+std::string usage() { return kUsageToData + engine::join(data::dataset_names()) + kUsageFromData; }
 
 engine::Tensor embed_dataset(models::Model& model, const data::Dataset& dataset,
                              int64_t batch_size) {

@@ -32,6 +32,7 @@
 #include "engine/ops.h"
 #include "engine/precision.h"
 #include "engine/random.h"
+#include "engine/text.h"
 #include "kernels/common/check.h"
 #include "losses/miners.h"
 #include "metrics/labels.h"
@@ -98,9 +99,8 @@ std::vector<losses::Miner> parse_miners(const std::string& text) {
   while (std::getline(stream, name, ',')) {
     const std::optional<losses::Miner> miner = losses::find_miner(name);
     if (!miner) {
-      std::string known;
-      for (const std::string& n : losses::miner_names()) known += (known.empty() ? "" : ", ") + n;
-      throw UsageError("--miners: unknown miner '" + name + "' (known: " + known + ")");
+      throw UsageError("--miners: unknown miner '" + name +
+                       "' (known: " + engine::join(losses::miner_names()) + ")");
     }
     miners.push_back(*miner);
   }

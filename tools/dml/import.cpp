@@ -19,6 +19,7 @@
 #include "data/dataset.h"
 #include "data/transforms.h"
 #include "engine/precision.h"
+#include "engine/text.h"
 #include "kernels/common/check.h"
 #include "models/registry.h"
 #include "models/weights.h"
@@ -58,11 +59,7 @@ const char kUsageFromData[] =
     "  --out FILE           the model file to write (an existing file only with --overwrite)\n"
     "  --overwrite          replace an existing --out file\n";
 
-std::string usage() {
-  std::string datasets;
-  for (const std::string& n : data::dataset_names()) datasets += (datasets.empty() ? "" : ", ") + n;
-  return kUsageToData + datasets + kUsageFromData;
-}
+std::string usage() { return kUsageToData + engine::join(data::dataset_names()) + kUsageFromData; }
 
 }  // namespace
 
@@ -102,9 +99,8 @@ int run_import(Args& args) {
     throw UsageError(e.what());
   }
   if (!data::is_dataset_name(trained.data_name)) {
-    std::string known;
-    for (const std::string& n : data::dataset_names()) known += (known.empty() ? "" : ", ") + n;
-    throw UsageError("--data: unknown data set '" + trained.data_name + "' (known: " + known + ")");
+    throw UsageError("--data: unknown data set '" + trained.data_name +
+                     "' (known: " + engine::join(data::dataset_names()) + ")");
   }
   require_input_file(weights, "--weights");
   refuse_output_over_input(out, "--out", weights, "--weights");

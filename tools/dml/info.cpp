@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "data/dataset.h"
+#include "engine/text.h"
 #include "models/registry.h"
 #include "models/summary.h"
 #include "tools/dml/commands.h"
@@ -36,13 +37,7 @@ const char* kUsageFromData =
     "                       and benchmarks only) its shape, e.g. size=32,classes=10\n"
     "                       (docs/config.md)\n";
 
-std::string join(const std::vector<std::string>& items) {
-  std::string out;
-  for (const std::string& item : items) out += (out.empty() ? "" : ", ") + item;
-  return out;
-}
-
-std::string usage() { return kUsageToData + join(data::dataset_names()) + kUsageFromData; }
+std::string usage() { return kUsageToData + engine::join(data::dataset_names()) + kUsageFromData; }
 
 int info_model(const std::string& name, Args& args) {
   models::ModelConfig config;
@@ -53,7 +48,8 @@ int info_model(const std::string& name, Args& args) {
   config.init_weights = false;  // counts and shapes only: skip the ResNets' kaiming re-init
   args.finish();
   if (!models::is_model_name(name)) {
-    throw UsageError("unknown model '" + name + "' (known: " + join(models::model_names()) + ")");
+    throw UsageError("unknown model '" + name + "' (known: " + engine::join(models::model_names()) +
+                     ")");
   }
   if (config.embedding_dim <= 0) {
     throw UsageError("--embedding-dim must be positive, got " +

@@ -15,6 +15,7 @@
 #include "engine/io/safetensors.h"
 #include "engine/nn/batch_norm.h"
 #include "engine/precision.h"
+#include "engine/text.h"
 #include "kernels/common/check.h"
 #include "models/weights.h"
 #include "tools/dml/args.h"
@@ -41,9 +42,8 @@ models::ModelConfig take_model_options(Args& args) {
 
 void check_model_options(const models::ModelConfig& config) {
   if (!models::is_model_name(config.name)) {
-    std::string known;
-    for (const std::string& n : models::model_names()) known += (known.empty() ? "" : ", ") + n;
-    throw UsageError("unknown model '" + config.name + "' (known: " + known + ")");
+    throw UsageError("unknown model '" + config.name +
+                     "' (known: " + engine::join(models::model_names()) + ")");
   }
   if (config.embedding_dim <= 0) throw UsageError("--embedding-dim must be positive");
   if (config.bn_branches <= 0) throw UsageError("--bn-branches must be positive");
