@@ -197,113 +197,116 @@ nlohmann::ordered_json report(const std::vector<MinerStats>& stats, const Batche
   return out;
 }
 
-}  // namespace
+// The command line, read and checked before any work.
+struct HardnessOptions {
+  std::optional<std::string> checkpoint, embeddings, labels, data_name, root, device;
+  std::string split, out_path;
+  int64_t max_images = 0, batches = 0, pairs = 0, seed = 0, batch_size = 0;
+  std::vector<losses::Miner> miners;
+  std::optional<losses::Metric> metric;
+  std::optional<double> margin;
+  ExistingResult existing;
+};
 
-int run_hardness(Args& args) {
-  if (args.take_flag("--help") || args.take_flag("-h")) {
-    std::fputs(kUsage, stdout);
-    return 0;
-  }
-  const std::optional<std::string> checkpoint = args.take_optional("--checkpoint");
-  const std::optional<std::string> embeddings_path = args.take_optional("--embeddings");
-  const std::optional<std::string> labels_path = args.take_optional("--labels");
-  const std::optional<std::string> data_name = args.take_optional("--data");
-  const std::string split = args.take_string("--split", "train");
-  const std::optional<std::string> root = args.take_optional("--root");
-  const int64_t max_images = args.take_int("--max-images", 0);
-  const int64_t batches_wanted = args.take_int("--batches", 1000);
-  const int64_t pairs_option = args.take_int("--pairs-per-batch", 0);
-  const std::vector<losses::Miner> miners =
+HardnessOptions take_hardness_options(Args& args) {
+  HardnessOptions o;
+  o.checkpoint = args.take_optional("--checkpoint");
+  o.embeddings = args.take_optional("--embeddings");
+  o.labels = args.take_optional("--labels");
+  o.data_name = args.take_optional("--data");
+  o.split = args.take_string("--split", "train");
+  o.root = args.take_optional("--root");
+  o.max_images = args.take_int("--max-images", 0);
+  o.batches = args.take_int("--batches", 1000);
+  o.pairs = args.take_int("--pairs-per-batch", 0);
+  o.miners =
       parse_miners(args.take_string("--miners", "random,semihard,softhard,distance,hardest"));
-  const std::optional<losses::Metric> metric_option = take_metric_option(args);
+  o.metric = take_metric_option(args);
   const std::optional<std::string> margin_text = args.take_optional("--margin");
-  const int64_t seed = args.take_int("--seed", 0);
-  const int64_t batch_size = args.take_int("--batch-size", 256);
-  const std::optional<std::string> device_text = args.take_optional("--device");
-  const std::string out_path = args.take_string("--out", "");
-  const ExistingResult existing = take_existing_result_flags(args, /*can_resume=*/false);
+  o.seed = args.take_int("--seed", 0);
+  o.batch_size = args.take_int("--batch-size", 256);
+  o.device = args.take_optional("--device");
+  o.out_path = args.take_string("--out", "");
+  o.existing = take_existing_result_flags(args, /*can_resume=*/false);
   args.finish();
 
-  if (checkpoint.has_value() == embeddings_path.has_value()) {
+  if (o.checkpoint.has_value() == o.embeddings.has_value()) {
     throw UsageError("give either --checkpoint FILE or --embeddings FILE --labels FILE");
   }
-  if (embeddings_path.has_value() != labels_path.has_value()) {
+  if (o.embeddings.has_value() != o.labels.has_value()) {
     throw UsageError("--embeddings and --labels go together");
   }
-  if (embeddings_path && (data_name || root || max_images != 0)) {
+  if (o.embeddings && (o.data_name || o.root || o.max_images != 0)) {
     throw UsageError("--data, --root and --max-images are for --checkpoint");
   }
-  if (embeddings_path && pairs_option == 0) {
-    throw UsageError("--embeddings needs --pairs-per-batch P");
-  }
-  if (pairs_option < 0 || pairs_option == 1) {
+  if (o.embeddings && o.pairs == 0) throw UsageError("--embeddings needs --pairs-per-batch P");
+  if (o.pairs < 0 || o.pairs == 1) {
     throw UsageError("--pairs-per-batch must be >= 2 (a variance needs two triplets)");
   }
-  if (batches_wanted < 1) throw UsageError("--batches must be >= 1");
-  if (max_images < 0) throw UsageError("--max-images must be >= 0");
-  if (seed < 0) throw UsageError("--seed must be >= 0");
-  if (batch_size <= 0) throw UsageError("--batch-size must be positive");
-  if (split != "train" && split != "test") {
-    throw UsageError("--split must be train or test, got '" + split + "'");
+  if (o.batches < 1) throw UsageError("--batches must be >= 1");
+  if (o.max_images < 0) throw UsageError("--max-images must be >= 0");
+  if (o.seed < 0) throw UsageError("--seed must be >= 0");
+  if (o.batch_size <= 0) throw UsageError("--batch-size must be positive");
+  if (o.split != "train" && o.split != "test") {
+    throw UsageError("--split must be train or test, got '" + o.split + "'");
   }
-  std::optional<double> margin_value;
   if (margin_text) {
     char* end = nullptr;
-    margin_value = std::strtod(margin_text->c_str(), &end);
-    if (margin_text->empty() || *end != '\0' || !std::isfinite(*margin_value)) {
+    o.margin = std::strtod(margin_text->c_str(), &end);
+    if (margin_text->empty() || *end != '\0' || !std::isfinite(*o.margin)) {
       throw UsageError("--margin: not a finite number: '" + *margin_text + "'");
     }
   }
-  check_result_file(out_path, "--out", existing);
+  return o;
+}
 
-  Batches batches;
-  losses::Metric metric = metric_option.value_or(losses::Metric::N);
-  if (embeddings_path) {
-    require_input_file(*embeddings_path, "--embeddings");
-    require_input_file(*labels_path, "--labels");
-    batches = embedding_batches(*embeddings_path, *labels_path, pairs_option);
-    batches.count = std::min(batches.count, batches_wanted);
-  } else {
-    refuse_output_over_input(out_path, "--out", *checkpoint, "--checkpoint");
-    const engine::Device device = parse_device_option(device_text);
-    const TrainedModel trained = load_trained_model(*checkpoint, device);
-    metric = metric_option.value_or(trained.metric);
-    const std::string dataset_name = data_name.value_or(trained.data);
-    const std::unique_ptr<data::Dataset> dataset = open_data_option(
-        dataset_name, split, root.value_or(data_name ? "" : trained.root), trained.transform);
-    const int64_t m = max_images > 0 ? std::min(max_images, dataset->size()) : dataset->size();
-    // robrank's training batches (its SPC-2 sampler; docs/references.md): 128 pairs for 28 x 28
-    // images, 56 pairs (the paper's 112 images) for 224 x 224.
-    const int64_t pairs =
-        pairs_option > 0 ? pairs_option : (dataset->image_shape().back() <= 28 ? 128 : 56);
-    if (2 * pairs > m) {
-      throw UsageError("a batch of " + std::to_string(pairs) + " pairs needs " +
-                       std::to_string(pairs) + " images; " + dataset_name + " " + split +
-                       " gives " + std::to_string(m));
-    }
-    auto labels = std::make_shared<std::vector<int64_t>>(split_labels(*dataset, m));
-    auto embeddings =
-        std::make_shared<engine::Tensor>(embed_split(*trained.model, *dataset, m, batch_size));
-    auto sampler = std::make_shared<data::Spc2Sampler>(*labels, pairs, static_cast<uint64_t>(seed),
-                                                       /*drop_last=*/true);
-    batches.source = *checkpoint;
-    batches.trained_precision = engine::precision_name(trained.precision);
-    batches.precision = engine::precision_name(engine::precision());
-    batches.count = batches_wanted;
-    batches.pairs = pairs;
-    batches.batch = [embeddings, labels, sampler](int64_t) {
-      const std::vector<int64_t> index = sampler->next();
-      std::vector<int64_t> batch_labels;
-      for (int64_t i : index) batch_labels.push_back((*labels)[static_cast<size_t>(i)]);
-      const int64_t rows = static_cast<int64_t>(index.size());
-      return std::make_pair(
-          engine::index_select(*embeddings, engine::Tensor::from_indices(index, {rows}, {})),
-          engine::Tensor::from_indices(batch_labels, {rows}, {}));
-    };
+// SPC-2 batches of a checkpoint's embeddings of --split, drawn as training draws them; `metric`
+// becomes the training loss's unless --metric chose one.
+Batches checkpoint_batches(const HardnessOptions& o, losses::Metric& metric) {
+  refuse_output_over_input(o.out_path, "--out", *o.checkpoint, "--checkpoint");
+  const engine::Device device = parse_device_option(o.device);
+  const TrainedModel trained = load_trained_model(*o.checkpoint, device);
+  metric = o.metric.value_or(trained.metric);
+  const std::string dataset_name = o.data_name.value_or(trained.data);
+  const std::unique_ptr<data::Dataset> dataset = open_data_option(
+      dataset_name, o.split, o.root.value_or(o.data_name ? "" : trained.root), trained.transform);
+  const int64_t m = o.max_images > 0 ? std::min(o.max_images, dataset->size()) : dataset->size();
+  // robrank's training batches (its SPC-2 sampler; docs/references.md): 128 pairs for 28 x 28
+  // images, 56 pairs (the paper's 112 images) for 224 x 224.
+  const int64_t pairs = o.pairs > 0 ? o.pairs : (dataset->image_shape().back() <= 28 ? 128 : 56);
+  if (2 * pairs > m) {
+    throw UsageError("a batch of " + std::to_string(pairs) + " pairs needs " +
+                     std::to_string(pairs) + " images; " + dataset_name + " " + o.split +
+                     " gives " + std::to_string(m));
   }
-  const double margin = margin_value.value_or(losses::default_margin(metric));
+  auto labels = std::make_shared<std::vector<int64_t>>(split_labels(*dataset, m));
+  auto embeddings =
+      std::make_shared<engine::Tensor>(embed_split(*trained.model, *dataset, m, o.batch_size));
+  auto sampler = std::make_shared<data::Spc2Sampler>(*labels, pairs, static_cast<uint64_t>(o.seed),
+                                                     /*drop_last=*/true);
+  Batches batches;
+  batches.source = *o.checkpoint;
+  batches.trained_precision = engine::precision_name(trained.precision);
+  batches.precision = engine::precision_name(engine::precision());
+  batches.count = o.batches;
+  batches.pairs = pairs;
+  batches.batch = [embeddings, labels, sampler](int64_t) {
+    const std::vector<int64_t> index = sampler->next();
+    std::vector<int64_t> batch_labels;
+    for (int64_t i : index) batch_labels.push_back((*labels)[static_cast<size_t>(i)]);
+    const int64_t rows = static_cast<int64_t>(index.size());
+    return std::make_pair(
+        engine::index_select(*embeddings, engine::Tensor::from_indices(index, {rows}, {})),
+        engine::Tensor::from_indices(batch_labels, {rows}, {}));
+  };
+  return batches;
+}
 
-  // One stream for every miner's draws, batch after batch, miner after miner (each takes 2P).
+// Every miner on every batch: one stream for all the miners' draws, batch after batch, miner
+// after miner (each takes 2P).
+std::vector<MinerStats> measure_miners(const Batches& batches,
+                                       const std::vector<losses::Miner>& miners,
+                                       losses::Metric metric, double margin, int64_t seed) {
   engine::Generator gen(static_cast<uint64_t>(seed));
   std::vector<MinerStats> stats;
   for (losses::Miner miner : miners) stats.push_back({miner, {}, {}});
@@ -317,10 +320,35 @@ int run_hardness(Args& args) {
       s.batch_variances.push_back(sample_variance(h));
     }
   }
-  const nlohmann::ordered_json out = report(stats, batches, metric, margin, seed);
-  if (!out_path.empty()) {
-    engine::detail::write_file_atomically(out_path, out.dump(2) + "\n");
-    std::printf("wrote %s\n", out_path.c_str());
+  return stats;
+}
+
+}  // namespace
+
+int run_hardness(Args& args) {
+  if (args.take_flag("--help") || args.take_flag("-h")) {
+    std::fputs(kUsage, stdout);
+    return 0;
+  }
+  const HardnessOptions o = take_hardness_options(args);
+  check_result_file(o.out_path, "--out", o.existing);
+
+  Batches batches;
+  losses::Metric metric = o.metric.value_or(losses::Metric::N);
+  if (o.embeddings) {
+    require_input_file(*o.embeddings, "--embeddings");
+    require_input_file(*o.labels, "--labels");
+    batches = embedding_batches(*o.embeddings, *o.labels, o.pairs);
+    batches.count = std::min(batches.count, o.batches);
+  } else {
+    batches = checkpoint_batches(o, metric);
+  }
+  const double margin = o.margin.value_or(losses::default_margin(metric));
+  const std::vector<MinerStats> stats = measure_miners(batches, o.miners, metric, margin, o.seed);
+  const nlohmann::ordered_json out = report(stats, batches, metric, margin, o.seed);
+  if (!o.out_path.empty()) {
+    engine::detail::write_file_atomically(o.out_path, out.dump(2) + "\n");
+    std::printf("wrote %s\n", o.out_path.c_str());
   }
   return 0;
 }
