@@ -200,58 +200,14 @@ class Parser {
 
     switch (array_class) {
       case kMxCell:
-        out.kind = MatArray::Kind::Cell;
-        for (int64_t i = 0; i < numel; ++i) {
-          out.elements.push_back(matrix(next(e.data, e.size, pos, "cell " + label), depth + 1));
-        }
+        read_cell(e, pos, numel, label, depth, out);
         return out;
-      case kMxStruct: {
-        out.kind = MatArray::Kind::Struct;
-        const Element length = next(e.data, e.size, pos, "field name length");
-        if (length.type != kMiInt32 || length.size != 4 || le32(length.data) == 0) {
-          fail(file_, ": corrupt MAT-file: bad field name length in struct ", label);
-        }
-        const uint64_t field_length = le32(length.data);
-        const Element names = next(e.data, e.size, pos, "field names");
-        if (names.type != kMiInt8 || names.size % field_length != 0) {
-          fail(file_, ": corrupt MAT-file: bad field names in struct ", label);
-        }
-        for (uint64_t f = 0; f < names.size / field_length; ++f) {
-          const char* start = reinterpret_cast<const char*>(names.data + f * field_length);
-          out.field_names.emplace_back(start, strnlen(start, field_length));
-        }
-        // A struct without fields stores nothing, however many elements it declares (up to
-        // 2^40: looping over them took hours; found by fuzz_mat).
-        if (out.field_names.empty()) return out;
-        for (int64_t i = 0; i < numel; ++i) {
-          for (const std::string& field : out.field_names) {
-            out.elements.push_back(
-                matrix(next(e.data, e.size, pos, label + "." + field), depth + 1));
-          }
-        }
+      case kMxStruct:
+        read_struct(e, pos, numel, label, depth, out);
         return out;
-      }
-      case kMxChar: {
-        out.kind = MatArray::Kind::Char;
-        const Element chars = next(e.data, e.size, pos, "characters of " + label);
-        std::vector<uint32_t> units;
-        if (chars.type == kMiUint16 || chars.type == kMiUtf16) {
-          for (uint64_t i = 0; i + 1 < chars.size; i += 2) {
-            units.push_back(uint32_t(chars.data[i]) | (uint32_t(chars.data[i + 1]) << 8));
-          }
-        } else if (chars.type == kMiUtf8 || chars.type == kMiUint8 || chars.type == kMiInt8) {
-          // Bytes; miUTF8 multi-byte sequences are kept as they are (copied byte by byte).
-          for (uint64_t i = 0; i < chars.size; ++i) units.push_back(chars.data[i]);
-        } else {
-          fail(file_, ": unsupported character encoding (type ", chars.type, ") in ", label);
-        }
-        if (chars.type != kMiUtf8 && static_cast<int64_t>(units.size()) != numel) {
-          fail(file_, ": corrupt MAT-file: char array ", label, " has ", units.size(),
-               " characters for ", numel, " elements");
-        }
-        out.text = char_text(units, out.dims, chars.type);
+      case kMxChar:
+        read_char(e, pos, numel, label, out);
         return out;
-      }
       case kMxObject:
       case kMxSparse:
         fail(file_, ": unsupported MATLAB array class ", array_class, " (sparse/object) in ",
@@ -262,6 +218,71 @@ class Parser {
     if (array_class < 6 || array_class > 15) {
       fail(file_, ": unsupported MATLAB array class ", array_class, " in ", label);
     }
+    read_numeric(e, pos, numel, label, out);
+    return out;
+  }
+
+  // The body of each array class, read from `pos` inside matrix element `e` (whose flags,
+  // dimensions and name matrix() has read) into `out`; `numel` is the product of the dimensions
+  // and `label` the array's name for messages.
+  void read_cell(const Element& e, uint64_t& pos, int64_t numel, const std::string& label,
+                 int depth, MatArray& out) const {
+    out.kind = MatArray::Kind::Cell;
+    for (int64_t i = 0; i < numel; ++i) {
+      out.elements.push_back(matrix(next(e.data, e.size, pos, "cell " + label), depth + 1));
+    }
+  }
+
+  void read_struct(const Element& e, uint64_t& pos, int64_t numel, const std::string& label,
+                   int depth, MatArray& out) const {
+    out.kind = MatArray::Kind::Struct;
+    const Element length = next(e.data, e.size, pos, "field name length");
+    if (length.type != kMiInt32 || length.size != 4 || le32(length.data) == 0) {
+      fail(file_, ": corrupt MAT-file: bad field name length in struct ", label);
+    }
+    const uint64_t field_length = le32(length.data);
+    const Element names = next(e.data, e.size, pos, "field names");
+    if (names.type != kMiInt8 || names.size % field_length != 0) {
+      fail(file_, ": corrupt MAT-file: bad field names in struct ", label);
+    }
+    for (uint64_t f = 0; f < names.size / field_length; ++f) {
+      const char* start = reinterpret_cast<const char*>(names.data + f * field_length);
+      out.field_names.emplace_back(start, strnlen(start, field_length));
+    }
+    // A struct without fields stores nothing, however many elements it declares (up to
+    // 2^40: looping over them took hours; found by fuzz_mat).
+    if (out.field_names.empty()) return;
+    for (int64_t i = 0; i < numel; ++i) {
+      for (const std::string& field : out.field_names) {
+        out.elements.push_back(matrix(next(e.data, e.size, pos, label + "." + field), depth + 1));
+      }
+    }
+  }
+
+  void read_char(const Element& e, uint64_t& pos, int64_t numel, const std::string& label,
+                 MatArray& out) const {
+    out.kind = MatArray::Kind::Char;
+    const Element chars = next(e.data, e.size, pos, "characters of " + label);
+    std::vector<uint32_t> units;
+    if (chars.type == kMiUint16 || chars.type == kMiUtf16) {
+      for (uint64_t i = 0; i + 1 < chars.size; i += 2) {
+        units.push_back(uint32_t(chars.data[i]) | (uint32_t(chars.data[i + 1]) << 8));
+      }
+    } else if (chars.type == kMiUtf8 || chars.type == kMiUint8 || chars.type == kMiInt8) {
+      // Bytes; miUTF8 multi-byte sequences are kept as they are (copied byte by byte).
+      for (uint64_t i = 0; i < chars.size; ++i) units.push_back(chars.data[i]);
+    } else {
+      fail(file_, ": unsupported character encoding (type ", chars.type, ") in ", label);
+    }
+    if (chars.type != kMiUtf8 && static_cast<int64_t>(units.size()) != numel) {
+      fail(file_, ": corrupt MAT-file: char array ", label, " has ", units.size(),
+           " characters for ", numel, " elements");
+    }
+    out.text = char_text(units, out.dims, chars.type);
+  }
+
+  void read_numeric(const Element& e, uint64_t& pos, int64_t numel, const std::string& label,
+                    MatArray& out) const {
     out.kind = MatArray::Kind::Numeric;
     const Element real = next(e.data, e.size, pos, "real part of " + label);
     const int64_t item = mi_type_size(real.type);
@@ -275,7 +296,7 @@ class Parser {
     out.numbers.reserve(static_cast<std::size_t>(numel));
     for (int64_t i = 0; i < numel; ++i)
       out.numbers.push_back(mi_value(real.type, real.data + i * item));
-    return out;  // an imaginary part, if any, follows and is ignored
+    // An imaginary part, if any, follows and is ignored.
   }
 
   // Decompresses a miCOMPRESSED element's zlib stream.

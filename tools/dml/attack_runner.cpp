@@ -95,6 +95,83 @@ ProcessBatches batches_of_this_process(models::Model& model, const SplitImages& 
   return process;
 }
 
+// The summary before the first batch: the attack named, the pixel range empty.
+AttackSummary empty_summary(const attacks::AttackSpec& spec) {
+  AttackSummary summary;
+  summary.spec = attacks::attack_spec_string(spec);
+  summary.label = attacks::attack_label(spec);
+  summary.perturbation.min_pixel = std::numeric_limits<double>::infinity();
+  summary.perturbation.max_pixel = -std::numeric_limits<double>::infinity();
+  return summary;
+}
+
+// The .npy file of the adversarial images [n, image shape...] (null for an empty path).
+std::unique_ptr<engine::NpyRowWriter> open_adversarial_file(const std::string& path,
+                                                            const data::Dataset& dataset,
+                                                            int64_t n) {
+  if (path.empty()) return nullptr;
+  engine::Shape shape = {n};
+  for (int64_t d : dataset.image_shape()) shape.push_back(d);
+  return std::make_unique<engine::NpyRowWriter>(path, engine::DType::F32, shape);
+}
+
+// The sums of each measure over this process's batches and, when the batches are split over
+// ranks, the per-image values that the gather after the last batch needs.
+struct MeasureTally {
+  std::vector<double> sum_clean, sum_adversarial;
+  std::vector<std::vector<double>> clean_values, adversarial_values;
+};
+
+// Adds one batch's measures to the tally (its values too with keep_values) and its perturbation
+// report to the summary's worst case; the first batch names the measures.
+void tally_batch(const attacks::BatchResult& r, bool keep_values, AttackSummary& summary,
+                 MeasureTally& tally) {
+  if (summary.names.empty()) {  // this process's first batch
+    for (const auto& [name, values] : r.clean) summary.names.push_back(name);
+    tally.sum_clean.assign(summary.names.size(), 0.0);
+    tally.sum_adversarial.assign(summary.names.size(), 0.0);
+    tally.clean_values.resize(summary.names.size());
+    tally.adversarial_values.resize(summary.names.size());
+  }
+  for (size_t m = 0; m < summary.names.size(); ++m) {
+    for (double v : r.clean[m].second) tally.sum_clean[m] += v;
+    for (double v : r.adversarial[m].second) tally.sum_adversarial[m] += v;
+    if (keep_values) {
+      const std::vector<double>& c = r.clean[m].second;
+      const std::vector<double>& a = r.adversarial[m].second;
+      tally.clean_values[m].insert(tally.clean_values[m].end(), c.begin(), c.end());
+      tally.adversarial_values[m].insert(tally.adversarial_values[m].end(), a.begin(), a.end());
+    }
+  }
+  attacks::PerturbationReport& worst = summary.perturbation;
+  worst.max_delta = std::max(worst.max_delta, r.perturbation.max_delta);
+  worst.nan_count += r.perturbation.nan_count;
+  worst.min_pixel = std::min(worst.min_pixel, r.perturbation.min_pixel);
+  worst.max_pixel = std::max(worst.max_pixel, r.perturbation.max_pixel);
+}
+
+// Where the run stands after the batch that ended at image `end`.
+struct Progress {
+  int64_t batch = 0, batches = 0, end = 0, images = 0;
+  double seconds = 0.0, eta_seconds = 0.0;
+  bool last_of_process = false;
+};
+
+// One progress line on stderr, redrawn in place on a terminal: the batch, the images done, the
+// first measure's running mean clean -> adversarial, the time and the estimate of what is left.
+void print_progress(const AttackSummary& summary, const MeasureTally& tally, const Progress& p,
+                    bool tty) {
+  const double done = static_cast<double>(p.end);
+  std::fprintf(stderr,
+               "%s%-6s batch %lld/%lld  %lld/%lld images  %s %.2f -> %.2f  %.0fs (eta %.0fs)%s",
+               tty ? "\r" : "", summary.label.c_str(), static_cast<long long>(p.batch + 1),
+               static_cast<long long>(p.batches), static_cast<long long>(p.end),
+               static_cast<long long>(p.images), summary.names[0].c_str(),
+               tally.sum_clean[0] / done, tally.sum_adversarial[0] / done, p.seconds, p.eta_seconds,
+               tty && !p.last_of_process ? "\x1b[K" : "\n");
+  std::fflush(stderr);
+}
+
 }  // namespace
 
 AttackSummary run_attack(models::Model& model, const SplitImages& split,
@@ -106,11 +183,7 @@ AttackSummary run_attack(models::Model& model, const SplitImages& split,
   const int64_t n =
       settings.max_images > 0 ? std::min(settings.max_images, total_images) : total_images;
   ENGINE_CHECK(settings.batch_size > 0, "run_attack: batch size must be positive");
-  AttackSummary summary;
-  summary.spec = attacks::attack_spec_string(spec);
-  summary.label = attacks::attack_label(spec);
-  summary.perturbation.min_pixel = std::numeric_limits<double>::infinity();
-  summary.perturbation.max_pixel = -std::numeric_limits<double>::infinity();
+  AttackSummary summary = empty_summary(spec);
   attacks::AttackOptions options;
   options.robrank_compat = settings.robrank_compat;
   options.restart = settings.restart;
@@ -123,18 +196,11 @@ AttackSummary run_attack(models::Model& model, const SplitImages& split,
   const uint64_t blocks_per_batch = process.blocks_per_batch;
   const int64_t first_image = mine.begin * settings.batch_size;
   const int64_t last_image = std::min(n, mine.end * settings.batch_size);
-  // Several ranks: this rank's per-image values of each measure, gathered after the last batch.
-  std::vector<std::vector<double>> clean_values, adversarial_values;
   const bool tty = isatty(fileno(stderr)) != 0;
   // Opened before the first batch, so a path that cannot be written fails before any work.
-  std::unique_ptr<engine::NpyRowWriter> adversarial_file;
-  if (!settings.save_adversarial.empty()) {
-    engine::Shape shape = {n};
-    for (int64_t d : split.dataset->image_shape()) shape.push_back(d);
-    adversarial_file = std::make_unique<engine::NpyRowWriter>(settings.save_adversarial,
-                                                              engine::DType::F32, shape);
-  }
-  std::vector<double> sum_clean, sum_adversarial;
+  const std::unique_ptr<engine::NpyRowWriter> adversarial_file =
+      open_adversarial_file(settings.save_adversarial, *split.dataset, n);
+  MeasureTally tally;
   const auto attack_one_batch = [&](int64_t begin, const engine::Tensor& images) {
     const int64_t batch = begin / settings.batch_size;
     const int64_t end = begin + images.size(0);
@@ -154,13 +220,7 @@ AttackSummary run_attack(models::Model& model, const SplitImages& split,
                  " random blocks, batch 1 ", blocks_per_batch,
                  ": the draws depend on more than a batch's size, so ranks cannot skip them");
     summary.queries_per_image = r.queries_per_image;
-    if (summary.names.empty()) {  // this process's first batch
-      for (const auto& [name, values] : r.clean) summary.names.push_back(name);
-      sum_clean.assign(summary.names.size(), 0.0);
-      sum_adversarial.assign(summary.names.size(), 0.0);
-      clean_values.resize(summary.names.size());
-      adversarial_values.resize(summary.names.size());
-    }
+    tally_batch(r, settings.split_over_ranks, summary, tally);
     if (batch == 0) {
       summary.objective_first_batch = r.objective;
       if (!settings.dump_dir.empty()) {
@@ -170,35 +230,18 @@ AttackSummary run_attack(models::Model& model, const SplitImages& split,
     }
     if (adversarial_file) adversarial_file->append(r.adversarial_images);
     if (settings.on_values && !settings.split_over_ranks) settings.on_values(begin, r.adversarial);
-    for (size_t m = 0; m < summary.names.size(); ++m) {
-      for (double v : r.clean[m].second) sum_clean[m] += v;
-      for (double v : r.adversarial[m].second) sum_adversarial[m] += v;
-      if (settings.split_over_ranks) {
-        const std::vector<double>& c = r.clean[m].second;
-        const std::vector<double>& a = r.adversarial[m].second;
-        clean_values[m].insert(clean_values[m].end(), c.begin(), c.end());
-        adversarial_values[m].insert(adversarial_values[m].end(), a.begin(), a.end());
-      }
-    }
-    attacks::PerturbationReport& worst = summary.perturbation;
-    worst.max_delta = std::max(worst.max_delta, r.perturbation.max_delta);
-    worst.nan_count += r.perturbation.nan_count;
-    worst.min_pixel = std::min(worst.min_pixel, r.perturbation.min_pixel);
-    worst.max_pixel = std::max(worst.max_pixel, r.perturbation.max_pixel);
     summary.images = end;
     if (settings.progress) {
-      const double seconds =
-          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-      const double eta =
-          seconds / static_cast<double>(end - first_image) * static_cast<double>(last_image - end);
-      std::fprintf(
-          stderr, "%s%-6s batch %lld/%lld  %lld/%lld images  %s %.2f -> %.2f  %.0fs (eta %.0fs)%s",
-          tty ? "\r" : "", summary.label.c_str(), static_cast<long long>(batch + 1),
-          static_cast<long long>(batches), static_cast<long long>(end), static_cast<long long>(n),
-          summary.names[0].c_str(), sum_clean[0] / static_cast<double>(end),
-          sum_adversarial[0] / static_cast<double>(end), seconds, eta,
-          tty && batch + 1 < mine.end ? "\x1b[K" : "\n");
-      std::fflush(stderr);
+      Progress p;
+      p.batch = batch;
+      p.batches = batches;
+      p.end = end;
+      p.images = n;
+      p.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      p.eta_seconds = p.seconds / static_cast<double>(end - first_image) *
+                      static_cast<double>(last_image - end);
+      p.last_of_process = batch + 1 >= mine.end;
+      print_progress(summary, tally, p, tty);
     }
   };
   for_each_split_batch_in(*split.dataset, n, settings.batch_size, mine.begin, mine.end,
@@ -206,13 +249,14 @@ AttackSummary run_attack(models::Model& model, const SplitImages& split,
   if (adversarial_file) adversarial_file->finish();
   if (settings.split_over_ranks) {
     const attacks::Measures all_adversarial =
-        gather_split_attack(summary, clean_values, adversarial_values, sum_clean, sum_adversarial);
+        gather_split_attack(summary, tally.clean_values, tally.adversarial_values, tally.sum_clean,
+                            tally.sum_adversarial);
     summary.images = n;
     if (settings.on_values) settings.on_values(0, all_adversarial);
   }
   for (size_t m = 0; m < summary.names.size(); ++m) {
-    summary.clean.push_back(sum_clean[m] / static_cast<double>(n));
-    summary.adversarial.push_back(sum_adversarial[m] / static_cast<double>(n));
+    summary.clean.push_back(tally.sum_clean[m] / static_cast<double>(n));
+    summary.adversarial.push_back(tally.sum_adversarial[m] / static_cast<double>(n));
   }
   summary.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return summary;
