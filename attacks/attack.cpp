@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <functional>
 #include <memory>
 #include <set>
 #include <stdexcept>
@@ -64,9 +65,8 @@ void complete_nes_keys(AttackSpec& spec, const std::string& text, int64_t querie
   spec.pgd.steps = queries / spec.nes.population;
 }
 
-}  // namespace
-
-AttackSpec parse_attack_spec(const std::string& text) {
+// "CA:pm=+:W=1" -> {"CA", "pm=+", "W=1"}.
+std::vector<std::string> split_at_colons(const std::string& text) {
   std::vector<std::string> parts;
   size_t start = 0;
   while (true) {
@@ -76,16 +76,80 @@ AttackSpec parse_attack_spec(const std::string& text) {
     if (colon == std::string::npos) break;
     start = colon + 1;
   }
-  AttackSpec spec;
-  bool known = false;
+  return parts;
+}
+
+AttackKind parse_attack_kind(const std::string& name, const std::string& text) {
   for (const AttackDefinition& definition : kAttackDefinitions) {
-    if (parts[0] == definition.name) {
-      spec.kind = definition.kind;
-      known = true;
-    }
+    if (name == definition.name) return definition.kind;
   }
-  ENGINE_CHECK(known, "attack spec '", text, "': unknown attack '", parts[0],
+  engine::fail("attack spec '", text, "': unknown attack '", name,
                "' (known: CA QA SPQA TMA ES LTM GTM GTT STAX MTAX)");
+}
+
+// Reads one key=value of the spec `text` into `spec`, whose kind is set; `has_pm` records a pm
+// key, `queries` the NES budget (turned into steps once nes is known).
+void apply_spec_key(AttackSpec& spec, const std::string& text, const std::string& key,
+                    const std::string& value, bool& has_pm, int64_t& queries) {
+  auto only_for = [&](bool allowed, const char* which) {
+    ENGINE_CHECK(allowed, "attack spec '", text, "': key '", key, "' applies to ", which,
+                 " only, not ", kind_name(spec.kind));
+  };
+  if (key == "pm") {
+    only_for(ranks_candidates(spec.kind), "CA, QA and SPQA");
+    ENGINE_CHECK(value == "+" || value == "-", "attack spec '", text, "': pm must be + or -");
+    spec.raise = value == "+";
+    has_pm = true;
+  } else if (key == "W") {
+    only_for(spec.kind == AttackKind::CA, "CA");
+    spec.W = parse_count(text, key, value, 1);
+  } else if (key == "M") {
+    only_for(spec.kind == AttackKind::QA || spec.kind == AttackKind::SPQA, "QA and SPQA");
+    spec.M = parse_count(text, key, value, 1);
+  } else if (key == "T") {
+    only_for(spec.kind == AttackKind::MTAX, "MTAX");
+    spec.T = parse_count(text, key, value, 1);
+  } else if (key == "G") {
+    only_for(spec.kind == AttackKind::SPQA, "SPQA");
+    spec.G = parse_count(text, key, value, 1);
+  } else if (key == "zeta") {
+    only_for(spec.kind == AttackKind::SPQA, "SPQA");
+    spec.zeta = parse_number(text, key, value);
+    ENGINE_CHECK(spec.zeta > 0.0, "attack spec '", text, "': zeta must be > 0");
+  } else if (key == "eps") {
+    spec.pgd.eps = parse_number(text, key, value);
+    ENGINE_CHECK(spec.pgd.eps >= 0.0 && spec.pgd.eps <= 1.0, "attack spec '", text,
+                 "': eps must be in [0, 1] (pixels are in [0, 1])");
+  } else if (key == "alpha") {
+    spec.pgd.alpha = parse_number(text, key, value);
+    ENGINE_CHECK(spec.pgd.alpha >= 0.0, "attack spec '", text, "': alpha must be >= 0");
+  } else if (key == "pgditer") {
+    spec.pgd.steps = parse_count(text, key, value, 1);
+  } else if (key == "rinit") {
+    const int64_t rinit = parse_count(text, key, value, 0);
+    ENGINE_CHECK(rinit <= 1, "attack spec '", text, "': rinit must be 0 or 1");
+    spec.pgd.random_start = rinit == 1;
+  } else if (key == "nes") {
+    spec.nes.population = parse_count(text, key, value, 2);
+    ENGINE_CHECK(spec.nes.population % 2 == 0, "attack spec '", text,
+                 "': nes must be even (antithetic pairs)");
+  } else if (key == "queries") {
+    queries = parse_count(text, key, value, 1);
+  } else if (key == "sigma") {
+    spec.nes.sigma = parse_number(text, key, value);
+    ENGINE_CHECK(spec.nes.sigma > 0.0, "attack spec '", text, "': sigma must be > 0");
+  } else {
+    engine::fail("attack spec '", text, "': unknown key '", key,
+                 "' (known: pm W M T G zeta eps alpha pgditer rinit nes queries sigma)");
+  }
+}
+
+}  // namespace
+
+AttackSpec parse_attack_spec(const std::string& text) {
+  const std::vector<std::string> parts = split_at_colons(text);
+  AttackSpec spec;
+  spec.kind = parse_attack_kind(parts[0], text);
   spec.T = spec.kind == AttackKind::MTAX ? 5 : 1;
   bool has_pm = false;
   int64_t queries = 0;         // the NES budget, turned into steps once nes is known
@@ -95,60 +159,9 @@ AttackSpec parse_attack_spec(const std::string& text) {
     ENGINE_CHECK(eq != std::string::npos && eq > 0, "attack spec '", text, "': '", parts[i],
                  "' is not key=value");
     const std::string key = parts[i].substr(0, eq);
-    const std::string value = parts[i].substr(eq + 1);
     ENGINE_CHECK(seen.insert(key).second, "attack spec '", text, "': key '", key,
                  "' is given twice");
-    auto only_for = [&](bool allowed, const char* which) {
-      ENGINE_CHECK(allowed, "attack spec '", text, "': key '", key, "' applies to ", which,
-                   " only, not ", kind_name(spec.kind));
-    };
-    if (key == "pm") {
-      only_for(ranks_candidates(spec.kind), "CA, QA and SPQA");
-      ENGINE_CHECK(value == "+" || value == "-", "attack spec '", text, "': pm must be + or -");
-      spec.raise = value == "+";
-      has_pm = true;
-    } else if (key == "W") {
-      only_for(spec.kind == AttackKind::CA, "CA");
-      spec.W = parse_count(text, key, value, 1);
-    } else if (key == "M") {
-      only_for(spec.kind == AttackKind::QA || spec.kind == AttackKind::SPQA, "QA and SPQA");
-      spec.M = parse_count(text, key, value, 1);
-    } else if (key == "T") {
-      only_for(spec.kind == AttackKind::MTAX, "MTAX");
-      spec.T = parse_count(text, key, value, 1);
-    } else if (key == "G") {
-      only_for(spec.kind == AttackKind::SPQA, "SPQA");
-      spec.G = parse_count(text, key, value, 1);
-    } else if (key == "zeta") {
-      only_for(spec.kind == AttackKind::SPQA, "SPQA");
-      spec.zeta = parse_number(text, key, value);
-      ENGINE_CHECK(spec.zeta > 0.0, "attack spec '", text, "': zeta must be > 0");
-    } else if (key == "eps") {
-      spec.pgd.eps = parse_number(text, key, value);
-      ENGINE_CHECK(spec.pgd.eps >= 0.0 && spec.pgd.eps <= 1.0, "attack spec '", text,
-                   "': eps must be in [0, 1] (pixels are in [0, 1])");
-    } else if (key == "alpha") {
-      spec.pgd.alpha = parse_number(text, key, value);
-      ENGINE_CHECK(spec.pgd.alpha >= 0.0, "attack spec '", text, "': alpha must be >= 0");
-    } else if (key == "pgditer") {
-      spec.pgd.steps = parse_count(text, key, value, 1);
-    } else if (key == "rinit") {
-      const int64_t rinit = parse_count(text, key, value, 0);
-      ENGINE_CHECK(rinit <= 1, "attack spec '", text, "': rinit must be 0 or 1");
-      spec.pgd.random_start = rinit == 1;
-    } else if (key == "nes") {
-      spec.nes.population = parse_count(text, key, value, 2);
-      ENGINE_CHECK(spec.nes.population % 2 == 0, "attack spec '", text,
-                   "': nes must be even (antithetic pairs)");
-    } else if (key == "queries") {
-      queries = parse_count(text, key, value, 1);
-    } else if (key == "sigma") {
-      spec.nes.sigma = parse_number(text, key, value);
-      ENGINE_CHECK(spec.nes.sigma > 0.0, "attack spec '", text, "': sigma must be > 0");
-    } else {
-      engine::fail("attack spec '", text, "': unknown key '", key,
-                   "' (known: pm W M T G zeta eps alpha pgditer rinit nes queries sigma)");
-    }
+    apply_spec_key(spec, text, key, parts[i].substr(eq + 1), has_pm, queries);
   }
   complete_nes_keys(spec, text, queries, seen);
   ENGINE_CHECK(has_pm || !ranks_candidates(spec.kind), "attack spec '", text,
@@ -238,6 +251,53 @@ Gallery gallery_from_embeddings(const Tensor& raw, const std::vector<int64_t>& l
   return gallery;
 }
 
+namespace {
+
+// The rows, labels and self indices of a batch agree, each self index is a gallery row or -1,
+// and the pixels are in [0, 1].
+void check_batch_inputs(const Tensor& images, const std::vector<int64_t>& labels,
+                        const std::vector<int64_t>& self_index, const Gallery& gallery) {
+  const int64_t rows = images.size(0);
+  ENGINE_CHECK(static_cast<int64_t>(labels.size()) == rows &&
+                   static_cast<int64_t>(self_index.size()) == rows,
+               "attack_batch: ", rows, " images, ", labels.size(), " labels, ", self_index.size(),
+               " self indices");
+  for (int64_t b = 0; b < rows; ++b) {
+    ENGINE_CHECK(self_index[b] >= -1 && self_index[b] < gallery.embeddings.size(0),
+                 "attack_batch: self_index[", b, "] = ", self_index[b], " is not a gallery row (",
+                 gallery.embeddings.size(0), " rows) or -1");
+  }
+  models::check_pixels(images, "attack_batch images");
+}
+
+// Perturbs x along the plan's objective on `forward`'s embeddings: white-box PGD, or NES from
+// queries alone where nes.population > 0. Fills the result's adversarial images (on x's device),
+// its objective per step and, for NES, the queries per image.
+void perturb(const AttackPlan& followed, const Tensor& x,
+             const std::function<Tensor(const Tensor&)>& forward, const PgdOptions& pgd,
+             const NesOptions& nes, engine::Generator& gen, BatchResult& result) {
+  if (nes.population > 0) {
+    NesTrace trace;
+    result.adversarial_images = nes_attack(
+        x,
+        [&](const Tensor& points, int64_t step) {
+          return followed.row_objective(forward(points), step);
+        },
+        pgd, nes, gen, &trace);
+    result.objective = trace.objective;
+    result.queries_per_image = trace.queries_per_image;
+  } else {
+    PgdTrace trace;
+    result.adversarial_images = pgd_attack(
+        x,
+        [&](const Tensor& input, int64_t step) { return followed.objective(forward(input), step); },
+        pgd, &trace);
+    result.objective = trace.objective_values();
+  }
+}
+
+}  // namespace
+
 BatchResult attack_batch(models::Model& model, const Tensor& images,
                          const std::vector<int64_t>& labels, const std::vector<int64_t>& self_index,
                          const Gallery& gallery, const AttackSpec& spec, engine::Generator& gen,
@@ -252,16 +312,7 @@ BatchResult attack_batch_through(models::Model& model, const Gallery& gallery,
                                  const std::vector<int64_t>& self_index, const AttackSpec& spec,
                                  engine::Generator& gen, const AttackOptions& options) {
   const int64_t rows = images.size(0);
-  ENGINE_CHECK(static_cast<int64_t>(labels.size()) == rows &&
-                   static_cast<int64_t>(self_index.size()) == rows,
-               "attack_batch: ", rows, " images, ", labels.size(), " labels, ", self_index.size(),
-               " self indices");
-  for (int64_t b = 0; b < rows; ++b) {
-    ENGINE_CHECK(self_index[b] >= -1 && self_index[b] < gallery.embeddings.size(0),
-                 "attack_batch: self_index[", b, "] = ", self_index[b], " is not a gallery row (",
-                 gallery.embeddings.size(0), " rows) or -1");
-  }
-  models::check_pixels(images, "attack_batch images");
+  check_batch_inputs(images, labels, self_index, gallery);
   const std::string label = attack_label(spec);
   const Metric metric = gallery.metric;
   EvalModeGuard eval_mode(model);
@@ -314,26 +365,7 @@ BatchResult attack_batch_through(models::Model& model, const Gallery& gallery,
   PgdOptions pgd = options.restart > 0 ? restart_pgd_options(spec.pgd, gen, options.restart)
                                        : seeded(spec.pgd, gen);
   pgd.host_objective = followed.host_objective;
-  if (spec.nes.population > 0) {
-    NesTrace trace;
-    result.adversarial_images = nes_attack(
-        attacked_x,
-        [&](const Tensor& points, int64_t step) {
-          return followed.row_objective(attacked_forward(points), step);
-        },
-        pgd, spec.nes, gen, &trace);
-    result.objective = trace.objective;
-    result.queries_per_image = trace.queries_per_image;
-  } else {
-    PgdTrace trace;
-    result.adversarial_images = pgd_attack(
-        attacked_x,
-        [&](const Tensor& input, int64_t step) {
-          return followed.objective(attacked_forward(input), step);
-        },
-        pgd, &trace);
-    result.objective = trace.objective_values();
-  }
+  perturb(followed, attacked_x, attacked_forward, pgd, spec.nes, gen, result);
   result.adversarial_images = result.adversarial_images.to(x.device()).to(x.dtype());
   Tensor adversarial;
   {
