@@ -91,25 +91,110 @@ std::string canonical_weight_name(const std::string& name) {
   return out;
 }
 
-void load_weights(nn::Module& model, const std::map<std::string, Tensor>& tensors,
-                  const std::string& source, const WeightLoadOptions& options) {
-  std::vector<std::string> aliased, missing, unexpected, mis_shaped, mis_typed, non_finite;
+namespace {
 
-  // 1. Canonical names; two spellings of one branch would silently pick one, so refuse.
+// Everything that keeps a file's state from loading into a model, collected before failing.
+struct WeightProblems {
+  std::vector<std::string> aliased, missing, unexpected, mis_shaped, mis_typed, non_finite;
+  size_t matched = 0;  // the model's entries present with the right shape, for the hint
+  bool any() const {
+    return !aliased.empty() || !missing.empty() || !unexpected.empty() || !mis_shaped.empty() ||
+           !mis_typed.empty() || !non_finite.empty();
+  }
+};
+
+// The file's tensors under canonical names; `spelled` maps each to its name in the file. Two
+// spellings of one branch would silently pick one, so the second is recorded as aliased.
+nn::StateDict canonical_state(const std::map<std::string, Tensor>& tensors,
+                              std::map<std::string, std::string>& spelled,
+                              WeightProblems& problems) {
   nn::StateDict state;
-  std::map<std::string, std::string> spelled;  // canonical -> name in the file
   for (const auto& entry : tensors) {
     std::string name = canonical_weight_name(entry.first);
     if (state.contains(name)) {
-      aliased.push_back("'" + spelled[name] + "' and '" + entry.first + "'");
+      problems.aliased.push_back("'" + spelled[name] + "' and '" + entry.first + "'");
       continue;
     }
     spelled[name] = entry.first;
     state.insert(name, entry.second);
   }
+  return state;
+}
+
+// Compares the state to load with the model's own (`expected`). An entry is named as the file
+// spells it, or by its model name where it is in no file (aux_from_main's copies of branch 0).
+void compare_with_model(const nn::StateDict& expected, const nn::StateDict& state,
+                        const std::map<std::string, std::string>& spelled,
+                        WeightProblems& problems) {
+  auto shown_name = [&](const std::string& name) {
+    auto it = spelled.find(name);
+    return "'" + (it != spelled.end() ? it->second : name) + "'";
+  };
+  for (const auto& entry : expected) {
+    const std::string& name = entry.first;
+    if (!state.contains(name)) {
+      if (!ends_with(name, "num_batches_tracked")) problems.missing.push_back("'" + name + "'");
+      continue;
+    }
+    const Tensor& value = state.at(name);
+    const std::string shown = shown_name(name);
+    if (value.shape() != entry.second.shape()) {
+      problems.mis_shaped.push_back(shown + " (model " + engine::shape_str(entry.second.shape()) +
+                                    ", file " + engine::shape_str(value.shape()) + ")");
+      continue;
+    }
+    ++problems.matched;
+    if (engine::is_floating(entry.second.dtype()) && !engine::is_floating(value.dtype())) {
+      problems.mis_typed.push_back(shown + " (integer data for a floating-point tensor)");
+    } else if (int64_t bad = first_non_finite(value); bad >= 0) {
+      std::ostringstream where;
+      where << shown << " (element " << bad << ")";
+      problems.non_finite.push_back(where.str());
+    }
+  }
+  for (const auto& entry : state) {
+    if (!expected.contains(entry.first)) problems.unexpected.push_back(shown_name(entry.first));
+  }
+}
+
+// One error listing every problem by kind, with a hint when most of the model's entries are off.
+[[noreturn]] void fail_with_problems(nn::Module& model, const std::string& source,
+                                     const WeightProblems& problems, size_t expected_entries) {
+  std::ostringstream message;
+  auto* named = dynamic_cast<Model*>(&model);
+  message << "weights " << source << " do not match the model"
+          << (named ? " " + named->name() + " (embedding_dim " +
+                          std::to_string(named->embedding_dim()) + ", bn_branches " +
+                          std::to_string(named->bn_branches()) + ")"
+                    : std::string());
+  auto section = [&](const char* title, const std::vector<std::string>& items) {
+    if (!items.empty())
+      message << "\n  " << title << " (" << items.size() << "): " << engine::join(items);
+  };
+  section("one branch named twice", problems.aliased);
+  section("missing keys", problems.missing);
+  section("unexpected keys", problems.unexpected);
+  section("mis-shaped keys", problems.mis_shaped);
+  section("wrong dtype", problems.mis_typed);
+  section("non-finite values", problems.non_finite);
+  if (2 * problems.matched < expected_entries) {
+    message << "\n  (only " << problems.matched << " of the model's " << expected_entries
+            << " entries match: is this file for another model or embedding dimension?)";
+  }
+  engine::fail(message.str());
+}
+
+}  // namespace
+
+void load_weights(nn::Module& model, const std::map<std::string, Tensor>& tensors,
+                  const std::string& source, const WeightLoadOptions& options) {
+  WeightProblems problems;
+  // 1. Canonical names.
+  std::map<std::string, std::string> spelled;  // canonical -> name in the file
+  nn::StateDict state = canonical_state(tensors, spelled, problems);
   if (options.aux_from_main) fill_aux_from_main(model, state);
 
-  // 2. Compare with the model's own state, collecting every problem before failing.
+  // 2. The entries to keep take the model's own values, whatever the file holds.
   nn::StateDict expected = model.state_dict();
   auto kept = [&](const std::string& name) {
     for (const std::string& prefix : options.keep_prefixes) {
@@ -123,64 +208,10 @@ void load_weights(nn::Module& model, const std::map<std::string, Tensor>& tensor
   for (const auto& entry : expected) {
     if (kept(entry.first)) state.set(entry.first, entry.second);
   }
-  // How an entry is named in errors: as the file spells it, or by its model name for what is in
-  // no file (aux_from_main's copies of branch 0).
-  auto shown_name = [&](const std::string& name) {
-    auto it = spelled.find(name);
-    return "'" + (it != spelled.end() ? it->second : name) + "'";
-  };
-  size_t matched = 0;  // entries present with the right shape, for the hint below
-  for (const auto& entry : expected) {
-    const std::string& name = entry.first;
-    if (!state.contains(name)) {
-      if (!ends_with(name, "num_batches_tracked")) missing.push_back("'" + name + "'");
-      continue;
-    }
-    const Tensor& value = state.at(name);
-    const std::string shown = shown_name(name);
-    if (value.shape() != entry.second.shape()) {
-      mis_shaped.push_back(shown + " (model " + engine::shape_str(entry.second.shape()) +
-                           ", file " + engine::shape_str(value.shape()) + ")");
-      continue;
-    }
-    ++matched;
-    if (engine::is_floating(entry.second.dtype()) && !engine::is_floating(value.dtype())) {
-      mis_typed.push_back(shown + " (integer data for a floating-point tensor)");
-    } else if (int64_t bad = first_non_finite(value); bad >= 0) {
-      std::ostringstream where;
-      where << shown << " (element " << bad << ")";
-      non_finite.push_back(where.str());
-    }
-  }
-  for (const auto& entry : state) {
-    if (!expected.contains(entry.first)) unexpected.push_back(shown_name(entry.first));
-  }
 
-  if (!aliased.empty() || !missing.empty() || !unexpected.empty() || !mis_shaped.empty() ||
-      !mis_typed.empty() || !non_finite.empty()) {
-    std::ostringstream message;
-    auto* named = dynamic_cast<Model*>(&model);
-    message << "weights " << source << " do not match the model"
-            << (named ? " " + named->name() + " (embedding_dim " +
-                            std::to_string(named->embedding_dim()) + ", bn_branches " +
-                            std::to_string(named->bn_branches()) + ")"
-                      : std::string());
-    auto section = [&](const char* title, const std::vector<std::string>& items) {
-      if (!items.empty())
-        message << "\n  " << title << " (" << items.size() << "): " << engine::join(items);
-    };
-    section("one branch named twice", aliased);
-    section("missing keys", missing);
-    section("unexpected keys", unexpected);
-    section("mis-shaped keys", mis_shaped);
-    section("wrong dtype", mis_typed);
-    section("non-finite values", non_finite);
-    if (2 * matched < expected.size()) {
-      message << "\n  (only " << matched << " of the model's " << expected.size()
-              << " entries match: is this file for another model or embedding dimension?)";
-    }
-    engine::fail(message.str());
-  }
+  // 3. Compare with the model's own state, collecting every problem before failing.
+  compare_with_model(expected, state, spelled, problems);
+  if (problems.any()) fail_with_problems(model, source, problems, expected.size());
   model.load_state_dict(state);
 }
 
