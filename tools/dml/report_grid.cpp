@@ -40,8 +40,6 @@ namespace {
 using raster::Canvas;
 constexpr int64_t kGap = 6;
 
-// The two caption lines of a cell, cut to the cell's width.
-
 }  // namespace
 
 int run_report_grid(Args& args) {
