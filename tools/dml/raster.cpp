@@ -160,4 +160,36 @@ std::string class_name(const std::string& dataset, int64_t label) {
   return std::to_string(label);
 }
 
+CellLayout cell_layout(int64_t h, int64_t w, int64_t scale_option) {
+  CellLayout layout;
+  layout.scale = scale_option > 0 ? scale_option : (w <= 64 ? 2 : 1);
+  layout.cell_h = layout.scale * h + 2 * kFrame;
+  layout.cell_w = layout.scale * w + 2 * kFrame;
+  layout.row_h = layout.cell_h + kCaption;
+  return layout;
+}
+
+int64_t draw_neighbours(Canvas& canvas, const CellLayout& layout, int64_t top, int64_t left,
+                        int64_t gap, const PictureGallery& gallery,
+                        const metrics::Points& query_points, int64_t query_row, const float* keys,
+                        int64_t self, int64_t k, int64_t label) {
+  const int64_t n = static_cast<int64_t>(gallery.labels.size());
+  const std::vector<int64_t> nearest = nearest_by_key(keys, n, self, k);
+  int64_t matches = 0;
+  for (int64_t c = 0; c < k; ++c) {
+    const int64_t j = nearest[static_cast<size_t>(c)];
+    const int64_t other = gallery.labels[static_cast<size_t>(j)];
+    const bool match = other == label;
+    const int64_t x = left + (c + 1) * (layout.cell_w + gap);
+    canvas.cell(top, x, gallery.image(j), layout.scale, match ? kMatchFrame : kMismatchFrame);
+    canvas.caption(top + layout.cell_h, x, layout.cell_w,
+                   "#" + std::to_string(c + 1) + " " +
+                       short_number(caption_distance(query_points, query_row, gallery.points, j)),
+                   class_name(gallery.dataset, other));
+    matches += match;
+    std::printf(" %lld%s", static_cast<long long>(j), match ? "" : "x");
+  }
+  return matches;
+}
+
 }  // namespace dml::raster

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -70,5 +71,31 @@ void write_canvas_png(const std::string& path, const Canvas& canvas);
 
 // The name of class `label` where the dataset has names (Fashion-MNIST's ten), else the number.
 std::string class_name(const std::string& dataset, int64_t label);
+
+// The cells of a picture of H x W images: each upscaled by `scale` (a scale_option of 0 means 2
+// for images up to 64 pixels wide, else 1), framed, with a caption band under it.
+struct CellLayout {
+  int64_t scale = 1, cell_h = 0, cell_w = 0, row_h = 0;  // row_h = cell_h + kCaption
+};
+CellLayout cell_layout(int64_t h, int64_t w, int64_t scale_option);
+
+// What a picture ranks against: the gallery's prepared points, labels and images, and the data
+// set's name for class names.
+struct PictureGallery {
+  const metrics::Points& points;
+  const std::vector<int64_t>& labels;
+  std::function<engine::Tensor(int64_t)> image;
+  std::string dataset;
+};
+
+// Draws the k nearest gallery images of one query to the right of its cell at (top, left), `gap`
+// pixels apart, in rank order by `keys` (one per gallery image; the query's own index `self`
+// excluded): framed green where the label is the query's `label`, red otherwise, captioned
+// "#rank distance" (the distance from row `query_row` of `query_points`) and the class. Prints
+// " j" for each (with "x" for another label) on stdout; returns how many share the label.
+int64_t draw_neighbours(Canvas& canvas, const CellLayout& layout, int64_t top, int64_t left,
+                        int64_t gap, const PictureGallery& gallery,
+                        const metrics::Points& query_points, int64_t query_row, const float* keys,
+                        int64_t self, int64_t k, int64_t label);
 
 }  // namespace dml::raster

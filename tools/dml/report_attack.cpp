@@ -187,10 +187,8 @@ int run_report_attack(Args& args) {
   const std::vector<float> adversarial_keys = all_keys(adversarial_points, gallery_points);
 
   // The canvas.
-  const int64_t h = images.size(2), w = images.size(3);
-  const int64_t scale = o.scale > 0 ? o.scale : (w <= 64 ? 2 : 1);
-  const int64_t cell_h = scale * h + 2 * raster::kFrame, cell_w = scale * w + 2 * raster::kFrame;
-  const int64_t row_h = cell_h + raster::kCaption;
+  const raster::CellLayout layout = raster::cell_layout(images.size(2), images.size(3), o.scale);
+  const int64_t cell_h = layout.cell_h, cell_w = layout.cell_w, row_h = layout.row_h;
   const int64_t group_w = (k + 1) * cell_w + k * kGap;
   const int64_t header_h = kGap + kHeaderLines * raster::kLineHeight + kGap;
   const int64_t titles_h = raster::kLineHeight + 4;
@@ -210,6 +208,9 @@ int run_report_attack(Args& args) {
   canvas.text(header_h, delta_left, "delta", 1, raster::kBlack);
 
   engine::Generator transform_gen(0);  // test transforms are deterministic
+  const raster::PictureGallery picture_gallery{
+      gallery_points, setup.images.labels,
+      [&](int64_t j) { return setup.data->image(j, transform_gen); }, dataset_id};
   int64_t clean_matches = 0, adversarial_matches = 0;
   for (int64_t r = 0; r < queries; ++r) {
     const int64_t top = header_h + titles_h + r * (row_h + kGap);
@@ -219,31 +220,19 @@ int run_report_attack(Args& args) {
                 static_cast<long long>(label));
     const auto draw_group = [&](int64_t left, const engine::Tensor& query,
                                 const metrics::Points& query_points, const float* keys,
-                                const char* what, int64_t& matches) {
-      canvas.cell(top, left, query, scale, raster::kQueryFrame);
+                                const char* what) {
+      canvas.cell(top, left, query, layout.scale, raster::kQueryFrame);
       canvas.caption(top + cell_h, left, cell_w, what + std::to_string(r), name);
       std::printf(" %s", what);
-      const std::vector<int64_t> nearest = raster::nearest_by_key(keys, gallery, r, k);
-      for (int64_t c = 0; c < k; ++c) {
-        const int64_t j = nearest[static_cast<size_t>(c)];
-        const int64_t other = setup.images.labels[static_cast<size_t>(j)];
-        const int64_t x = left + (c + 1) * (cell_w + kGap);
-        canvas.cell(top, x, setup.data->image(j, transform_gen), scale,
-                    other == label ? raster::kMatchFrame : raster::kMismatchFrame);
-        canvas.caption(
-            top + cell_h, x, cell_w,
-            "#" + std::to_string(c + 1) + " " +
-                raster::short_number(raster::caption_distance(query_points, r, gallery_points, j)),
-            raster::class_name(dataset_id, other));
-        matches += other == label;
-        std::printf(" %lld%s", static_cast<long long>(j), other == label ? "" : "x");
-      }
+      return raster::draw_neighbours(canvas, layout, top, left, kGap, picture_gallery, query_points,
+                                     r, keys, r, k, label);
     };
-    draw_group(clean_left, images.select(0, r), clean_points, clean_keys.data() + r * gallery,
-               "clean ", clean_matches);
-    draw_group(adversarial_left, adversarial.select(0, r), adversarial_points,
-               adversarial_keys.data() + r * gallery, "adv ", adversarial_matches);
-    canvas.cell(top, delta_left, delta_images.select(0, r), scale, kPerturbationFrame);
+    clean_matches += draw_group(clean_left, images.select(0, r), clean_points,
+                                clean_keys.data() + r * gallery, "clean ");
+    adversarial_matches +=
+        draw_group(adversarial_left, adversarial.select(0, r), adversarial_points,
+                   adversarial_keys.data() + r * gallery, "adv ");
+    canvas.cell(top, delta_left, delta_images.select(0, r), layout.scale, kPerturbationFrame);
     canvas.caption(top + cell_h, delta_left, cell_w, "x" + raster::short_number(factor), "");
     std::printf("\n");
   }

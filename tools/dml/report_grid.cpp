@@ -104,36 +104,22 @@ int run_report_grid(Args& args) {
   std::vector<float> keys(static_cast<size_t>(queries * m));
   metrics::key_tile(query_points, 0, queries, points, 0, m, keys.data(), m);
 
-  const int64_t h = shape[2], w = shape[3];
-  const int64_t scale = scale_option > 0 ? scale_option : (w <= 64 ? 2 : 1);
-  const int64_t cell_h = scale * h + 2 * raster::kFrame, cell_w = scale * w + 2 * raster::kFrame;
-  const int64_t row_h = cell_h + raster::kCaption;
-  Canvas canvas(queries * row_h + (queries + 1) * kGap, (k + 1) * cell_w + (k + 2) * kGap);
-  const std::string dataset_id = dataset->name();
+  const raster::CellLayout layout = raster::cell_layout(shape[2], shape[3], scale_option);
+  Canvas canvas(queries * layout.row_h + (queries + 1) * kGap,
+                (k + 1) * layout.cell_w + (k + 2) * kGap);
+  const raster::PictureGallery gallery{points, labels, image, dataset->name()};
   int64_t matches = 0;
   for (int64_t r = 0; r < queries; ++r) {
     const int64_t q = chosen[static_cast<size_t>(r)];
-    const float* row = keys.data() + r * m;
-    const std::vector<int64_t> order = raster::nearest_by_key(row, m, q, k);
-    const int64_t top = kGap + r * (row_h + kGap);
+    const int64_t top = kGap + r * (layout.row_h + kGap);
     const int64_t label = labels[static_cast<size_t>(q)];
-    canvas.cell(top, kGap, image(q), scale, raster::kQueryFrame);
-    canvas.caption(top + cell_h, kGap, cell_w, "query " + std::to_string(q),
-                   raster::class_name(dataset_id, label));
+    canvas.cell(top, kGap, image(q), layout.scale, raster::kQueryFrame);
+    canvas.caption(top + layout.cell_h, kGap, layout.cell_w, "query " + std::to_string(q),
+                   raster::class_name(gallery.dataset, label));
     std::printf("query %lld (label %lld):", static_cast<long long>(q),
                 static_cast<long long>(label));
-    for (int64_t c = 0; c < k; ++c) {
-      const int64_t j = order[static_cast<size_t>(c)];
-      const bool match = labels[static_cast<size_t>(j)] == label;
-      matches += match;
-      const int64_t left = kGap + (c + 1) * (cell_w + kGap);
-      canvas.cell(top, left, image(j), scale, match ? raster::kMatchFrame : raster::kMismatchFrame);
-      canvas.caption(top + cell_h, left, cell_w,
-                     "#" + std::to_string(c + 1) + " " +
-                         raster::short_number(raster::caption_distance(query_points, r, points, j)),
-                     raster::class_name(dataset_id, labels[static_cast<size_t>(j)]));
-      std::printf(" %lld%s", static_cast<long long>(j), match ? "" : "x");
-    }
+    matches += raster::draw_neighbours(canvas, layout, top, kGap, kGap, gallery, query_points, r,
+                                       keys.data() + r * m, q, k, label);
     std::printf("\n");
   }
 
