@@ -40,36 +40,35 @@ json defense_schema() {
               {"act", {{"anchor", attacks::defenses::act_anchor_name(d.act_anchor)}}}};
 }
 
-attacks::defenses::DefenseOptions resolve_defense(const ConfigChecker& c, const TrainConfig& t) {
-  attacks::defenses::DefenseOptions d;
-  d.recipe =
-      attacks::defenses::parse_recipe(c.one_of("defense.name", attacks::defenses::defense_names()));
-  d.pgd.eps = c.number("defense.pgd.eps", 0.0, false);
-  if (d.pgd.eps > 1.0) {  // the rule of the attack specs (attacks/attack.h): pixels are in [0, 1]
-    c.fail("defense.pgd.eps", "must be <= 1 (pixels are in [0, 1])", c.at("defense.pgd.eps"));
-  }
-  d.pgd.alpha = c.number("defense.pgd.alpha", 0.0, false);
-  d.pgd.steps = c.integer("defense.pgd.steps", 1);
-  d.pgd.random_start = c.flag("defense.pgd.random_start");
-  d.ses_weight = c.number("defense.ses_weight", 0.0, false);
-  d.hm.source = losses::parse_miner(c.one_of("defense.hm.source", losses::miner_names()));
+namespace {
+
+// The defense.hm keys (Zhou & Patel CVPR'22's Hardness Manipulation).
+attacks::defenses::HmOptions resolve_hm(const ConfigChecker& c) {
+  attacks::defenses::HmOptions hm;
+  hm.source = losses::parse_miner(c.one_of("defense.hm.source", losses::miner_names()));
   // destination_miner first: a miner named by hm.destination replaces it (set_hm_destination).
-  d.hm.destination_miner =
+  hm.destination_miner =
       losses::parse_miner(c.one_of("defense.hm.destination_miner", losses::miner_names()));
   attacks::defenses::set_hm_destination(
-      d.hm, c.one_of("defense.hm.destination", attacks::defenses::hm_destination_names()));
-  d.hm.objective =
+      hm, c.one_of("defense.hm.destination", attacks::defenses::hm_destination_names()));
+  hm.objective =
       attacks::defenses::parse_hm_objective(c.one_of("defense.hm.objective", {"et", "l2"}));
-  d.hm.gamma = c.number("defense.hm.gamma", 0.0, true);
-  d.hm.xi = c.finite("defense.hm.xi");
-  d.hm.initial_loss = c.finite("defense.hm.initial_loss");
-  d.hm.ics = c.flag("defense.hm.ics");
-  d.hm.ics_lambda = c.number("defense.hm.ics_lambda", 0.0, false);
-  d.hm.ics_margin = c.number("defense.hm.ics_margin", 0.0, false);
-  d.hm.loss_upper = c.number("defense.hm.loss_upper", 0.0, false);
-  d.hm.stop_tolerance = c.number("defense.hm.stop_tolerance", 0.0, false);
+  hm.gamma = c.number("defense.hm.gamma", 0.0, true);
+  hm.xi = c.finite("defense.hm.xi");
+  hm.initial_loss = c.finite("defense.hm.initial_loss");
+  hm.ics = c.flag("defense.hm.ics");
+  hm.ics_lambda = c.number("defense.hm.ics_lambda", 0.0, false);
+  hm.ics_margin = c.number("defense.hm.ics_margin", 0.0, false);
+  hm.loss_upper = c.number("defense.hm.loss_upper", 0.0, false);
+  hm.stop_tolerance = c.number("defense.hm.stop_tolerance", 0.0, false);
+  return hm;
+}
+
+// The defense.mdprop keys (Singh et al.'s MDProp).
+attacks::defenses::MdpropOptions resolve_mdprop(const ConfigChecker& c) {
+  attacks::defenses::MdpropOptions mdprop;
   const json& targets = c.at("defense.mdprop.targets");
-  d.mdprop.targets.clear();
+  mdprop.targets.clear();
   for (const json& value : targets) {
     if (!value.is_number_integer() || value.get<int64_t>() < 1) {
       c.fail("defense.mdprop.targets",
@@ -77,16 +76,20 @@ attacks::defenses::DefenseOptions resolve_defense(const ConfigChecker& c, const 
              "BN branch, e.g. [1, 5])",
              targets);
     }
-    d.mdprop.targets.push_back(value.get<int64_t>());
+    mdprop.targets.push_back(value.get<int64_t>());
   }
-  if (d.mdprop.targets.empty()) {
+  if (mdprop.targets.empty()) {
     c.fail("defense.mdprop.targets", "must name at least one adversarial branch", targets);
   }
-  d.mdprop.reduction = attacks::defenses::parse_mdprop_reduction(
+  mdprop.reduction = attacks::defenses::parse_mdprop_reduction(
       c.one_of("defense.mdprop.reduction", {"sum", "mean"}));
-  d.mdprop.shared_bn = c.flag("defense.mdprop.shared_bn");
-  d.act_anchor = attacks::defenses::parse_act_anchor(
-      c.one_of("defense.act.anchor", {"normalized", "unnormalized"}));
+  mdprop.shared_bn = c.flag("defense.mdprop.shared_bn");
+  return mdprop;
+}
+
+// Whether the recipe fits the rest of the config: its sampler, loss, margin and BN branches.
+void check_defense_fits(const ConfigChecker& c, const attacks::defenses::DefenseOptions& d,
+                        const TrainConfig& t) {
   if (attacks::defenses::needs_triplet_loss(d.recipe) && t.sampler_name != "spc2") {
     c.fail("defense.name", "mines SPC-2 triplets: it needs sampler.name \"spc2\"",
            c.at("defense.name"));
@@ -123,6 +126,27 @@ attacks::defenses::DefenseOptions resolve_defense(const ConfigChecker& c, const 
              c.at("model.bn_branches"));
     }
   }
+}
+
+}  // namespace
+
+attacks::defenses::DefenseOptions resolve_defense(const ConfigChecker& c, const TrainConfig& t) {
+  attacks::defenses::DefenseOptions d;
+  d.recipe =
+      attacks::defenses::parse_recipe(c.one_of("defense.name", attacks::defenses::defense_names()));
+  d.pgd.eps = c.number("defense.pgd.eps", 0.0, false);
+  if (d.pgd.eps > 1.0) {  // the rule of the attack specs (attacks/attack.h): pixels are in [0, 1]
+    c.fail("defense.pgd.eps", "must be <= 1 (pixels are in [0, 1])", c.at("defense.pgd.eps"));
+  }
+  d.pgd.alpha = c.number("defense.pgd.alpha", 0.0, false);
+  d.pgd.steps = c.integer("defense.pgd.steps", 1);
+  d.pgd.random_start = c.flag("defense.pgd.random_start");
+  d.ses_weight = c.number("defense.ses_weight", 0.0, false);
+  d.hm = resolve_hm(c);
+  d.mdprop = resolve_mdprop(c);
+  d.act_anchor = attacks::defenses::parse_act_anchor(
+      c.one_of("defense.act.anchor", {"normalized", "unnormalized"}));
+  check_defense_fits(c, d, t);
   return d;
 }
 
