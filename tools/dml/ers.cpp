@@ -242,6 +242,27 @@ void print_ers_report(const ErsReport& report, const nlohmann::ordered_json& out
   if (report.worst) report.worst->print(is_ers);
 }
 
+// --resume: the attacks the previous run finished in `out_path`, read from rank 0's copy of the
+// file (the one it wrote) so every rank skips the same ones; their time is added to the report's.
+std::vector<AttackSummary> resumed_attacks(const std::string& out_path,
+                                           const std::string& checkpoint, const ErsResumeKey& key,
+                                           ErsWorstCase* worst, size_t attacks, ErsReport& report) {
+  const std::optional<std::string> previous_text = file_text_of_rank_zero(out_path);
+  if (!previous_text) return {};
+  const ErsResume previous =
+      read_ers_resume(*previous_text, out_path, key, worst ? &worst->table() : nullptr);
+  if (previous.checkpoint.value_or("") != checkpoint && writes_results()) {
+    std::fprintf(stderr, "ers: %s was written for %s: the same weights as %s\n", out_path.c_str(),
+                 previous.checkpoint.value_or("(no path)").c_str(), checkpoint.c_str());
+  }
+  for (const AttackSummary& f : previous.finished) report.seconds += f.seconds;
+  if (writes_results()) {
+    std::fprintf(stderr, "ers: resuming %s: %zu of %zu attacks already done\n", out_path.c_str(),
+                 previous.finished.size(), attacks);
+  }
+  return previous.finished;
+}
+
 }  // namespace
 
 int run_ers(Args& args) {
@@ -284,25 +305,11 @@ int run_ers(Args& args) {
   }
   ErsReport report(setup, options.checkpoint, weights_hash, profile, out_path, worst.get());
 
-  std::vector<AttackSummary> finished;  // --resume: what the previous run wrote
-  // Rank 0's file (the one it wrote), so every rank skips the same attacks.
-  const std::optional<std::string> previous_text =
-      resume ? file_text_of_rank_zero(out_path) : std::nullopt;
-  if (previous_text) {
-    const ErsResume previous = read_ers_resume(
-        *previous_text, out_path, ers_resume_key(weights_hash, profile, setup, worst_options),
-        worst ? &worst->table() : nullptr);
-    if (previous.checkpoint.value_or("") != options.checkpoint && writes_results()) {
-      std::fprintf(stderr, "ers: %s was written for %s: the same weights as %s\n", out_path.c_str(),
-                   previous.checkpoint.value_or("(no path)").c_str(), options.checkpoint.c_str());
-    }
-    finished = previous.finished;
-    for (const AttackSummary& f : finished) report.seconds += f.seconds;
-    if (writes_results()) {
-      std::fprintf(stderr, "ers: resuming %s: %zu of %zu attacks already done\n", out_path.c_str(),
-                   finished.size(), specs.size());
-    }
-  }
+  const std::vector<AttackSummary> finished =
+      resume ? resumed_attacks(out_path, options.checkpoint,
+                               ers_resume_key(weights_hash, profile, setup, worst_options),
+                               worst.get(), specs.size(), report)
+             : std::vector<AttackSummary>{};
   for (attacks::AttackSpec& spec : specs) {
     complete_spec(spec, setup.dataset);
     const std::string canonical = attacks::attack_spec_string(spec);
