@@ -92,6 +92,22 @@ engine::Tensor embed_file(models::Model& model, const std::string& path, int64_t
   return models::embed(model, images, options);
 }
 
+// The --model network with the --weights file loaded (renamed from its layout), on `device`,
+// embedding through BN branch `bn_branch`.
+std::shared_ptr<models::Model> model_with_weights(const models::ModelConfig& config,
+                                                  const std::string& weights,
+                                                  models::WeightLayout layout,
+                                                  const engine::Device& device, int64_t bn_branch) {
+  std::shared_ptr<models::Model> model = models::build_model(config);
+  models::load_weights(
+      *model,
+      models::rename_weights(models::read_weight_file(weights), layout, config.name, weights),
+      weights);
+  model->to(device);
+  select_bn_branch(*model, config.bn_branches, bn_branch);
+  return model;
+}
+
 }  // namespace
 
 int run_embed(Args& args) {
@@ -149,13 +165,8 @@ int run_embed(Args& args) {
   }
   const engine::Device device = parse_device_option(device_text);
 
-  std::shared_ptr<models::Model> model = models::build_model(config);
-  models::load_weights(
-      *model,
-      models::rename_weights(models::read_weight_file(weights), layout, config.name, weights),
-      weights);
-  model->to(device);
-  select_bn_branch(*model, config.bn_branches, bn_branch);
+  const std::shared_ptr<models::Model> model =
+      model_with_weights(config, weights, layout, device, bn_branch);
 
   engine::Tensor embeddings;
   if (input) {
