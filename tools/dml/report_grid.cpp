@@ -40,44 +40,59 @@ namespace {
 using raster::Canvas;
 constexpr int64_t kGap = 6;
 
+// The command line of `dml report --grid`, read and checked before any work.
+struct GridOptions {
+  std::string checkpoint, split, out;
+  std::optional<std::string> data_name, root, device;
+  std::optional<metrics::Metric> metric;
+  int64_t max_images = 0, queries = 0, k = 0, seed = 0, scale = 0, batch_size = 0;
+};
+
+GridOptions take_grid_options(Args& args) {
+  GridOptions o;
+  o.checkpoint = args.take_string("--checkpoint");
+  o.data_name = args.take_optional("--data");
+  o.split = args.take_string("--split", "test");
+  o.root = args.take_optional("--root");
+  o.metric = take_metric_option(args);
+  o.max_images = args.take_int("--max-images", 0);
+  o.queries = args.take_int("--queries", 8);
+  o.k = args.take_int("--k", 5);
+  o.seed = args.take_int("--seed", 0);
+  o.scale = args.take_int("--scale", 0);
+  o.batch_size = args.take_int("--batch-size", 256);
+  o.device = args.take_optional("--device");
+  o.out = args.take_string("--out");
+  args.finish();
+  check_replaceable_file(o.out, "--out");
+  if (o.split != "train" && o.split != "test") {
+    throw UsageError("--split must be train or test, got '" + o.split + "'");
+  }
+  if (o.max_images < 0) throw UsageError("--max-images must be >= 0");
+  if (o.queries < 1) throw UsageError("--queries must be >= 1");
+  if (o.k < 1) throw UsageError("--k must be >= 1");
+  if (o.seed < 0) throw UsageError("--seed must be >= 0");
+  if (o.scale < 0 || o.scale > 16) throw UsageError("--scale must be 1..16 (0: auto)");
+  if (o.batch_size <= 0) throw UsageError("--batch-size must be positive");
+  return o;
+}
+
 }  // namespace
 
 int run_report_grid(Args& args) {
-  const std::string path = args.take_string("--checkpoint");
-  const std::optional<std::string> data_name = args.take_optional("--data");
-  const std::string split = args.take_string("--split", "test");
-  const std::optional<std::string> root = args.take_optional("--root");
-  const std::optional<metrics::Metric> metric_option = take_metric_option(args);
-  const int64_t max_images = args.take_int("--max-images", 0);
-  const int64_t queries = args.take_int("--queries", 8);
-  const int64_t k = args.take_int("--k", 5);
-  const int64_t seed = args.take_int("--seed", 0);
-  const int64_t scale_option = args.take_int("--scale", 0);
-  const int64_t batch_size = args.take_int("--batch-size", 256);
-  const std::optional<std::string> device_text = args.take_optional("--device");
-  const std::string out = args.take_string("--out");
-  args.finish();
-  check_replaceable_file(out, "--out");
-  if (split != "train" && split != "test") {
-    throw UsageError("--split must be train or test, got '" + split + "'");
-  }
-  if (max_images < 0) throw UsageError("--max-images must be >= 0");
-  if (queries < 1) throw UsageError("--queries must be >= 1");
-  if (k < 1) throw UsageError("--k must be >= 1");
-  if (seed < 0) throw UsageError("--seed must be >= 0");
-  if (scale_option < 0 || scale_option > 16) throw UsageError("--scale must be 1..16 (0: auto)");
-  if (batch_size <= 0) throw UsageError("--batch-size must be positive");
-  const engine::Device device = parse_device_option(device_text);
-  const TrainedModel trained = load_trained_model(path, device);
-  const metrics::Metric metric = metric_option.value_or(trained.metric);
+  const GridOptions o = take_grid_options(args);
+  const int64_t queries = o.queries, k = o.k;
+  const engine::Device device = parse_device_option(o.device);
+  const TrainedModel trained = load_trained_model(o.checkpoint, device);
+  const metrics::Metric metric = o.metric.value_or(trained.metric);
 
-  const std::string dataset_name = data_name.value_or(trained.data);
+  const std::string dataset_name = o.data_name.value_or(trained.data);
   const std::unique_ptr<data::Dataset> dataset = open_data_option(
-      dataset_name, split, root.value_or(data_name ? "" : trained.root), trained.transform);
-  const int64_t m = max_images > 0 ? std::min(max_images, dataset->size()) : dataset->size();
+      dataset_name, o.split, o.root.value_or(o.data_name ? "" : trained.root), trained.transform);
+  const int64_t m = o.max_images > 0 ? std::min(o.max_images, dataset->size()) : dataset->size();
   if (k > m - 1) {
     throw UsageError("--k " + std::to_string(k) + " needs at least " + std::to_string(k + 1) +
-                     " images; " + dataset_name + " " + split + " gives " + std::to_string(m));
+                     " images; " + dataset_name + " " + o.split + " gives " + std::to_string(m));
   }
   if (queries > m) {
     throw UsageError("--queries " + std::to_string(queries) + " is more than the " +
@@ -92,11 +107,11 @@ int run_report_grid(Args& args) {
   // Embedded batch by batch (tools/dml/split_stream.h); only the drawn images are decoded again.
   const std::vector<int64_t> labels = split_labels(*dataset, m);
   const metrics::Points points = metrics::make_points(
-      embed_split(*trained.model, *dataset, m, batch_size), metric, "embeddings");
+      embed_split(*trained.model, *dataset, m, o.batch_size), metric, "embeddings");
   engine::Generator transform_gen(0);  // test transforms are deterministic
   const auto image = [&](int64_t index) { return dataset->image(index, transform_gen); };
 
-  engine::Generator gen(static_cast<uint64_t>(seed));
+  engine::Generator gen(static_cast<uint64_t>(o.seed));
   std::vector<int64_t> chosen = engine::permutation_vector(m, gen);
   chosen.resize(static_cast<size_t>(queries));
   std::sort(chosen.begin(), chosen.end());
@@ -104,7 +119,7 @@ int run_report_grid(Args& args) {
   std::vector<float> keys(static_cast<size_t>(queries * m));
   metrics::key_tile(query_points, 0, queries, points, 0, m, keys.data(), m);
 
-  const raster::CellLayout layout = raster::cell_layout(shape[2], shape[3], scale_option);
+  const raster::CellLayout layout = raster::cell_layout(shape[2], shape[3], o.scale);
   Canvas canvas(queries * layout.row_h + (queries + 1) * kGap,
                 (k + 1) * layout.cell_w + (k + 2) * kGap);
   const raster::PictureGallery gallery{points, labels, image, dataset->name()};
@@ -123,12 +138,12 @@ int run_report_grid(Args& args) {
     std::printf("\n");
   }
 
-  raster::write_canvas_png(out, canvas);
+  raster::write_canvas_png(o.out, canvas);
   std::printf(
       "wrote %s: %lld queries x top-%lld of the first %lld %s %s images (%s, metric %s); "
       "%lld of %lld neighbours share the query's label (x: they do not)\n",
-      out.c_str(), static_cast<long long>(queries), static_cast<long long>(k),
-      static_cast<long long>(m), dataset_name.c_str(), split.c_str(), trained.config.name.c_str(),
+      o.out.c_str(), static_cast<long long>(queries), static_cast<long long>(k),
+      static_cast<long long>(m), dataset_name.c_str(), o.split.c_str(), trained.config.name.c_str(),
       metrics::metric_name(metric), static_cast<long long>(matches),
       static_cast<long long>(queries * k));
   return 0;
