@@ -165,20 +165,14 @@ void update_centers(const Points& p, int64_t k, const std::vector<int64_t>& assi
   }
 }
 
-}  // namespace
-
-KMeansResult kmeans(const Points& points, const KMeansOptions& options) {
+// One k-means++ initialization from `seed`, iterated (the file's header).
+KMeansResult kmeans_once(const Points& points, const KMeansOptions& options, uint64_t seed) {
   const int64_t n = points.n;
   const int64_t k = options.k;
   const int64_t d = points.d;
-  ENGINE_CHECK(k >= 1 && k <= n, "kmeans: k = ", k, " clusters for ", n,
-               " points (need 1 <= k <= N)");
-  ENGINE_CHECK(options.max_iterations >= 1, "kmeans: max_iterations must be >= 1, got ",
-               options.max_iterations);
-
   KMeansResult result;
   result.centers.resize(static_cast<size_t>(k * d));
-  const std::vector<int64_t> seeds = kmeanspp_init(points, k, options.seed);
+  const std::vector<int64_t> seeds = kmeanspp_init(points, k, seed);
   for (int64_t c = 0; c < k; ++c) {
     std::copy(points.row(seeds[c]), points.row(seeds[c]) + d, result.centers.begin() + c * d);
   }
@@ -196,6 +190,22 @@ KMeansResult kmeans(const Points& points, const KMeansOptions& options) {
   }
   for (int64_t i = 0; i < n; ++i) result.inertia += dist2[i];
   return result;
+}
+
+}  // namespace
+
+KMeansResult kmeans(const Points& points, const KMeansOptions& options) {
+  ENGINE_CHECK(options.k >= 1 && options.k <= points.n, "kmeans: k = ", options.k, " clusters for ",
+               points.n, " points (need 1 <= k <= N)");
+  ENGINE_CHECK(options.max_iterations >= 1, "kmeans: max_iterations must be >= 1, got ",
+               options.max_iterations);
+  ENGINE_CHECK(options.restarts >= 1, "kmeans: restarts must be >= 1, got ", options.restarts);
+  KMeansResult best = kmeans_once(points, options, options.seed);
+  for (int64_t r = 1; r < options.restarts; ++r) {
+    KMeansResult run = kmeans_once(points, options, options.seed + static_cast<uint64_t>(r));
+    if (run.inertia < best.inertia) best = std::move(run);  // a tie keeps the earlier run
+  }
+  return best;
 }
 
 double normalized_mutual_info(const std::vector<int64_t>& labels,
@@ -239,7 +249,7 @@ double normalized_mutual_info(const std::vector<int64_t>& labels,
 }
 
 double clustering_nmi(const Points& points, const std::vector<int64_t>& labels, uint64_t seed,
-                      int64_t max_iterations) {
+                      int64_t max_iterations, int64_t restarts) {
   ENGINE_CHECK(static_cast<int64_t>(labels.size()) == points.n, "nmi: ", labels.size(),
                " labels for ", points.n, " embeddings");
   if (points.n == 0) return 1.0;
@@ -247,6 +257,7 @@ double clustering_nmi(const Points& points, const std::vector<int64_t>& labels, 
   options.k = static_cast<int64_t>(group_by_label(labels).classes.size());
   options.seed = seed;
   options.max_iterations = max_iterations;
+  options.restarts = restarts;
   return normalized_mutual_info(labels, kmeans(points, options).assignment);
 }
 

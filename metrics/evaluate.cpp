@@ -41,6 +41,7 @@ Evaluation evaluate_embeddings(const Points& points, const std::vector<int64_t>&
     k.k = e.classes;
     k.seed = options.kmeans_seed;
     k.max_iterations = options.kmeans_iterations;
+    k.restarts = options.kmeans_restarts;
     const KMeansResult clusters = kmeans(points, k);
     e.nmi = normalized_mutual_info(labels, clusters.assignment);
     e.kmeans_iterations = clusters.iterations;

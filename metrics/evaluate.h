@@ -19,8 +19,9 @@ struct EvaluationOptions {
   RetrievalOptions retrieval;  // ks and tiling
   uint64_t kmeans_seed = 0;
   int64_t kmeans_iterations = 25;
-  bool clustering = true;  // NMI (k-means: the slowest part after the ranking on large sets)
-  bool spread = true;      // pi_ratio
+  int64_t kmeans_restarts = 1;  // clustering.h: the least-inertia of this many k-means++ runs
+  bool clustering = true;       // NMI (k-means: the slowest part after the ranking on large sets)
+  bool spread = true;           // pi_ratio
 };
 
 struct Evaluation {

@@ -121,3 +121,37 @@ TEST_CASE("kmeans: duplicates, k = number of distinct points, and bad k") {
   const metrics::Points p = test::points_from({0, 1}, 1, Metric::E);
   CHECK_THROWS_WITH(metrics::kmeans(p, {3, 0, 10}), Catch::Contains("k = 3 clusters for 2 points"));
 }
+
+TEST_CASE("kmeans: restarts keep the least-inertia run of seeds S, S + 1, ...") {
+  const int64_t n = 300, d = 6;
+  const metrics::Points points = test::points_from(test::normal_points(n, d, 41), d, Metric::N);
+  // The five single runs the restarts are made of; unstructured points give several optima.
+  std::vector<metrics::KMeansResult> runs;
+  for (uint64_t seed = 120; seed < 125; ++seed)
+    runs.push_back(metrics::kmeans(points, {7, seed, 25}));
+  size_t best = 0;
+  for (size_t r = 1; r < runs.size(); ++r) {
+    if (runs[r].inertia < runs[best].inertia) best = r;
+  }
+  bool differ = false;  // otherwise the choice below would not be tested
+  for (const metrics::KMeansResult& run : runs) differ = differ || run.inertia != runs[0].inertia;
+  REQUIRE(differ);
+  REQUIRE(best != 0);  // the first run is not simply kept
+
+  const metrics::KMeansResult five = metrics::kmeans(points, {7, 120, 25, 5});
+  CHECK(five.inertia == runs[best].inertia);
+  CHECK(five.assignment == runs[best].assignment);
+  CHECK(five.centers == runs[best].centers);
+  CHECK(five.iterations == runs[best].iterations);
+  // One restart is the single run, bit for bit.
+  const metrics::KMeansResult one = metrics::kmeans(points, {7, 120, 25, 1});
+  CHECK(one.assignment == runs[0].assignment);
+  CHECK(one.centers == runs[0].centers);
+  CHECK_THROWS_WITH(metrics::kmeans(points, {7, 123, 25, 0}),
+                    Catch::Contains("restarts must be >= 1, got 0"));
+  // clustering_nmi passes the restarts on.
+  std::vector<int64_t> labels(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) labels[static_cast<size_t>(i)] = i % 7;
+  CHECK(metrics::clustering_nmi(points, labels, 120, 25, 5) ==
+        metrics::normalized_mutual_info(labels, runs[best].assignment));
+}

@@ -50,6 +50,8 @@ const char kUsage[] =
     "  --max-images N      only the first N images (default 0 = all)\n"
     "  --batch-size B      images per forward pass (default 256)\n"
     "  --seed S            k-means++ seed for NMI (default 0; dml train uses its config seed)\n"
+    "  --kmeans-restarts R NMI from the least-inertia of R k-means++ runs seeded S, S+1, ...\n"
+    "                      (default 1: one run, as robrank and PML; docs/metrics.md)\n"
     "  --device DEV        cpu, cuda or cuda:N (default: cuda when a GPU is present); the\n"
     "                      embedding and the ranking (recall, mAP) run there\n"
     "  --json              one JSON object with the keys of `dml metrics --json`\n"
@@ -119,6 +121,7 @@ int run_eval(Args& args) {
   settings.max_images = args.take_int("--max-images", 0);
   settings.batch_size = args.take_int("--batch-size", 256);
   const int64_t seed = args.take_int("--seed", 0);
+  settings.kmeans_restarts = args.take_int("--kmeans-restarts", 1);
   const std::optional<std::string> device_text = args.take_optional("--device");
   const bool json = args.take_flag("--json");
   const int64_t bn_branch = args.take_int("--bn-branch", 0);
@@ -131,6 +134,7 @@ int run_eval(Args& args) {
   if (settings.max_images < 0) throw UsageError("--max-images must be >= 0");
   if (settings.batch_size <= 0) throw UsageError("--batch-size must be positive");
   if (seed < 0) throw UsageError("--seed must be >= 0");
+  if (settings.kmeans_restarts < 1) throw UsageError("--kmeans-restarts must be >= 1");
   settings.seed = static_cast<uint64_t>(seed);
   const engine::Device device = parse_device_option(device_text);
   const TrainedModel trained = load_trained_model(path, device);

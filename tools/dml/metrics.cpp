@@ -39,6 +39,8 @@ const char kUsage[] =
     "                      undefined; docs/metrics.md)\n"
     "  --seed S            k-means++ seed for NMI (default 0)\n"
     "  --kmeans-iterations I   at most I k-means assignment steps, I - 1 center updates\n"
+    "  --kmeans-restarts R     NMI from the least-inertia of R k-means++ runs seeded S, S+1, ...\n"
+    "                          (default 1: one run, as robrank and PML; docs/metrics.md)\n"
     "                      (default 25)\n"
     "  --device DEV        cpu, cuda or cuda:N (default: cuda when a GPU is present): where the\n"
     "                      ranking (recall@K, map, map_at_r10, map_at_r, r_precision, mrr)\n"
@@ -87,6 +89,7 @@ int run_metrics(Args& args) {
   const bool json = args.take_flag("--json");
   const int64_t seed = args.take_int("--seed", 0);
   const int64_t iterations = args.take_int("--kmeans-iterations", 25);
+  const int64_t restarts = args.take_int("--kmeans-restarts", 1);
   const std::optional<std::string> device_text = args.take_optional("--device");
   args.finish();
 
@@ -96,6 +99,9 @@ int run_metrics(Args& args) {
   if (seed < 0) throw UsageError("--seed: must be >= 0, got " + std::to_string(seed));
   if (iterations < 1) {
     throw UsageError("--kmeans-iterations: must be >= 1, got " + std::to_string(iterations));
+  }
+  if (restarts < 1) {
+    throw UsageError("--kmeans-restarts: must be >= 1, got " + std::to_string(restarts));
   }
   // Before reading the (possibly large) files: a missing GPU is a runtime error (exit 1).
   const engine::Device device = parse_device_option(device_text);
@@ -116,6 +122,7 @@ int run_metrics(Args& args) {
   options.retrieval.device = device;
   options.kmeans_seed = static_cast<uint64_t>(seed);
   options.kmeans_iterations = iterations;
+  options.kmeans_restarts = restarts;
   const metrics::Evaluation e = metrics::evaluate_embeddings(points, labels, options);
   if (e.retrieval.queries == 0) {
     std::fprintf(stderr,

@@ -65,6 +65,7 @@ metrics::Evaluation evaluate_model(models::Model& model, const data::Dataset& te
   const metrics::Points points = metrics::make_points(embeddings, metric, "evaluation embeddings");
   metrics::EvaluationOptions options;
   options.kmeans_seed = settings.seed;
+  options.kmeans_restarts = settings.kmeans_restarts;
   options.retrieval.device = settings.device;
   return metrics::evaluate_embeddings(points, labels, options);
 }

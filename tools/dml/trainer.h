@@ -106,6 +106,7 @@ struct EvalSettings {
   int64_t max_images = 0;
   int64_t batch_size = 256;
   uint64_t seed = 0;
+  int64_t kmeans_restarts = 1;  // NMI from the least-inertia of this many k-means runs
   engine::Device device = engine::Device::cpu();
   bool progress = false;  // "eval: 2560/10000 images" on stderr while embedding (dml eval)
 };
