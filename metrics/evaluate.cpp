@@ -44,6 +44,8 @@ Evaluation evaluate_embeddings(const Points& points, const std::vector<int64_t>&
     k.restarts = options.kmeans_restarts;
     const KMeansResult clusters = kmeans(points, k);
     e.nmi = normalized_mutual_info(labels, clusters.assignment);
+    e.kmeans_seed = k.seed;
+    e.kmeans_restarts = k.restarts;
     e.kmeans_iterations = clusters.iterations;
     e.kmeans_converged = clusters.converged;
     e.seconds_clustering = seconds_since(start);
@@ -90,6 +92,11 @@ nlohmann::ordered_json metrics_json(const Evaluation& e) {
   j["mean_average_precision_avg_of_avgs"] = number_or_null(c.map);
   j["mean_average_precision_at_r_avg_of_avgs"] = number_or_null(c.map_at_r);
   j["mean_reciprocal_rank_avg_of_avgs"] = number_or_null(c.mrr);
+  // NMI depends on the clustering (docs/metrics.md): one k-means++ run, or the least-inertia of
+  // kmeans_restarts runs seeded kmeans_seed, kmeans_seed + 1, ...
+  const bool clustered = e.kmeans_restarts > 0;
+  j["kmeans_seed"] = clustered ? nlohmann::ordered_json(e.kmeans_seed) : nullptr;
+  j["kmeans_restarts"] = clustered ? nlohmann::ordered_json(e.kmeans_restarts) : nullptr;
   return j;
 }
 

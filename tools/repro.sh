@@ -13,7 +13,9 @@
 # split with every image replaced by its adversarial version, as MDProp evaluates a model under
 # attack (`dml eval --images`, docs/defenses.md): into DIR/<name>/metrics.json and attack.json,
 # <name> the spec's kind in lower case with -t<T> for a T= key (stax, mtax-t5); the adversarial
-# array is removed once scored (31 MB for Fashion-MNIST's test split). The ERS and the sets run
+# array is removed once scored (31 MB for Fashion-MNIST's test split). The sets' NMI is clustered
+# as the clean split's was: the k-means seed and restarts that run/metrics.json records
+# (`--set eval.kmeans_restarts=R` sets them for both; docs/metrics.md). The ERS and the sets run
 # in the precision the model was trained in (--set precision=P, else the config's "precision"
 # key, else dml's default fp32): an evaluation runs in its own process's setting, so it is given
 # --precision P (docs/gpu.md).
@@ -103,7 +105,15 @@ if [ "$ERS" = 1 ] && ! grep -q '"complete": true' "$DIR/ers.json" 2>/dev/null; t
   echo "[ers: $((SECONDS - start)) s in this call]" | tee -a "$DIR/ers.log"
 fi
 
-# 3. Adversarial sets (each skipped once its metrics.json exists).
+# 3. Adversarial sets (each skipped once its metrics.json exists), clustered for NMI as the clean
+# split was. A metrics.json without the keys (a dml before they were recorded) keeps what this
+# script did then: one k-means run seeded 0.
+recorded() {  # recorded KEY: KEY's integer in run/metrics.json, or nothing
+  sed -n "s/^ *\"$1\": *\([0-9][0-9]*\),*$/\1/p" "$DIR/run/metrics.json" 2>/dev/null |
+    head -n 1 || true
+}
+KMEANS_SEED="$(recorded kmeans_seed)"
+KMEANS_RESTARTS="$(recorded kmeans_restarts)"
 for spec in "${ADVERSARIAL_SETS[@]}"; do
   name="$(adversarial_set_name "$spec")"
   [ -f "$DIR/$name/metrics.json" ] && continue
@@ -115,7 +125,8 @@ for spec in "${ADVERSARIAL_SETS[@]}"; do
     > "$DIR/$name/attack.json" 2> "$DIR/$name/attack.log" ||
     { tail -n 5 "$DIR/$name/attack.log" >&2; exit 1; }
   "$DML" eval --checkpoint "$DIR/run/model.safetensors" --images "$DIR/$name/adversarial.npy" \
-    --device "$DEVICE" "${ERS_PRECISION[@]}" --json > "$DIR/$name/metrics.json.part"
+    --device "$DEVICE" "${ERS_PRECISION[@]}" --seed "${KMEANS_SEED:-0}" \
+    --kmeans-restarts "${KMEANS_RESTARTS:-1}" --json > "$DIR/$name/metrics.json.part"
   mv "$DIR/$name/metrics.json.part" "$DIR/$name/metrics.json"
   rm -f "$DIR/$name/adversarial.npy"
   echo "[$name: $((SECONDS - start)) s]" | tee -a "$DIR/$name/attack.log"

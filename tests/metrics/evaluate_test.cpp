@@ -27,13 +27,31 @@ TEST_CASE("evaluate: json keys, order and values of the hand-computed set") {
   const nlohmann::ordered_json j = metrics::metrics_json(e);
   std::vector<std::string> keys;
   for (const auto& item : j.items()) keys.push_back(item.key());
-  CHECK(keys == std::vector<std::string>{
-                    "recall@1", "recall@2", "map", "map_at_r10", "map_at_r", "nmi", "pi_ratio",
-                    "r_precision", "mrr", "precision_at_1", "mean_average_precision",
-                    "mean_average_precision_at_r", "mean_reciprocal_rank", "NMI",
-                    "precision_at_1_avg_of_avgs", "r_precision_avg_of_avgs",
-                    "mean_average_precision_avg_of_avgs", "mean_average_precision_at_r_avg_of_avgs",
-                    "mean_reciprocal_rank_avg_of_avgs"});
+  const std::vector<std::string> expected = {"recall@1",
+                                             "recall@2",
+                                             "map",
+                                             "map_at_r10",
+                                             "map_at_r",
+                                             "nmi",
+                                             "pi_ratio",
+                                             "r_precision",
+                                             "mrr",
+                                             "precision_at_1",
+                                             "mean_average_precision",
+                                             "mean_average_precision_at_r",
+                                             "mean_reciprocal_rank",
+                                             "NMI",
+                                             "precision_at_1_avg_of_avgs",
+                                             "r_precision_avg_of_avgs",
+                                             "mean_average_precision_avg_of_avgs",
+                                             "mean_average_precision_at_r_avg_of_avgs",
+                                             "mean_reciprocal_rank_avg_of_avgs",
+                                             "kmeans_seed",
+                                             "kmeans_restarts"};
+  CHECK(keys == expected);
+  // The defaults: one k-means++ run seeded 0.
+  CHECK(j["kmeans_seed"].get<int64_t>() == 0);
+  CHECK(j["kmeans_restarts"].get<int64_t>() == 1);
   CHECK(j["recall@1"].get<double>() == 0.0);
   CHECK(j["recall@2"].get<double>() == Approx(0.6).epsilon(1e-12));
   CHECK(j["map"].get<double>() == Approx(0.45).epsilon(1e-12));
@@ -86,6 +104,23 @@ TEST_CASE("evaluate: undefined values become null in json") {
   CHECK(j["mean_reciprocal_rank_avg_of_avgs"].is_null());
   CHECK(j["pi_ratio"].is_null());
   CHECK(j["nmi"].get<double>() == Approx(1.0));  // k = 3 singletons: a perfect partition
+}
+
+TEST_CASE("evaluate: the json says how NMI was clustered, null without NMI") {
+  metrics::EvaluationOptions options;
+  options.kmeans_seed = 7;
+  options.kmeans_restarts = 3;
+  const metrics::Points points = test::points_from({0, 1, 3, 4, 8}, 1, Metric::E);
+  const std::vector<int64_t> labels = {0, 1, 0, 1, 0};
+  nlohmann::ordered_json j =
+      metrics::metrics_json(metrics::evaluate_embeddings(points, labels, options));
+  CHECK(j["kmeans_seed"].get<int64_t>() == 7);
+  CHECK(j["kmeans_restarts"].get<int64_t>() == 3);
+  options.clustering = false;
+  j = metrics::metrics_json(metrics::evaluate_embeddings(points, labels, options));
+  CHECK(j["nmi"].is_null());
+  CHECK(j["kmeans_seed"].is_null());
+  CHECK(j["kmeans_restarts"].is_null());
 }
 
 TEST_CASE("evaluate: labels from i64, i32 and u8 .npy files; errors name the file") {

@@ -241,6 +241,7 @@ TEST_CASE("config: a config written before the new keys resolves to today's defa
   REQUIRE(old["model"].erase("aux_bn_noise") == 1);
   REQUIRE(old["sampler"].erase("with_replacement") == 1);
   REQUIRE(old["data"].erase("transform") == 1);
+  REQUIRE(old["eval"].erase("kmeans_restarts") == 1);
   CHECK(resolve(old).resolved == resolve(json::object()).resolved);
 }
 
@@ -346,6 +347,11 @@ TEST_CASE("config: what the rest of dml refuses is refused when the config is re
   // Epochs are bounded, so epochs x batches stays inside the int64 step counter.
   REQUIRE_THROWS_WITH(resolve({{"epochs", int64_t{4611686018427387904}}}),
                       Contains("'epochs' must be in 1..1000000"));
+  // NMI's k-means restarts: at least the one run (metrics/clustering.h refuses 0).
+  CHECK(resolve(json::object()).eval_kmeans_restarts == 1);
+  CHECK(resolve({{"eval", {{"kmeans_restarts", 20}}}}).eval_kmeans_restarts == 20);
+  REQUIRE_THROWS_WITH(resolve({{"eval", {{"kmeans_restarts", 0}}}}),
+                      Contains("'eval.kmeans_restarts' must be in 1..1000"));
 }
 
 TEST_CASE("config: defense.hm.loss_upper and defense.hm.ics_margin (HM supplement Tables 7, 10)",

@@ -11,7 +11,8 @@
 // Columns from each seed's metrics.json: R@1, mAP, NMI (always), mAP@R, pi_ratio and the training
 // cost in forward/backward passes per batch, `passes` / `steps` (written by dml train since the
 // defenses exist: eta + 1 per batch for a PGD defense, 1 without one; docs/defenses.md). The last
-// three are shown when some seed has them; a row whose seeds disagree is an error.
+// three are shown when some seed has them; a row whose seeds disagree is an error. NMI's
+// clustering (`kmeans_restarts`, 1 when absent) is said under the table; a row's seeds must agree.
 //
 // The standard deviation is the sample one, sqrt(sum (x - mean)^2 / (n - 1)), as papers mean by
 // their "mean ± std" over seeds; with one seed it is undefined (JSON null, "–" in the table).
@@ -178,6 +179,24 @@ std::vector<Column> table_columns(const std::vector<size_t>& metrics, bool ers) 
   return columns;
 }
 
+// How the rows' NMI was clustered (docs/metrics.md): one k-means++ run per evaluation, or the
+// least-inertia of R runs; rows that differ are named with theirs.
+std::string nmi_clustering_text(const std::vector<Row>& rows) {
+  const auto runs = [](const Row& row) {
+    const int64_t r = row.seeds.front().kmeans_restarts;  // the row's seeds agree (checked)
+    return r == 1 ? std::string("one k-means++ run")
+                  : "the least-inertia of " + std::to_string(r) + " k-means++ runs";
+  };
+  bool same = true;
+  for (const Row& row : rows) same = same && runs(row) == runs(rows.front());
+  if (same) return "NMI from " + runs(rows.front()) + " per evaluation.";
+  std::string text = "NMI from";
+  for (size_t r = 0; r < rows.size(); ++r) {
+    text += (r == 0 ? " " : "; ") + runs(rows[r]) + " (" + rows[r].name + ")";
+  }
+  return text + " per evaluation: NMI from different clusterings compares loosely.";
+}
+
 std::string markdown_table(const std::vector<Row>& rows, bool any_ers) {
   const std::vector<size_t> metrics = shown_metric_columns(rows);
   std::vector<Column> columns = table_columns(metrics, false);
@@ -206,7 +225,8 @@ std::string markdown_table(const std::vector<Row>& rows, bool any_ers) {
   md +=
       "\nMean ± sample standard deviation (n − 1) over the seeds; R@1, mAP, mAP@R, NMI and ERS in "
       "%, pi_ratio a ratio, passes/batch the training cost in forward/backward passes per batch, "
-      "the attack columns raw as `dml ers` reports them.\n";
+      "the attack columns raw as `dml ers` reports them. " +
+      nmi_clustering_text(rows) + "\n";
   return md;
 }
 
@@ -238,6 +258,7 @@ nlohmann::ordered_json aggregate_json(const std::vector<Row>& rows) {
       if (stats[c]) columns[names[c].name] = stats_json(*stats[c]);
     }
     r["columns"] = columns;
+    r["kmeans_restarts"] = row.seeds.front().kmeans_restarts;  // NMI's k-means++ runs
     // What makes ERS means comparable (dml report --cost-ers names it in its caption).
     if (row.seeds.front().has_ers) r["ers_conditions"] = row.seeds.front().ers_meta;
     out["rows"].push_back(r);
@@ -337,6 +358,17 @@ void check_same_metrics_recorded(const Row& row) {
   }
 }
 
+// Every seed of a row clustered its NMI alike (a mean over different rules would hide it).
+void check_same_kmeans_restarts(const Row& row) {
+  for (size_t i = 1; i < row.seeds.size(); ++i) {
+    if (row.seeds[i].kmeans_restarts == row.seeds.front().kmeans_restarts) continue;
+    engine::fail("row ", row.name, ": ", metrics_path(row.dirs[0]), " has NMI from ",
+                 row.seeds.front().kmeans_restarts, " k-means runs (\"kmeans_restarts\") but ",
+                 metrics_path(row.dirs[i]), " from ", row.seeds[i].kmeans_restarts,
+                 ": evaluate every seed of a row alike (dml eval --kmeans-restarts R)");
+  }
+}
+
 // Warns when ERS files were attacked under different conditions: their means do not compare.
 void warn_mixed_conditions(const std::vector<Row>& rows) {
   const SeedResult* first = nullptr;
@@ -416,6 +448,7 @@ int run_aggregate(Args& args) {
     }
     any_ers = any_ers || row.seeds.front().has_ers;
     check_same_metrics_recorded(row);
+    check_same_kmeans_restarts(row);
   }
   warn_mixed_conditions(rows);
 

@@ -230,7 +230,8 @@ json default_config_json() {
       {"defense", defense_schema()},
       {"train", {{"micro_batches", 1}, {"mining_scope", "local"}, {"batch_norm", "per_replica"}}},
       {"epochs", 8},
-      {"eval", {{"every_epochs", 1}, {"max_images", 0}, {"batch_size", 256}}},
+      {"eval",
+       {{"every_epochs", 1}, {"max_images", 0}, {"batch_size", 256}, {"kmeans_restarts", 1}}},
       {"log_every_batches", 10},
       {"checkpoint_every_batches", 0},
       {"output_dir", "runs/train"},
@@ -431,6 +432,7 @@ void resolve_run(const ConfigChecker& c, TrainConfig& t) {
   t.eval_every_epochs = c.integer("eval.every_epochs", 0);
   t.eval_max_images = c.integer("eval.max_images", 0);
   t.eval_batch_size = c.integer("eval.batch_size", 1);
+  t.eval_kmeans_restarts = c.integer_in("eval.kmeans_restarts", 1, 1000);
   t.log_every_batches = c.integer("log_every_batches", 1);
   t.checkpoint_every_batches = c.integer("checkpoint_every_batches", 0);
   t.output_dir = c.str("output_dir");

@@ -111,6 +111,7 @@ struct TrainConfig {
   int64_t eval_every_epochs = 1;  // 0 = only after the last epoch
   int64_t eval_max_images = 0;    // 0 = the whole test split
   int64_t eval_batch_size = 256;
+  int64_t eval_kmeans_restarts = 1;  // NMI from the least-inertia of this many k-means++ runs
   int64_t log_every_batches = 10;
   int64_t checkpoint_every_batches = 0;  // 0 = only at the end of each epoch
   std::string output_dir = "runs/train";

@@ -374,6 +374,13 @@ SeedResult parse_seed_result(const std::string& metrics_text, const std::string&
     }
     seed.metrics.push_back(c.scale * value);
   }
+  // Written since NMI could come from several k-means runs; a file without it made one.
+  const auto restarts = m.find("kmeans_restarts");
+  if (restarts != m.end() && !restarts->is_null()) {
+    seed.kmeans_restarts = integer_at(m, "kmeans_restarts", metrics_path);
+    ENGINE_CHECK(seed.kmeans_restarts >= 1, metrics_path, ": \"kmeans_restarts\" is ",
+                 seed.kmeans_restarts, ", not a count of k-means runs");
+  }
   if (!ers_text) return seed;
   const json e = parse_result_object(*ers_text, ers_path);
   ENGINE_CHECK(is_true(e, "complete"), ers_path,

@@ -145,6 +145,7 @@ std::vector<MetricColumn> metric_columns();
 // One seed folder's results.
 struct SeedResult {
   std::vector<std::optional<double>> metrics;  // metric_columns()'s, scaled; none if not recorded
+  int64_t kmeans_restarts = 1;  // NMI's k-means++ runs ("kmeans_restarts"; 1 if not recorded)
   bool has_ers = false;
   metrics::ErsRow ers_raw{};
   std::string ers_conditions;  // profile, images, robrank_compat: what makes ERS files comparable

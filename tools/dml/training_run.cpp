@@ -148,6 +148,7 @@ TrainingRun::TrainingRun(const TrainConfig& config, const TrainOptions& options)
   eval_settings_.max_images = config.eval_max_images;
   eval_settings_.batch_size = config.eval_batch_size;
   eval_settings_.seed = config.seed;
+  eval_settings_.kmeans_restarts = config.eval_kmeans_restarts;
   eval_settings_.device = device_;
   context_ = std::make_unique<attacks::defenses::TrainingContext>(context_with(mining_));
   run_start_ = Clock::now();
