@@ -2,7 +2,9 @@
 # usage: data_option_errors.sh DML DIR ARGS...
 # Every subcommand that opens a dataset for --data gives exit code 2 and a message starting with
 # "--data NAME:" when the dataset cannot be opened (tools/dml/split_stream.h, open_data_option),
-# after a tiny training run (ARGS) has made a checkpoint to point them at.
+# after a tiny training run (ARGS) has made a checkpoint to point them at; and every one that takes
+# --split with the checkpoint's data refuses a split other than train or test the same way
+# (take_split_options).
 set -e
 dml=$1; d=$2; shift 2
 rm -rf "$d"; mkdir -p "$d"
@@ -24,4 +26,18 @@ check report --attack "QA:pm=+:M=1:eps=0.03:alpha=0.01:pgditer=2" --checkpoint "
 check info
 check embed --model c2f2 --embedding-dim 16 --weights "$ck" --out "$d/e.npy"
 test ! -e "$d/grid.png" && test ! -e "$d/attack.png" && test ! -e "$d/e.npy"
+bad="--split dev"
+check_split() {
+  status=0; out=$("$dml" "$@" $bad 2>&1) || status=$?
+  if [ "$status" -ne 2 ] || ! echo "$out" | grep -q "^dml $1: --split must be train or test, got 'dev'"; then
+    echo "dml $1 --split dev: exit $status, output:"; echo "$out"; exit 1
+  fi
+}
+check_split eval --checkpoint "$ck"
+check_split attack --checkpoint "$ck" --attack "CA:pm=+:W=1:eps=0.3:alpha=0.1:pgditer=2"
+check_split ers --checkpoint "$ck" --profile rob28
+check_split report --grid --checkpoint "$ck" --out "$d/grid.png"
+check_split report --attack "QA:pm=+:M=1:eps=0.03:alpha=0.01:pgditer=2" --checkpoint "$ck" --out "$d/attack.png"
+check_split hardness --checkpoint "$ck"
+test ! -e "$d/grid.png" && test ! -e "$d/attack.png"
 echo "data option errors ok"

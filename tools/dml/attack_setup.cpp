@@ -34,9 +34,7 @@ const char kAttackCommonUsage[] =
 AttackCommonOptions take_attack_options(Args& args) {
   AttackCommonOptions o;
   o.checkpoint = args.take_string("--checkpoint");
-  o.data = args.take_optional("--data");
-  o.split = args.take_string("--split", "test");
-  o.root = args.take_optional("--root");
+  o.split = take_split_options(args, "test");
   o.metric = take_metric_option(args);
   o.batch_size = args.take_int("--batch-size", 0);
   o.run.max_images = args.take_int("--max-images", 0);
@@ -45,9 +43,6 @@ AttackCommonOptions take_attack_options(Args& args) {
   o.device = args.take_optional("--device");
   o.json = args.take_flag("--json");
   o.bn_branch = args.take_int("--bn-branch", 0);
-  if (o.split != "train" && o.split != "test") {
-    throw UsageError("--split must be train or test, got '" + o.split + "'");
-  }
   if (o.batch_size < 0) throw UsageError("--batch-size must be positive");
   if (o.run.max_images < 0) throw UsageError("--max-images must be >= 0");
   if (seed < 0) throw UsageError("--seed must be >= 0");
@@ -57,13 +52,11 @@ AttackCommonOptions take_attack_options(Args& args) {
 
 AttackSetup setup_attack(const AttackCommonOptions& o) {
   AttackSetup setup;
-  setup.split = o.split;
+  setup.split = o.split.split;
   setup.run = o.run;
   setup.json = o.json;
   setup.device = parse_device_option(o.device);
   const std::string path = o.checkpoint;
-  const std::optional<std::string>& data_name = o.data;
-  const std::optional<std::string>& root = o.root;
   const int64_t batch_size = o.batch_size;
   setup.trained = load_trained_model(path, setup.device);
   select_bn_branch(*setup.trained.model, setup.trained.config.bn_branches, o.bn_branch);
@@ -73,10 +66,8 @@ AttackSetup setup_attack(const AttackCommonOptions& o) {
       setup.trained.model->input_shape().size() == 3 && setup.trained.model->input_shape()[1] != 28;
   setup.run.batch_size = batch_size > 0 ? batch_size : (large ? 112 : 128);
 
-  setup.dataset = data_name.value_or(setup.trained.data);
-  setup.data =
-      open_data_option(setup.dataset, setup.split,
-                       root.value_or(data_name ? "" : setup.trained.root), setup.trained.transform);
+  setup.dataset = o.split.dataset_name(setup.trained);
+  setup.data = open_split(o.split, setup.trained);
   const auto start = std::chrono::steady_clock::now();
   setup.images = split_images(*setup.data);
   const int64_t n = static_cast<int64_t>(setup.images.labels.size());

@@ -10,6 +10,7 @@
 #include "tools/dml/args.h"
 #include "tools/dml/attack_runner.h"
 #include "tools/dml/load_model.h"
+#include "tools/dml/split_stream.h"
 
 namespace dml {
 
@@ -33,9 +34,9 @@ struct AttackSetup {
 // The common options, validated (UsageError) but not acted on yet.
 struct AttackCommonOptions {
   std::string checkpoint;
-  std::optional<std::string> data, root, device;
+  SplitOptions split;  // --data, --split (default test), --root
+  std::optional<std::string> device;
   std::optional<losses::Metric> metric;
-  std::string split = "test";
   int64_t batch_size = 0;  // 0: by model input size
   int64_t bn_branch = 0;   // --bn-branch: the BN branch the model evaluates through
   AttackRunSettings run;

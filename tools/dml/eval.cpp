@@ -113,9 +113,7 @@ int run_eval(Args& args) {
     return 0;
   }
   const std::string path = args.take_string("--checkpoint");
-  const std::optional<std::string> data_name = args.take_optional("--data");
-  const std::string split = args.take_string("--split", "test");
-  const std::optional<std::string> root = args.take_optional("--root");
+  const SplitOptions split = take_split_options(args, "test");
   const std::optional<metrics::Metric> metric = take_metric_option(args);
   EvalSettings settings;
   settings.max_images = args.take_int("--max-images", 0);
@@ -128,9 +126,6 @@ int run_eval(Args& args) {
   const std::optional<std::string> images = args.take_optional("--images");
   args.finish();
   if (images) require_input_file(*images, "--images");
-  if (split != "train" && split != "test") {
-    throw UsageError("--split must be train or test, got '" + split + "'");
-  }
   if (settings.max_images < 0) throw UsageError("--max-images must be >= 0");
   if (settings.batch_size <= 0) throw UsageError("--batch-size must be positive");
   if (seed < 0) throw UsageError("--seed must be >= 0");
@@ -144,9 +139,7 @@ int run_eval(Args& args) {
   settings.metric = metric.value_or(trained.metric);
   models::Model& model = *trained.model;
 
-  const std::string dataset_name = data_name.value_or(trained.data);
-  std::unique_ptr<data::Dataset> dataset = open_data_option(
-      dataset_name, split, root.value_or(data_name ? "" : trained.root), trained.transform);
+  std::unique_ptr<data::Dataset> dataset = open_split(split, trained);
   if (images) {
     const int64_t rows =
         settings.max_images > 0 ? std::min(settings.max_images, dataset->size()) : dataset->size();
@@ -164,7 +157,8 @@ int run_eval(Args& args) {
                 engine::precision_name(engine::precision()));
     std::printf("ranking     on %s, %.2f s (k-means for NMI %.2f s)\n",
                 e.retrieval.device.str().c_str(), e.seconds_retrieval, e.seconds_clustering);
-    print_metrics_table(e, dataset_name + " " + split + (images ? ", images of " + *images : ""));
+    print_metrics_table(e, split.dataset_name(trained) + " " + split.split +
+                               (images ? ", images of " + *images : ""));
   }
   return 0;
 }

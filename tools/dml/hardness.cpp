@@ -199,8 +199,9 @@ nlohmann::ordered_json report(const std::vector<MinerStats>& stats, const Batche
 
 // The command line, read and checked before any work.
 struct HardnessOptions {
-  std::optional<std::string> checkpoint, embeddings, labels, data_name, root, device;
-  std::string split, out_path;
+  std::optional<std::string> checkpoint, embeddings, labels, device;
+  SplitOptions split;
+  std::string out_path;
   int64_t max_images = 0, batches = 0, pairs = 0, seed = 0, batch_size = 0;
   std::vector<losses::Miner> miners;
   std::optional<losses::Metric> metric;
@@ -213,9 +214,7 @@ HardnessOptions take_hardness_options(Args& args) {
   o.checkpoint = args.take_optional("--checkpoint");
   o.embeddings = args.take_optional("--embeddings");
   o.labels = args.take_optional("--labels");
-  o.data_name = args.take_optional("--data");
-  o.split = args.take_string("--split", "train");
-  o.root = args.take_optional("--root");
+  o.split = take_split_options(args, "train");
   o.max_images = args.take_int("--max-images", 0);
   o.batches = args.take_int("--batches", 1000);
   o.pairs = args.take_int("--pairs-per-batch", 0);
@@ -236,7 +235,7 @@ HardnessOptions take_hardness_options(Args& args) {
   if (o.embeddings.has_value() != o.labels.has_value()) {
     throw UsageError("--embeddings and --labels go together");
   }
-  if (o.embeddings && (o.data_name || o.root || o.max_images != 0)) {
+  if (o.embeddings && (o.split.data || o.split.root || o.max_images != 0)) {
     throw UsageError("--data, --root and --max-images are for --checkpoint");
   }
   if (o.embeddings && o.pairs == 0) throw UsageError("--embeddings needs --pairs-per-batch P");
@@ -247,9 +246,6 @@ HardnessOptions take_hardness_options(Args& args) {
   if (o.max_images < 0) throw UsageError("--max-images must be >= 0");
   if (o.seed < 0) throw UsageError("--seed must be >= 0");
   if (o.batch_size <= 0) throw UsageError("--batch-size must be positive");
-  if (o.split != "train" && o.split != "test") {
-    throw UsageError("--split must be train or test, got '" + o.split + "'");
-  }
   if (margin_text) {
     char* end = nullptr;
     o.margin = std::strtod(margin_text->c_str(), &end);
@@ -267,16 +263,15 @@ Batches checkpoint_batches(const HardnessOptions& o, losses::Metric& metric) {
   const engine::Device device = parse_device_option(o.device);
   const TrainedModel trained = load_trained_model(*o.checkpoint, device);
   metric = o.metric.value_or(trained.metric);
-  const std::string dataset_name = o.data_name.value_or(trained.data);
-  const std::unique_ptr<data::Dataset> dataset = open_data_option(
-      dataset_name, o.split, o.root.value_or(o.data_name ? "" : trained.root), trained.transform);
+  const std::string dataset_name = o.split.dataset_name(trained);
+  const std::unique_ptr<data::Dataset> dataset = open_split(o.split, trained);
   const int64_t m = o.max_images > 0 ? std::min(o.max_images, dataset->size()) : dataset->size();
   // robrank's training batches (its SPC-2 sampler; docs/references.md): 128 pairs for 28 x 28
   // images, 56 pairs (the paper's 112 images) for 224 x 224.
   const int64_t pairs = o.pairs > 0 ? o.pairs : (dataset->image_shape().back() <= 28 ? 128 : 56);
   if (2 * pairs > m) {
     throw UsageError("a batch of " + std::to_string(pairs) + " pairs needs " +
-                     std::to_string(pairs) + " images; " + dataset_name + " " + o.split +
+                     std::to_string(pairs) + " images; " + dataset_name + " " + o.split.split +
                      " gives " + std::to_string(m));
   }
   auto labels = std::make_shared<std::vector<int64_t>>(split_labels(*dataset, m));

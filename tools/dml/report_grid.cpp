@@ -42,8 +42,9 @@ constexpr int64_t kGap = 6;
 
 // The command line of `dml report --grid`, read and checked before any work.
 struct GridOptions {
-  std::string checkpoint, split, out;
-  std::optional<std::string> data_name, root, device;
+  std::string checkpoint, out;
+  SplitOptions split;
+  std::optional<std::string> device;
   std::optional<metrics::Metric> metric;
   int64_t max_images = 0, queries = 0, k = 0, seed = 0, scale = 0, batch_size = 0;
 };
@@ -51,9 +52,7 @@ struct GridOptions {
 GridOptions take_grid_options(Args& args) {
   GridOptions o;
   o.checkpoint = args.take_string("--checkpoint");
-  o.data_name = args.take_optional("--data");
-  o.split = args.take_string("--split", "test");
-  o.root = args.take_optional("--root");
+  o.split = take_split_options(args, "test");
   o.metric = take_metric_option(args);
   o.max_images = args.take_int("--max-images", 0);
   o.queries = args.take_int("--queries", 8);
@@ -65,9 +64,6 @@ GridOptions take_grid_options(Args& args) {
   o.out = args.take_string("--out");
   args.finish();
   check_replaceable_file(o.out, "--out");
-  if (o.split != "train" && o.split != "test") {
-    throw UsageError("--split must be train or test, got '" + o.split + "'");
-  }
   if (o.max_images < 0) throw UsageError("--max-images must be >= 0");
   if (o.queries < 1) throw UsageError("--queries must be >= 1");
   if (o.k < 1) throw UsageError("--k must be >= 1");
@@ -86,13 +82,13 @@ int run_report_grid(Args& args) {
   const TrainedModel trained = load_trained_model(o.checkpoint, device);
   const metrics::Metric metric = o.metric.value_or(trained.metric);
 
-  const std::string dataset_name = o.data_name.value_or(trained.data);
-  const std::unique_ptr<data::Dataset> dataset = open_data_option(
-      dataset_name, o.split, o.root.value_or(o.data_name ? "" : trained.root), trained.transform);
+  const std::string dataset_name = o.split.dataset_name(trained);
+  const std::unique_ptr<data::Dataset> dataset = open_split(o.split, trained);
   const int64_t m = o.max_images > 0 ? std::min(o.max_images, dataset->size()) : dataset->size();
   if (k > m - 1) {
     throw UsageError("--k " + std::to_string(k) + " needs at least " + std::to_string(k + 1) +
-                     " images; " + dataset_name + " " + o.split + " gives " + std::to_string(m));
+                     " images; " + dataset_name + " " + o.split.split + " gives " +
+                     std::to_string(m));
   }
   if (queries > m) {
     throw UsageError("--queries " + std::to_string(queries) + " is more than the " +
@@ -143,8 +139,8 @@ int run_report_grid(Args& args) {
       "wrote %s: %lld queries x top-%lld of the first %lld %s %s images (%s, metric %s); "
       "%lld of %lld neighbours share the query's label (x: they do not)\n",
       o.out.c_str(), static_cast<long long>(queries), static_cast<long long>(k),
-      static_cast<long long>(m), dataset_name.c_str(), o.split.c_str(), trained.config.name.c_str(),
-      metrics::metric_name(metric), static_cast<long long>(matches),
+      static_cast<long long>(m), dataset_name.c_str(), o.split.split.c_str(),
+      trained.config.name.c_str(), metrics::metric_name(metric), static_cast<long long>(matches),
       static_cast<long long>(queries * k));
   return 0;
 }

@@ -63,6 +63,23 @@ std::unique_ptr<data::Dataset> open_data_option(const std::string& name, const s
   }
 }
 
+SplitOptions take_split_options(Args& args, const std::string& default_split) {
+  SplitOptions o;
+  o.data = args.take_optional("--data");
+  o.split = args.take_string("--split", default_split);
+  o.root = args.take_optional("--root");
+  if (o.split != "train" && o.split != "test") {
+    throw UsageError("--split must be train or test, got '" + o.split + "'");
+  }
+  return o;
+}
+
+std::unique_ptr<data::Dataset> open_split(const SplitOptions& o, const TrainedModel& trained) {
+  // A --data other than the training data has its own default root, not the training one.
+  return open_data_option(o.dataset_name(trained), o.split,
+                          o.root.value_or(o.data ? "" : trained.root), trained.transform);
+}
+
 std::vector<int64_t> split_labels(const data::Dataset& dataset, int64_t count) {
   check_count(dataset, count, "split_labels");
   std::vector<int64_t> labels = dataset.labels();

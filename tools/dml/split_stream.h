@@ -16,12 +16,15 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "data/dataset.h"
 #include "engine/tensor.h"
 #include "models/model.h"
+#include "tools/dml/args.h"
+#include "tools/dml/load_model.h"
 
 namespace dml {
 
@@ -32,6 +35,22 @@ namespace dml {
 std::unique_ptr<data::Dataset> open_data_option(const std::string& name, const std::string& split,
                                                 const std::string& root,
                                                 const std::string& transform);
+
+// The split a checkpoint's command reads: --data NAME (default: the data it was trained on),
+// --split train|test and --root DIR (default: the training root, or the dataset's default root
+// with --data), for `dml eval`, `dml hardness`, `dml report --grid`, `dml attack` and `dml ers`.
+struct SplitOptions {
+  std::optional<std::string> data, root;
+  std::string split = "test";
+  std::string dataset_name(const TrainedModel& trained) const {
+    return data.value_or(trained.data);
+  }
+};
+// Takes --data, --split (default `default_split`) and --root; a split other than train or test is
+// a UsageError naming it.
+SplitOptions take_split_options(Args& args, const std::string& default_split);
+// open_data_option for the options and the checkpoint (its root and image transform).
+std::unique_ptr<data::Dataset> open_split(const SplitOptions& options, const TrainedModel& trained);
 
 // "<what>: 2560/10000 images" on stderr while a split is embedded: overwritten in place on a
 // terminal, else a line about every 10% (so a log stays short); `update` is embed_split's
