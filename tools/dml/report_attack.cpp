@@ -153,6 +153,19 @@ std::vector<std::string> header_lines(const PictureOptions& o, const AttackSetup
           factor_text};
 }
 
+// --queries and --k against the split: a query is one of its images, and it needs k others.
+void check_split_fits(const PictureOptions& o, const AttackSetup& setup, int64_t gallery) {
+  if (o.queries > gallery) {
+    throw UsageError("--queries " + std::to_string(o.queries) + " is more than the " +
+                     std::to_string(gallery) + " images of " + setup.dataset + " " + setup.split);
+  }
+  if (o.k > gallery - 1) {
+    throw UsageError("--k " + std::to_string(o.k) + " needs at least " + std::to_string(o.k + 1) +
+                     " images; " + setup.dataset + " " + setup.split + " gives " +
+                     std::to_string(gallery));
+  }
+}
+
 }  // namespace
 
 int run_report_attack(Args& args) {
@@ -161,15 +174,7 @@ int run_report_attack(Args& args) {
   complete_spec(o.spec, setup.dataset);
   const int64_t queries = o.queries, k = o.k;
   const int64_t gallery = static_cast<int64_t>(setup.images.labels.size());
-  if (queries > gallery) {
-    throw UsageError("--queries " + std::to_string(queries) + " is more than the " +
-                     std::to_string(gallery) + " images of " + setup.dataset + " " + setup.split);
-  }
-  if (k > gallery - 1) {
-    throw UsageError("--k " + std::to_string(k) + " needs at least " + std::to_string(k + 1) +
-                     " images; " + setup.dataset + " " + setup.split + " gives " +
-                     std::to_string(gallery));
-  }
+  check_split_fits(o, setup, gallery);
   const Attacked attacked = attack_first_images(setup, o.spec, queries);
   const engine::Tensor& images = attacked.clean;
   const engine::Tensor& adversarial = attacked.adversarial;
