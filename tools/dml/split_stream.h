@@ -38,7 +38,8 @@ std::unique_ptr<data::Dataset> open_data_option(const std::string& name, const s
 
 // The split a checkpoint's command reads: --data NAME (default: the data it was trained on),
 // --split train|test and --root DIR (default: the training root, or the dataset's default root
-// with --data), for `dml eval`, `dml hardness`, `dml report --grid`, `dml attack` and `dml ers`.
+// with --data), for `dml eval`, `dml hardness`, `dml report --grid/--attack`, `dml attack` and
+// `dml ers`.
 struct SplitOptions {
   std::optional<std::string> data, root;
   std::string split = "test";
