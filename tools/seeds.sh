@@ -3,9 +3,17 @@
 # per seed into DIR/seed-S with --set seed=S, then `dml aggregate` of the finished seeds into
 # DIR/aggregate.{md,json,svg} (mean ± sample std, docs/report.md "Runs over seeds").
 #
-#   tools/seeds.sh CONFIG --seeds 0,1,2 [--out DIR] [any tools/repro.sh option: --device DEV
-#                  --profile rob28|rob224 --dml PATH --set KEY=VALUE --ers-images N --no-ers
-#                  --adversarial-set SPEC]
+#   tools/seeds.sh CONFIG --seeds 0,1,2 [--out DIR] [--jobs N] [any tools/repro.sh option:
+#                  --device DEV --profile rob28|rob224 --dml PATH --set KEY=VALUE --ers-images N
+#                  --no-ers --adversarial-set SPEC]
+#
+# --jobs N runs up to N seeds at once (default 1, one after another), each repro.sh's output in
+# DIR/seed-S.log instead of on the terminal. On the CPU each job gets OMP_NUM_THREADS = cores / N
+# (at least 1; a value already in the environment is kept): dml's results are the same bits on
+# any number of threads (docs/build.md), so N jobs give the weights and scores one job gives,
+# and N single-threaded jobs spend no time in the barriers where one job's threads wait for each
+# other. On one GPU the jobs share the device (not yet measured against one after another). A
+# seed that fails is named with the end of its log once the others have finished; exit status 1.
 #
 # With --adversarial-set SPEC (repro.sh: MDProp's evaluation under attack) each set also gets its
 # aggregate over the seeds, DIR/aggregate-<name>.{md,json,svg} from DIR/seed-S/<name>/metrics.json.
@@ -20,7 +28,7 @@
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 usage() {
-  echo "usage: tools/seeds.sh CONFIG --seeds S,S,... [--out DIR] [tools/repro.sh options]" >&2
+  echo "usage: tools/seeds.sh CONFIG --seeds S,S,... [--out DIR] [--jobs N] [tools/repro.sh options]" >&2
   exit 2
 }
 [ $# -ge 1 ] || usage
@@ -32,10 +40,12 @@ DML="$ROOT/build/dml"
 PASS=()
 ERS=1
 SETS=()
+JOBS=1
 while [ $# -gt 0 ]; do
   case "$1" in
     --seeds) SEEDS="$2"; shift 2 ;;
     --out) DIR="$2"; shift 2 ;;
+    --jobs) JOBS="$2"; shift 2 ;;
     --dml) DML="$2"; PASS+=(--dml "$2"); shift 2 ;;
     --device|--profile|--set|--ers-images) PASS+=("$1" "$2"); shift 2 ;;
     --no-ers) ERS=0; PASS+=("$1"); shift ;;
@@ -50,6 +60,11 @@ IFS=',' read -r -a SEED_LIST <<< "$SEEDS"
 for s in "${SEED_LIST[@]}"; do
   [[ "$s" =~ ^[0-9]+$ ]] || { echo "tools/seeds.sh: --seeds: '$s' is not a seed" >&2; exit 2; }
 done
+[[ "$JOBS" =~ ^[1-9][0-9]*$ ]] || { echo "tools/seeds.sh: --jobs: '$JOBS' is not a count of 1 or more" >&2; exit 2; }
+if [ "$JOBS" -gt 1 ] && [ -z "${OMP_NUM_THREADS:-}" ]; then
+  cores="$(nproc 2>/dev/null || echo 1)"
+  export OMP_NUM_THREADS=$((cores / JOBS > 0 ? cores / JOBS : 1))
+fi
 mkdir -p "$DIR"
 ROW="$(basename "$DIR")"
 RUNS=""
@@ -59,16 +74,36 @@ seed_done() {
   if [ "$ERS" = 1 ]; then grep -q '"complete": true' "$1/ers.json" 2>/dev/null || return 1; fi
   for spec in "${SETS[@]}"; do [ -f "$1/$(adversarial_set_name "$spec")/metrics.json" ] || return 1; done
 }
+run_seed() {  # run_seed S: repro.sh for seed S
+  "$ROOT/tools/repro.sh" "$CONFIG" --out "$DIR/seed-$1" "${PASS[@]}" --set "seed=$1"
+}
+STARTED=()
 for s in "${SEED_LIST[@]}"; do
   out="$DIR/seed-$s"
+  RUNS="${RUNS:+$RUNS,}$out"
   if seed_done "$out"; then
     echo "==> seed $s: done, skipped ($out)"
-  else
+  elif [ "$JOBS" = 1 ]; then
     echo "==> seed $s ($out)"
-    "$ROOT/tools/repro.sh" "$CONFIG" --out "$out" "${PASS[@]}" --set "seed=$s"
+    run_seed "$s"
+  else
+    while [ "$(jobs -rp | wc -l)" -ge "$JOBS" ]; do wait -n || true; done
+    echo "==> seed $s ($out; OMP_NUM_THREADS=${OMP_NUM_THREADS:-all}, log: $DIR/seed-$s.log)"
+    run_seed "$s" > "$DIR/seed-$s.log" 2>&1 &
+    STARTED+=("$s")
   fi
-  RUNS="${RUNS:+$RUNS,}$out"
 done
+if [ ${#STARTED[@]} -gt 0 ]; then
+  wait || true
+  failed=0
+  for s in "${STARTED[@]}"; do
+    if seed_done "$DIR/seed-$s"; then echo "==> seed $s: finished"; continue; fi
+    echo "tools/seeds.sh: seed $s did not finish; the end of $DIR/seed-$s.log:" >&2
+    tail -n 5 "$DIR/seed-$s.log" >&2
+    failed=1
+  done
+  [ "$failed" = 0 ] || exit 1
+fi
 "$DML" aggregate --runs "$RUNS" --names "$ROW" --out "$DIR/aggregate"
 for spec in "${SETS[@]}"; do
   name="$(adversarial_set_name "$spec")"
