@@ -17,7 +17,8 @@
 #
 # Steps, in order: configure build version mma-layout cuda-tests metrics-100k train-vanilla
 # train-nccl bench
-# bench-tc-conv-mma memcheck:<test program> train-bench:{vanilla,est,act} racecheck:<...>
+# bench-tc-conv-mma memcheck:<test program> train-bench:{vanilla,est,act} train-concurrent:est
+# train-bench-resnet18:* train-bench-resnet50:* racecheck:<...>
 # initcheck:<...> cpu-tests
 # (a name before ':' selects all). Nothing runs after a failed configure or build, or when the
 # program sees no GPU; GPU_CHECK_RETRY_FAILED=1 runs failed steps again after a fix.
@@ -269,6 +270,33 @@ train_bench() {
 }
 export -f train_bench
 
+# Seeds side by side on one GPU (tools/seeds.sh --jobs N): wall time of 1, 2 and 3 processes
+# each training the first 100 steps of CONFIG at once (dml train --stop-after-batches 100, start-up
+# included, output in a scratch folder). The same time for 2 processes as for 1 means the GPU
+# was half idle and `--jobs 2` trains two seeds for the price of one; twice the time means it was
+# busy. Budget: an EST eta = 32 step took 125 ms on the H200, so 100 steps 12.5 s plus start-up:
+# about 1.5 minutes for the three rows.
+# shellcheck disable=SC2317
+concurrent_train() {  # concurrent_train CONFIG-NAME
+  local config="configs/fashion/$1.json" dir="$STATE/train-concurrent" status=0 n i start pids
+  for n in 1 2 3; do
+    rm -rf "$dir"
+    mkdir -p "$dir"
+    start=$(date +%s%N)
+    pids=()
+    for ((i = 0; i < n; i++)); do
+      "$BUILD/dml" train --config "$config" --set device=cuda --set seed="$i" \
+        --set output_dir="$dir/run-$i" --stop-after-batches 100 > "$dir/run-$i.log" 2>&1 &
+      pids+=($!)
+    done
+    for i in "${pids[@]}"; do wait "$i" || status=1; done
+    echo "$n process(es) x 100 steps of $1: $((($(date +%s%N) - start) / 1000000)) ms wall"
+  done
+  [ "$status" = 0 ] || tail -n 5 "$dir"/run-*.log
+  return "$status"
+}
+export -f concurrent_train
+
 # ResNet at 224 x 224, batch 112 (SPC-2, 56 pairs), EST eta = 32 (issue 33 point 6):
 # configs/bench/est-resnet{18,50}-224.json on the synthetic data set (no download). One step per
 # precision (GPU_CHECK_RESNET_PRECISIONS, default fp32,tf32,bf16): the peer's P1 and P3 (graph
@@ -355,6 +383,8 @@ for name in vanilla est act; do
   run_step "train-bench:$name" "dml bench --train configs/fashion/$name.json vs PyTorch" \
     bash -c 'train_bench "$0"' "$name"
 done
+run_step "train-concurrent:est" "1, 2 and 3 dml train processes at once on the GPU (seeds.sh --jobs)" \
+  bash -c 'concurrent_train est'
 for model in resnet18 resnet50; do
   for precision in ${RESNET_PRECISIONS//,/ }; do
     # shellcheck disable=SC2016  # $0 and $1 are expanded by the inner bash
