@@ -5,7 +5,7 @@
 #
 #   tools/repro.sh CONFIG [--device DEV] [--profile rob28|rob224] [--dml PATH] [--out DIR]
 #                         [--set KEY=VALUE]... [--ers-images N] [--no-ers]
-#                         [--adversarial-set SPEC]...
+#                         [--adversarial-set SPEC]... [--out-name NAME]
 #
 # --set goes to `dml train` (e.g. epochs for a quick check); --ers-images attacks only the first N
 # test images (default all, as the papers do); --no-ers skips the ERS. --adversarial-set SPEC
@@ -21,8 +21,11 @@
 # --precision P (docs/gpu.md).
 # Writes DIR (default runs/repro/<config name>): run/ (the training output), train.log, ers.json,
 # ers.log, the adversarial sets' folders; the ERS uses --robrank-compat so it compares with the
-# published tables. When $OUT is set (the device tool's output folder) the logs and JSON files
-# are copied there too.
+# published tables. When $OUT is set (the device tool's output folder, which brings back at most
+# 8 files of 16 MiB) the logs and JSON files, and the trained weights where that stays under
+# 16 MiB, are packed into one file there whenever the script exits: $OUT/NAME.tar.gz, NAME the config's name or
+# --out-name (letters, digits, '.', '_', '-'; tools/seeds.sh gives <row>-seed-<S>), paths
+# inside relative to DIR.
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 if [ $# -lt 1 ]; then
@@ -55,10 +58,13 @@ while [ $# -gt 0 ]; do
     --ers-images) ERS_IMAGES="$2"; shift 2 ;;
     --no-ers) ERS=0; shift ;;
     --adversarial-set) ADVERSARIAL_SETS+=("$2"); shift 2 ;;
+    --out-name) NAME="$2"; shift 2 ;;
     *) echo "tools/repro.sh: unknown option $1" >&2; exit 2 ;;
   esac
 done
 [ -f "$CONFIG" ] || { echo "tools/repro.sh: no config $CONFIG" >&2; exit 2; }
+[[ "$NAME" =~ ^[A-Za-z0-9._-]+$ ]] ||
+  { echo "tools/repro.sh: --out-name '$NAME': use letters, digits, '.', '_' and '-' only" >&2; exit 2; }
 if [ -z "$PRECISION" ]; then
   PRECISION="$(sed -n 's/.*"precision"[[:space:]]*:[[:space:]]*"\([a-z0-9]*\)".*/\1/p' "$CONFIG" | head -n 1)"
 fi
@@ -70,12 +76,23 @@ source "$ROOT/tools/adversarial_set.sh"
 mkdir -p "$DIR"
 
 copy_out() {
-  if [ -n "${OUT:-}" ]; then
-    mkdir -p "$OUT/$NAME"
-    for f in train.log ers.log ers.json run/metrics.json run/log.jsonl; do
-      if [ -f "$DIR/$f" ]; then cp "$DIR/$f" "$OUT/$NAME/$(basename "$f")"; fi
-    done
+  if [ -z "${OUT:-}" ]; then return; fi
+  local files=() f
+  for f in train.log ers.log ers.json run/metrics.json run/log.jsonl; do
+    if [ -f "$DIR/$f" ]; then files+=("$f"); fi
+  done
+  for f in "$DIR"/*/attack.log "$DIR"/*/attack.json "$DIR"/*/metrics.json; do  # the sets'
+    if [ -f "$f" ] && [ "$f" != "$DIR/run/metrics.json" ]; then files+=("${f#"$DIR"/}"); fi
+  done
+  [ ${#files[@]} -gt 0 ] || return 0
+  mkdir -p "$OUT"
+  local archive="$OUT/$NAME.tar.gz"
+  # The weights too (C2F2: 13-15 MB), unless the archive would pass the 16 MiB a file may have.
+  if [ -f "$DIR/run/model.safetensors" ]; then
+    tar -czf "$archive.part" -C "$DIR" "${files[@]}" run/model.safetensors &&
+      [ "$(stat -c %s "$archive.part")" -le $((16 << 20)) ] && mv "$archive.part" "$archive" && return
   fi
+  tar -czf "$archive.part" -C "$DIR" "${files[@]}" && mv "$archive.part" "$archive"
 }
 trap copy_out EXIT
 # Which binary does the work, for the results doc ("dml 813900d"; empty from binaries older than

@@ -15,6 +15,9 @@
 # other. On one GPU the jobs share the device (not yet measured against one after another). A
 # seed that fails is named with the end of its log once the others have finished; exit status 1.
 #
+# Under the device tool ($OUT set) each seed's logs, JSON and small weights come back as one file,
+# $OUT/<row>-seed-<S>.tar.gz (repro.sh).
+#
 # With --adversarial-set SPEC (repro.sh: MDProp's evaluation under attack) each set also gets its
 # aggregate over the seeds, DIR/aggregate-<name>.{md,json,svg} from DIR/seed-S/<name>/metrics.json.
 #
@@ -74,8 +77,11 @@ seed_done() {
   if [ "$ERS" = 1 ]; then grep -q '"complete": true' "$1/ers.json" 2>/dev/null || return 1; fi
   for spec in "${SETS[@]}"; do [ -f "$1/$(adversarial_set_name "$spec")/metrics.json" ] || return 1; done
 }
+# The name of each seed's archive in the device tool's $OUT (repro.sh --out-name).
+OUT_NAME="$(printf '%s' "$ROW" | tr -c 'A-Za-z0-9._-' '_')"
 run_seed() {  # run_seed S: repro.sh for seed S
-  "$ROOT/tools/repro.sh" "$CONFIG" --out "$DIR/seed-$1" "${PASS[@]}" --set "seed=$1"
+  "$ROOT/tools/repro.sh" "$CONFIG" --out "$DIR/seed-$1" "${PASS[@]}" --set "seed=$1" \
+    --out-name "$OUT_NAME-seed-$1"
 }
 STARTED=()
 for s in "${SEED_LIST[@]}"; do

@@ -4,7 +4,8 @@
 # row): per seed no ERS, DIR/seed-S/<set>/metrics.json equal to `dml eval --images` on the attack's
 # own adversarial array (which is not kept) clustered for NMI as the clean split was (the seed's
 # k-means seed and eval.kmeans_restarts), an aggregate per set over the seeds; a second call skips
-# what is done and redoes only a set whose metrics.json is missing.
+# what is done and redoes only a set whose metrics.json is missing. Under the device tool ($OUT
+# set) each seed's files come back as one archive, $OUT/quick-tiny-seed-S.tar.gz.
 set -e
 src=$1; dml=$2; d=$3
 rm -rf "$d"; mkdir -p "$d"
@@ -19,7 +20,16 @@ run() {  # run LOG: the seeds command with both sets
     --device cpu --no-ers --adversarial-set "$stax" --adversarial-set "$mtax" $tiny \
     > "$d/$1" 2>&1 || { cat "$d/$1"; exit 1; }
 }
-run first.log
+OUT="$d/out" run first.log
+for s in 0 1; do
+  tar -tzf "$d/out/quick-tiny-seed-$s.tar.gz" | sort > "$d/archive-$s.txt"
+  printf '%s\n' mtax-t2/attack.json mtax-t2/attack.log mtax-t2/metrics.json run/log.jsonl \
+    run/metrics.json run/model.safetensors stax/attack.json stax/attack.log stax/metrics.json \
+    train.log | diff - "$d/archive-$s.txt"
+done
+test "$(find "$d/out" -type f | wc -l)" -eq 2
+tar -xzf "$d/out/quick-tiny-seed-1.tar.gz" -C "$d/out" stax/metrics.json
+cmp "$d/out/stax/metrics.json" "$d/quick-tiny/seed-1/stax/metrics.json"
 for s in 0 1; do
   test ! -e "$d/quick-tiny/seed-$s/ers.json"
   for set in stax mtax-t2; do

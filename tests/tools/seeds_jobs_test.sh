@@ -3,7 +3,8 @@
 # tools/seeds.sh --jobs 2 runs two seeds at once, half the cores each, and gives byte for byte the
 # weights and ERS scores of the same seeds run one after another on every core (dml's results do
 # not depend on the thread count); each job's output goes to DIR/seed-S.log. A seed that fails is
-# named with its log's end and the call exits 1; --jobs 0 is refused.
+# named with its log's end and the call exits 1; --jobs 0 is refused. repro.sh's archive for the
+# device tool leaves out weights too large for it; a bad --out-name is refused.
 set -e
 src=$1; dml=$2; d=$3
 rm -rf "$d"; mkdir -p "$d"
@@ -47,4 +48,20 @@ status=0
   --dml "$dml" > "$d/zero.log" 2>&1 || status=$?
 test "$status" = 2
 grep -q "\-\-jobs: '0' is not a count" "$d/zero.log"
+# repro.sh under the device tool: one archive in $OUT, without the weights when they would take
+# it past the 16 MiB a file may have there (a 21 MB model: D = 2048).
+# shellcheck disable=SC2086
+OUT="$d/out" "$src/tools/repro.sh" "$src/configs/quick.json" --out "$d/wide" --out-name wide \
+  --dml "$dml" --device cpu --no-ers $tiny --set model.embedding_dim=2048 > "$d/wide.log" 2>&1 ||
+  { cat "$d/wide.log"; exit 1; }
+test "$(stat -c %s "$d/wide/run/model.safetensors")" -gt 16777216
+tar -tzf "$d/out/wide.tar.gz" | sort | tr '\n' ' ' > "$d/wide.txt"
+test "$(cat "$d/wide.txt")" = "run/log.jsonl run/metrics.json train.log "
+test "$(find "$d/out" -type f | wc -l)" -eq 1
+status=0
+"$src/tools/repro.sh" "$src/configs/quick.json" --out "$d/named" --out-name "a/b" --dml "$dml" \
+  > "$d/named.log" 2>&1 || status=$?
+test "$status" = 2
+grep -q "\-\-out-name 'a/b': use letters, digits" "$d/named.log"
+test ! -d "$d/named"
 echo "seeds in parallel"
