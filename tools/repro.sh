@@ -23,9 +23,9 @@
 # ers.log, the adversarial sets' folders; the ERS uses --robrank-compat so it compares with the
 # published tables. When $OUT is set (the device tool's output folder, which brings back at most
 # 8 files of 16 MiB) the logs and JSON files, and the trained weights where that stays under
-# 16 MiB, are packed into one file there whenever the script exits: $OUT/NAME.tar.gz, NAME the config's name or
-# --out-name (letters, digits, '.', '_', '-'; tools/seeds.sh gives <row>-seed-<S>), paths
-# inside relative to DIR.
+# 16 MiB, are packed into one file there whenever the script exits: $OUT/NAME.tar.gz, NAME the
+# config's name or --out-name (letters, digits, '.', '_', '-'; tools/seeds.sh gives
+# <row>-seed-<S>), the paths inside relative to DIR.
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 if [ $# -lt 1 ]; then

@@ -59,16 +59,17 @@ while [ $# -gt 0 ]; do
     *) echo "tools/robustness_report.sh: unknown option $1" >&2; usage ;;
   esac
 done
-[ -n "$DIR" ] || { echo "tools/robustness_report.sh: give --out DIR" >&2; exit 2; }
-[ -f "$CHECKPOINT" ] || { echo "tools/robustness_report.sh: no checkpoint $CHECKPOINT" >&2; exit 2; }
-[ -x "$DML" ] || { echo "tools/robustness_report.sh: no dml program at $DML (build it first)" >&2; exit 2; }
+refuse() { echo "tools/robustness_report.sh: $*" >&2; exit 2; }
+[ -n "$DIR" ] || refuse "give --out DIR"
+[ -f "$CHECKPOINT" ] || refuse "no checkpoint $CHECKPOINT"
+[ -x "$DML" ] || refuse "no dml program at $DML (build it first)"
 for n in "$IMAGES" "$RESTARTS" "$CURVE_IMAGES" "$CHECK_IMAGES"; do
-  [[ "$n" =~ ^[0-9]+$ ]] || { echo "tools/robustness_report.sh: '$n' is not a count" >&2; exit 2; }
+  [[ "$n" =~ ^[0-9]+$ ]] || refuse "'$n' is not a count"
 done
-[ "$IMAGES" -gt 0 ] || { echo "tools/robustness_report.sh: --images must be 1 or more" >&2; exit 2; }
+[ "$IMAGES" -gt 0 ] || refuse "--images must be 1 or more"
 for t in "${TRANSFERS[@]}"; do
-  [[ "$t" == ?*=?* ]] || { echo "tools/robustness_report.sh: --transfer-from wants NAME=CHECKPOINT, not '$t'" >&2; exit 2; }
-  [ -f "${t#*=}" ] || { echo "tools/robustness_report.sh: no checkpoint ${t#*=} (--transfer-from)" >&2; exit 2; }
+  [[ "$t" == ?*=?* ]] || refuse "--transfer-from wants NAME=CHECKPOINT, not '$t'"
+  [ -f "${t#*=}" ] || refuse "no checkpoint ${t#*=} (--transfer-from)"
 done
 mkdir -p "$DIR"
 echo "==> $("$DML" --version | sed -n 1p) at $DML; $CHECKPOINT -> $DIR"
